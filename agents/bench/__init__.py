@@ -1,0 +1,86 @@
+"""Benchmarks behind ``soft-envs bench``: each module returns a markdown section.
+
+A bench module ``soft_envs.agents.bench.<name>`` defines ``TITLE`` and
+``run(full: bool, seed: int, plot_dir: str | None) -> str`` (markdown tables, figures in SI
+or in the papers' mm/ms). ``soft-envs bench NAME --update BENCHMARKS.md`` rewrites only that
+bench's section (between ``<!-- bench:NAME -->`` markers) with the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import platform
+import re
+import time
+
+# name -> module; a bench whose module is not installed is listed but skipped.
+BENCHES: dict[str, str] = {
+    "peter": "soft_envs.agents.bench.peter",
+    "nn": "soft_envs.agents.bench.neural",
+    "pcc": "soft_envs.agents.bench.pcc",
+    "quadruped": "soft_envs.agents.bench.quadruped",
+    "ik": "soft_envs.agents.bench.chain_ik",
+    "hexapod": "soft_envs.agents.bench.hexapod",
+}
+
+
+def available() -> list[str]:
+    """Bench names whose module is installed."""
+    return [name for name, mod in BENCHES.items() if importlib.util.find_spec(mod) is not None]
+
+
+def load(name: str):
+    """The bench module called ``name``."""
+    if name not in BENCHES:
+        raise ValueError(f"unknown bench {name!r}; choose from {sorted(BENCHES)}")
+    return importlib.import_module(BENCHES[name])
+
+
+def machine() -> str:
+    """One line naming the machine and the library versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import numpy
+    import scipy
+
+    versions = f"Python {platform.python_version()}, numpy {numpy.__version__}, scipy {scipy.__version__}"
+    try:
+        from importlib.metadata import version
+
+        versions += f", pybullet {version('pybullet')}"
+    except Exception:  # noqa: BLE001
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; {versions}"
+
+
+def markdown_table(headers: list[str], rows: list[list]) -> str:
+    """A GitHub markdown table; floats are written as given (format them before)."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def section(name: str, title: str, body: str, command: str, seconds: float) -> str:
+    """A bench section with its markers, the command that made it and the machine."""
+    stamp = time.strftime("%Y-%m-%d")
+    return (f"<!-- bench:{name} -->\n## {title}\n\n"
+            f"Command: `{command}` — {stamp}, {seconds:.0f} s on {machine()}.\n\n{body.strip()}\n"
+            f"<!-- /bench:{name} -->")
+
+
+def update_file(path: str, name: str, text: str) -> None:
+    """Replace (or append) the section ``name`` of the markdown file ``path``."""
+    old = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)
+    new = pattern.sub(lambda _: text, old) if pattern.search(old) else old.rstrip() + "\n\n" + text + "\n"
+    with open(path, "w") as fh:
+        fh.write(new)

@@ -1,0 +1,72 @@
+"""An IK controller acting in goal-reaching environments (``PeterReach-v0``) through ``step``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.agents.ik.trust_region import trr
+from soft_envs.robots.base import KinematicModel
+
+
+class TRRReachAgent:
+    """Plan with TRR on a kinematic model, then hold the solution as the action.
+
+    The agent reads the goal from the observation (``obs[3:6]``, or ``desired_goal`` in the
+    dict form) and the env's spaces and kinematic model (``env.unwrapped.model``) — nothing of
+    the env's private state. It re-plans only when the goal moves, warm-started from its
+    previous solution.
+
+    Args:
+        env: a ``PeterReach-v0`` env (wrapped or not).
+        model: the model to plan on; default the env's own (``env.unwrapped.model``). Planning
+            on another model (e.g. the paper's tilted-plane one) measures the model gap.
+        **trr_options: passed to :func:`~soft_envs.agents.ik.trr`.
+    """
+
+    def __init__(self, env, model: KinematicModel | None = None, **trr_options) -> None:
+        self.env = env.unwrapped
+        self.model = model if model is not None else self.env.model
+        self.trr_options = trr_options
+        self.last_result = None
+        self._goal: np.ndarray | None = None
+        self._solution: np.ndarray | None = None
+
+    def reset(self, obs=None, info=None) -> None:
+        """Forget the previous goal (the next ``act`` plans from scratch)."""
+        self._goal, self._solution, self.last_result = None, None, None
+
+    @staticmethod
+    def goal_from_observation(obs) -> np.ndarray:
+        """The goal [m] in the env's base frame, from either observation form."""
+        if isinstance(obs, dict):
+            return np.asarray(obs["desired_goal"], dtype=float)
+        return np.asarray(obs, dtype=float)[3:6]
+
+    def act(self, obs) -> np.ndarray:
+        """The normalised action that commands the IK solution for the observed goal."""
+        goal = self.goal_from_observation(obs)
+        if self._goal is None or not np.array_equal(goal, self._goal):
+            self.last_result = trr(self.model, goal, self._solution, **self.trr_options)
+            self._goal, self._solution = goal, self.last_result.solution
+        return self.env.times_to_action(self._solution)
+
+
+def demo(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, n_modules: int = 3) -> list:
+    """TRR reaching a new random goal every 30 steps in ``PeterReach-v0``; returns rgb frames."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, render_mode=render_mode)
+    agent = TRRReachAgent(env)
+    frames = []
+    obs, info = env.reset(seed=seed)
+    for k in range(steps):
+        if k and k % 30 == 0:
+            obs, info = env.reset(seed=seed + k)
+            agent.reset(obs, info)
+        obs, *_ = env.step(agent.act(obs))
+        if render_mode == "rgb_array":
+            frames.append(env.render())
+    env.close()
+    return frames

@@ -1,0 +1,138 @@
+"""The ``soft-envs`` command line: list environments, run benchmarks and demos, train the NN IK."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+import time
+
+# demo name -> "module:function"; the function takes (render_mode, steps, seed) and returns
+# the list of rgb frames (empty when it rendered to a GUI window).
+DEMOS: dict[str, str] = {
+    "peter": "soft_envs.agents.reach:demo",
+    "pcc": "soft_envs.agents.pcc_control:demo",
+    "quadruped": "soft_envs.agents.gait:demo",
+    "hexapod": "soft_envs.agents.hexapod_control:demo",
+}
+
+
+def _available_demos() -> list[str]:
+    return [n for n, ep in DEMOS.items() if importlib.util.find_spec(ep.split(":")[0]) is not None]
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+
+    import soft_envs
+
+    print("Environments:")
+    for env_id in soft_envs.ENV_IDS:
+        spec = gym.spec(env_id)
+        print(f"  {env_id:32s} max_episode_steps={spec.max_episode_steps}")
+    from soft_envs.agents import bench
+
+    print("Benchmarks: " + ", ".join(bench.available()))
+    print("Demos:      " + ", ".join(_available_demos()))
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from soft_envs.agents import bench
+
+    names = args.names or ["peter"]
+    if names == ["all"]:
+        names = bench.available()
+    for name in names:
+        if name not in bench.BENCHES:
+            print(f"unknown bench {name!r}; choose from {', '.join(bench.available())} or all", file=sys.stderr)
+            return 2
+    for name in names:
+        module = bench.load(name)
+        start = time.perf_counter()
+        body = module.run(full=args.full, seed=args.seed, plot_dir=args.plot)
+        seconds = time.perf_counter() - start
+        command = f"soft-envs bench {name}" + (" --full" if args.full else "") + \
+            (f" --seed {args.seed}" if args.seed else "")
+        text = bench.section(name, module.TITLE, body, command, seconds)
+        print(text.split("\n", 1)[1].rsplit("\n", 1)[0])
+        print()
+        if args.update:
+            bench.update_file(args.update, name, text)
+            print(f"[updated section '{name}' of {args.update}]")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from soft_envs.sim.bullet import has_display
+
+    if args.name not in DEMOS:
+        print(f"unknown demo {args.name!r}; choose from {', '.join(_available_demos())}", file=sys.stderr)
+        return 2
+    module_name, func_name = DEMOS[args.name].split(":")
+    demo = getattr(importlib.import_module(module_name), func_name)
+    gui = has_display() and not args.output
+    frames = demo(render_mode="human" if gui else "rgb_array", steps=args.steps, seed=args.seed)
+    if gui:
+        return 0
+    output = args.output or f"{args.name}_demo.gif"
+    import imageio.v2 as imageio
+
+    if output.endswith(".gif"):
+        imageio.mimsave(output, frames, duration=1000 * args.frame_time, loop=0)
+    else:
+        imageio.mimsave(output, frames, fps=int(round(1 / args.frame_time)))
+    print(f"wrote {len(frames)} frames to {os.path.abspath(output)}")
+    return 0
+
+
+def _cmd_train_ik(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("soft_envs.agents.nn.train") is None:
+        print("training is not available in this installation", file=sys.stderr)
+        return 2
+    from soft_envs.agents.nn import train
+
+    return train.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="soft-envs", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="list environments, benchmarks and demos").set_defaults(func=_cmd_list)
+
+    b = sub.add_parser("bench", help="compare the IK controllers with the papers' figures")
+    b.add_argument("names", nargs="*", help="benches to run (default: peter; 'all' for every one)")
+    b.add_argument("--full", action="store_true", help="the papers' sizes (e.g. 1000 targets) instead of small defaults")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--update", metavar="FILE", help="rewrite this bench's section of FILE (e.g. BENCHMARKS.md)")
+    b.add_argument("--plot", metavar="DIR", help="also write figures (needs the 'plot' extra)")
+    b.set_defaults(func=_cmd_bench)
+
+    d = sub.add_parser("demo", help="run a controller in an environment (GUI, or a GIF/MP4 headless)")
+    d.add_argument("name", nargs="?", default="peter")
+    d.add_argument("--steps", type=int, default=120)
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--output", help="write frames here (.gif or .mp4) instead of opening a window")
+    d.add_argument("--frame-time", type=float, default=0.05, help="seconds per frame in the file")
+    d.set_defaults(func=_cmd_demo)
+
+    t = sub.add_parser("train-ik", help="train the neural-network IK (needs the 'learn' extra)")
+    t.add_argument("--modules", type=int, default=2)
+    t.add_argument("--samples", type=int, default=10_000)
+    t.add_argument("--epochs", type=int, default=250)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--output", help="weights file (.npz)")
+    t.set_defaults(func=_cmd_train_ik)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

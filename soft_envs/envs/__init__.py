@@ -1,0 +1,33 @@
+"""Gymnasium environments and their registration (ids under the ``soft_envs/`` namespace)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+# id -> (entry point, max_episode_steps). Entry points are strings so that importing
+# soft_envs stays cheap and an env's module loads only when it is made.
+ENVIRONMENTS: dict[str, tuple[str, int]] = {
+    "soft_envs/PeterReach-v0": ("soft_envs.envs.peter_reach:PeterReachEnv", 50),
+    "soft_envs/PCCTrack-v0": ("soft_envs.envs.pcc_track:PCCTrackEnv", 400),
+    "soft_envs/QuadrupedWalk-v0": ("soft_envs.envs.quadruped_walk:QuadrupedWalkEnv", 1000),
+    "soft_envs/QuadrupedPose-v0": ("soft_envs.envs.quadruped_pose:QuadrupedPoseEnv", 200),
+    "soft_envs/HexapodPose-v0": ("soft_envs.envs.hexapod_pose:HexapodPoseEnv", 50),
+}
+
+
+def _module_exists(entry_point: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(entry_point.split(":")[0]) is not None
+
+
+def register_all() -> list[str]:
+    """Register every environment whose module is installed; returns the registered ids."""
+    registered = []
+    for env_id, (entry_point, max_steps) in ENVIRONMENTS.items():
+        if not _module_exists(entry_point):
+            continue
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry_point, max_episode_steps=max_steps)
+        registered.append(env_id)
+    return registered

@@ -1,0 +1,230 @@
+"""``soft_envs/PeterReach-v0``: reach a target point with the PETER soft arm.
+
+Action (``Box(-1, 1, (3N,))``): the inflation-time set-point of every leg, normalised,
+``t = (a + 1) / 2 · t_max`` [s]. Out-of-box actions are clipped (``info["action_clipped"]``).
+
+Observation (flat ``Box``, float32, all in the arm's base frame, SI units):
+
+====================  ========================================================
+slice                 content
+====================  ========================================================
+``[0:3]``             tip position [m]
+``[3:6]``             goal position [m]
+``[6:9]``             goal − tip [m]
+``[9:12]``            tip linear velocity [m/s] (zero for ``kinematic=True``)
+``[12:12+3N]``        current inflation-time set-points, normalised to [−1, 1]
+====================  ========================================================
+
+With ``goal_conditioned=True`` the observation is a ``Dict`` with ``observation`` (tip,
+velocity, set-points), ``achieved_goal`` (tip) and ``desired_goal`` (goal), and
+:meth:`PeterReachEnv.compute_reward` recomputes the distance term for relabelled goals.
+
+Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
+``distance = −distance_weight · ‖goal − tip‖`` [m] and
+``action_rate = −action_rate_weight · ‖a − a_prev‖²``. ``info["is_success"]`` when the
+distance is below ``success_threshold`` (1 mm). Goals are the PCC tip of uniformly random
+inflation times (always reachable), drawn from the env's seeded RNG.
+
+Physics: the PyBullet PCC body (:class:`~soft_envs.sim.peter_body.PeterBody`), gravity on,
+``time_step = 1/240`` s, ``frame_skip = 12`` (20 Hz control). ``kinematic=True`` runs the
+same spaces on the analytic model (``kinematics="pcc"`` or ``"tilted"``) with no simulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pybullet
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+
+from soft_envs.envs.base import SoftEnv
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.peter import Peter
+from soft_envs.sim.bullet import connect
+from soft_envs.sim.peter_body import PeterBody
+
+
+class PeterReachEnv(SoftEnv, EzPickle):
+    """Reach a target with a PETER arm (see the module docstring for spaces and rewards).
+
+    Args:
+        n_modules: 1 to 4 stacked modules.
+        links_per_module: rigid links per module arc in the PyBullet body.
+        kinematic: run on the analytic model only (no PyBullet), for fast learning.
+        kinematics: ``"pcc"`` (the body's kinematics) or ``"tilted"`` (the paper's model;
+            only with ``kinematic=True``).
+        goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
+        distance_weight, action_rate_weight: reward weights.
+        success_threshold: success distance [m].
+        payload: tip payload [kg] (physics only).
+        gravity: standard gravity on (physics only).
+        solver_iterations: PyBullet constraint-solver iterations (long chains need ~100).
+        render_mode, time_step, frame_skip, width, height: see :class:`SoftEnv`.
+        radius, gap: module geometry [m], passed to :class:`Peter`.
+    """
+
+    def __init__(
+        self,
+        n_modules: int = 2,
+        *,
+        links_per_module: int = 3,
+        kinematic: bool = False,
+        kinematics: str = "pcc",
+        goal_conditioned: bool = False,
+        distance_weight: float = 1.0,
+        action_rate_weight: float = 0.0,
+        success_threshold: float = 1e-3,
+        payload: float = 0.0,
+        gravity: bool = True,
+        solver_iterations: int = 100,
+        render_mode: str | None = None,
+        time_step: float = 1.0 / 240.0,
+        frame_skip: int = 12,
+        width: int = 320,
+        height: int = 240,
+        radius: float = 0.045,
+        gap: float = 0.017,
+    ) -> None:
+        EzPickle.__init__(
+            self, n_modules, links_per_module=links_per_module, kinematic=kinematic, kinematics=kinematics,
+            goal_conditioned=goal_conditioned, distance_weight=distance_weight,
+            action_rate_weight=action_rate_weight, success_threshold=success_threshold, payload=payload,
+            gravity=gravity, solver_iterations=solver_iterations, render_mode=render_mode,
+            time_step=time_step, frame_skip=frame_skip, width=width, height=height, radius=radius, gap=gap)
+        if not kinematic and kinematics != "pcc":
+            raise InvalidParameterError("the PyBullet body is the PCC arm: kinematics='tilted' needs kinematic=True")
+        for name, value in (("distance_weight", distance_weight), ("action_rate_weight", action_rate_weight)):
+            if not np.isfinite(value) or value < 0:
+                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        if not np.isfinite(success_threshold) or success_threshold <= 0:
+            raise InvalidParameterError(f"success_threshold must be > 0 [m]; got {success_threshold!r}")
+        self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,
+                           links_per_module=links_per_module)
+        super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip,
+                         use_physics=not kinematic, width=width, height=height)
+        self.kinematic = bool(kinematic)
+        self.goal_conditioned = bool(goal_conditioned)
+        self.distance_weight = float(distance_weight)
+        self.action_rate_weight = float(action_rate_weight)
+        self.success_threshold = float(success_threshold)
+        self.payload = float(payload)
+        self.gravity = bool(gravity)
+        self.solver_iterations = int(solver_iterations)
+        n_act = self.model.n_dof
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(n_act,), dtype=np.float32)
+        # Bounds: positions within the arm's reach, velocities within ±10 m/s, set-points ±1.
+        reach = float(self.model.forward(np.full(n_act, self.model.max_inflation_time))[2]) + 0.05
+        pos_b, vel_b, act_b = np.full(3, reach), np.full(3, 10.0), np.ones(n_act)
+        flat_high = np.concatenate((pos_b, pos_b, 2 * pos_b, vel_b, act_b)).astype(np.float32)
+        flat = spaces.Box(-flat_high, flat_high, dtype=np.float32)
+        if self.goal_conditioned:
+            point = spaces.Box(-pos_b.astype(np.float32), pos_b.astype(np.float32), dtype=np.float32)
+            obs_high = np.concatenate((pos_b, vel_b, act_b)).astype(np.float32)
+            self.observation_space = spaces.Dict({
+                "observation": spaces.Box(-obs_high, obs_high, dtype=np.float32),
+                "achieved_goal": point, "desired_goal": point})
+        else:
+            self.observation_space = flat
+        self.body: PeterBody | None = None
+        if self.client is not None:
+            self.body = self._build_scene(self.client)
+        self.inflation_times = np.zeros(n_act)
+        self.goal = self.model.forward(self.inflation_times)
+        self.tip = self.goal.copy()
+        self.tip_velocity = np.zeros(3)
+        self._previous_action = -np.ones(n_act)
+
+    def _build_scene(self, client) -> PeterBody:
+        client.setTimeStep(self.time_step)
+        client.setGravity(0.0, 0.0, -9.81 if self.gravity else 0.0)
+        client.setPhysicsEngineParameter(numSolverIterations=self.solver_iterations)
+        body = PeterBody(client, self.model, payload=self.payload)
+        marker = client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.004, rgbaColor=[1.0, 0.1, 0.1, 0.9])
+        self._goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
+                                                   basePosition=[0.0, 0.0, -1.0])
+        return body
+
+    # ------------------------------------------------------------------ conversions
+    def action_to_times(self, action: np.ndarray) -> np.ndarray:
+        """Normalised action in [−1, 1] -> inflation times [s]."""
+        low, high = self.model.lower, self.model.upper
+        return low + (np.asarray(action, dtype=float) + 1.0) * 0.5 * (high - low)
+
+    def times_to_action(self, times: np.ndarray) -> np.ndarray:
+        """Inflation times [s] -> normalised action in [−1, 1] (float32)."""
+        low, high = self.model.lower, self.model.upper
+        return (2.0 * (np.asarray(times, dtype=float) - low) / (high - low) - 1.0).astype(np.float32)
+
+    # ------------------------------------------------------------------ hooks
+    def _reset_model(self) -> None:
+        self.inflation_times = np.zeros(self.model.n_dof)
+        self._previous_action = self.times_to_action(self.inflation_times).astype(float)
+        self.goal = self.model.forward(self.model.sample(self.np_random))
+        if self.body is not None:
+            self.body.reset(self.inflation_times)
+            self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
+            self.tip, self.tip_velocity = self.body.tip_state()
+        else:
+            self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)
+
+    def _apply_action(self, action: np.ndarray) -> None:
+        self.inflation_times = self.action_to_times(action)
+        if self.body is not None:
+            self.body.command(self.inflation_times)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self._previous_action = np.asarray(action, dtype=float).clip(-1.0, 1.0)
+        return obs, reward, terminated, truncated, info
+
+    def _observation(self):
+        if self.body is not None:
+            self.tip, self.tip_velocity = self.body.tip_state()
+        else:
+            self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)
+        setpoints = self.times_to_action(self.inflation_times)
+        if self.goal_conditioned:
+            return {
+                "observation": np.concatenate((self.tip, self.tip_velocity, setpoints)).astype(np.float32),
+                "achieved_goal": self.tip.astype(np.float32),
+                "desired_goal": self.goal.astype(np.float32),
+            }
+        return np.concatenate((self.tip, self.goal, self.goal - self.tip, self.tip_velocity,
+                               setpoints)).astype(np.float32)
+
+    def distance(self) -> float:
+        """Current tip-to-goal distance [m]."""
+        return float(np.linalg.norm(self.goal - self.tip))
+
+    def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
+        rate = action - self._previous_action
+        return {
+            "distance": -self.distance_weight * self.distance(),
+            "action_rate": -self.action_rate_weight * float(rate @ rate),
+        }
+
+    def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
+        """The distance term for (possibly relabelled) goals; vectorised over leading axes."""
+        d = np.linalg.norm(np.asarray(desired_goal, dtype=float) - np.asarray(achieved_goal, dtype=float), axis=-1)
+        return -self.distance_weight * d
+
+    def _extra_info(self) -> dict[str, Any]:
+        d = self.distance()
+        return {"distance": d, "is_success": bool(d < self.success_threshold),
+                "inflation_times": self.inflation_times.copy()}
+
+    # ------------------------------------------------------------------ rendering
+    def _camera(self) -> dict[str, Any]:
+        height = self.model.forward(np.zeros(self.model.n_dof))[2]
+        return {"target": (0.0, 0.0, 0.5 * height), "distance": 2.2 * height + 0.1, "yaw": 40.0, "pitch": -20.0}
+
+    def _render_scene(self):
+        if self.client is not None:
+            return self.client
+        if self._render_client is None:  # kinematic env: pose a body just for pictures
+            self._render_client = connect(gui=False)
+            self._render_body = PeterBody(self._render_client, self.model)
+        self._render_body.reset(self.inflation_times)
+        return self._render_client

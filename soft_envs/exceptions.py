@@ -1,0 +1,27 @@
+"""Typed exceptions of soft_envs.
+
+Every error that comes from bad user input derives from :class:`ValueError`, so callers that
+only know the standard library can still catch it.
+"""
+
+from __future__ import annotations
+
+
+class SoftEnvsError(Exception):
+    """Base class of every soft_envs exception."""
+
+
+class InvalidConfigurationError(SoftEnvsError, ValueError):
+    """A joint/actuator vector has the wrong shape, is not finite, or is out of its bounds."""
+
+
+class InvalidTargetError(SoftEnvsError, ValueError):
+    """An IK target has the wrong shape or is not finite."""
+
+
+class InvalidActionError(SoftEnvsError, ValueError):
+    """An environment action has the wrong shape or is not finite."""
+
+
+class InvalidParameterError(SoftEnvsError, ValueError):
+    """A model or environment parameter is out of its valid range."""

@@ -1,0 +1,6 @@
+"""Robot models: one kinematic model object per robot (parameters, bounds, FK, Jacobian, URDF)."""
+
+from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.peter import Peter
+
+__all__ = ["KinematicModel", "Peter"]

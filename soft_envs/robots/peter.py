@@ -1,0 +1,386 @@
+"""PETER, the modular pneumatic soft arm (García-Samartín et al., JA 2025; SPEC section 2).
+
+Frames and units: the base frame has its origin at the centre of the first module's bottom
+plate, z up along the unbent arm. Inputs are inflation times ``t`` [s], three per module
+(legs at ``α = 0°, 120°, 240°``), ordered module by module. Positions are in metres.
+
+Two kinematics of the same legs, chosen with ``kinematics=``:
+
+* ``"tilted"`` (default) — the paper's simulator (eqs. 2–5): each module's top is the plane
+  through the three leg tops ``B_ij = A_ij + l_ij n_i``; the next module starts ``gap`` along
+  the top's normal.
+* ``"pcc"`` — the piecewise-constant-curvature realisation: each module is a circular arc of
+  length ``L = mean(l)``, bent by ``θ`` in the direction ``φ`` given by the leg differences,
+  followed by the rigid ``gap``. The PyBullet body realises exactly this (see :meth:`Peter.urdf`).
+
+Both come with analytic Jacobians (forward-mode derivatives, batched).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots._rotations import bend_functions, cross, skew
+from soft_envs.robots.base import KinematicModel
+from soft_envs.sim.urdf import Joint, Link, Visual, cylinder_inertia, urdf_text
+
+KINEMATICS = ("tilted", "pcc")
+
+# Constant skew matrices d[w]×/da and d[w]×/db for w = (−b, a, 0).
+_DW_DA = skew(np.array([0.0, 1.0, 0.0]))
+_DW_DB = skew(np.array([-1.0, 0.0, 0.0]))
+
+
+class Peter(KinematicModel):
+    """Kinematic model of a PETER arm with ``n_modules`` stacked modules.
+
+    Args:
+        n_modules: 1 to 4 modules.
+        radius: radius of the circle the three legs stand on [m] (not given in the paper).
+        gap: rigid distance between a module's top plate and the next module's bottom [m].
+        leg_length_at_rest: leg length at zero inflation time [m] (paper eq. 1: 42.926 mm).
+        leg_rate: leg elongation per second of inflation [m/s] (paper eq. 1: 10 mm/s).
+        max_inflation_time: upper bound of every input [s] (lower bound 0).
+        kinematics: ``"tilted"`` (paper) or ``"pcc"`` (the PyBullet body's kinematics).
+        links_per_module: rigid links each module's arc is discretised into in the PyBullet body.
+        module_mass: mass of one module [kg] (body only).
+    """
+
+    def __init__(
+        self,
+        n_modules: int = 2,
+        *,
+        radius: float = 0.045,
+        gap: float = 0.017,
+        leg_length_at_rest: float = 0.042926,
+        leg_rate: float = 0.010,
+        max_inflation_time: float = 2.0,
+        kinematics: str = "tilted",
+        links_per_module: int = 3,
+        module_mass: float = 0.12,
+    ) -> None:
+        if int(n_modules) != n_modules or not 1 <= n_modules <= 4:
+            raise InvalidParameterError(f"n_modules must be an integer from 1 to 4; got {n_modules!r}")
+        if kinematics not in KINEMATICS:
+            raise InvalidParameterError(f"kinematics must be one of {KINEMATICS}; got {kinematics!r}")
+        for name, value in (("radius", radius), ("leg_length_at_rest", leg_length_at_rest),
+                            ("leg_rate", leg_rate), ("max_inflation_time", max_inflation_time),
+                            ("module_mass", module_mass)):
+            if not np.isfinite(value) or value <= 0:
+                raise InvalidParameterError(f"{name} must be a positive number [SI]; got {value!r}")
+        if not np.isfinite(gap) or gap < 0:
+            raise InvalidParameterError(f"gap must be >= 0 [m]; got {gap!r}")
+        if radius > 1.0 or leg_length_at_rest > 1.0:
+            raise InvalidParameterError("radius and leg lengths are in metres; got values above 1 m (mm given?)")
+        if int(links_per_module) != links_per_module or links_per_module < 1:
+            raise InvalidParameterError(f"links_per_module must be a positive integer; got {links_per_module!r}")
+        self.n_modules = int(n_modules)
+        self.radius = float(radius)
+        self.gap = float(gap)
+        self.leg_length_at_rest = float(leg_length_at_rest)
+        self.leg_rate = float(leg_rate)
+        self.max_inflation_time = float(max_inflation_time)
+        self.kinematics = kinematics
+        self.links_per_module = int(links_per_module)
+        self.module_mass = float(module_mass)
+        self.leg_angles = np.deg2rad([0.0, 120.0, 240.0])
+        self.lower = np.zeros(3 * self.n_modules)
+        self.upper = np.full(3 * self.n_modules, self.max_inflation_time)
+        # Leg feet of the first module in the base frame, (3 legs, xyz).
+        self._feet = self.radius * np.stack(
+            (np.cos(self.leg_angles), np.sin(self.leg_angles), np.zeros(3)), axis=-1
+        )
+        # (L, a, b) of a module is linear in its three leg lengths: q = _Q_FROM_L @ l.
+        k = 2.0 / (3.0 * self.radius)
+        self._q_from_l = np.stack(
+            (np.full(3, 1.0 / 3.0), -k * np.cos(self.leg_angles), -k * np.sin(self.leg_angles))
+        )
+
+    def __repr__(self) -> str:
+        return (f"Peter(n_modules={self.n_modules}, radius={self.radius}, gap={self.gap}, "
+                f"kinematics={self.kinematics!r}, links_per_module={self.links_per_module})")
+
+    def with_kinematics(self, kinematics: str) -> "Peter":
+        """The same arm (same parameters) with the other kinematics."""
+        return Peter(self.n_modules, radius=self.radius, gap=self.gap,
+                     leg_length_at_rest=self.leg_length_at_rest, leg_rate=self.leg_rate,
+                     max_inflation_time=self.max_inflation_time, kinematics=kinematics,
+                     links_per_module=self.links_per_module, module_mass=self.module_mass)
+
+    # ------------------------------------------------------------------ public kinematics
+
+    def leg_lengths(self, t: np.ndarray) -> np.ndarray:
+        """Leg lengths [m] (paper eq. 1), ``(..., n_modules, 3)``."""
+        t = self.check_configuration(t)
+        return (self.leg_length_at_rest + self.leg_rate * t).reshape(*t.shape[:-1], self.n_modules, 3)
+
+    def forward(self, t: np.ndarray) -> np.ndarray:
+        """Tip position [m] (centre of the last module's top), ``(3,)`` or ``(B, 3)``."""
+        return self.module_points(t)[..., -1, :]
+
+    def jacobian(self, t: np.ndarray) -> np.ndarray:
+        """Analytic ``d tip / d t`` [m/s], ``(3, 3N)`` or ``(B, 3, 3N)``."""
+        return self.module_points_jacobian(t)[1][..., -1, :, :]
+
+    def module_points(self, t: np.ndarray) -> np.ndarray:
+        """Centre of every module's top [m], ``(N, 3)`` or ``(B, N, 3)``."""
+        t = self.check_configuration(t)
+        points, _ = self._evaluate(np.atleast_2d(t), with_jacobian=False)
+        return points[0] if t.ndim == 1 else points
+
+    def module_points_jacobian(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Module top centres and their Jacobians: ``(N, 3)``, ``(N, 3, 3N)`` (batched: leading ``B``)."""
+        t = self.check_configuration(t)
+        points, jac = self._evaluate(np.atleast_2d(t), with_jacobian=True)
+        return (points[0], jac[0]) if t.ndim == 1 else (points, jac)
+
+    def _evaluate(self, t: np.ndarray, with_jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.kinematics == "tilted":
+            return self._tilted(t, with_jacobian)
+        return self._pcc(t, with_jacobian)
+
+    # ------------------------------------------------------------------ tilted-plane model
+
+    def _tilted(self, t: np.ndarray, with_jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Paper eqs. 2–5 with forward-mode derivatives; derivative arrays are ``(B, P, ...)``."""
+        batch, n_in = t.shape
+        lengths = (self.leg_length_at_rest + self.leg_rate * t).reshape(batch, self.n_modules, 3)
+        feet = np.broadcast_to(self._feet, (batch, 3, 3))
+        normal = np.broadcast_to(np.array([0.0, 0.0, 1.0]), (batch, 3))
+        points = np.empty((batch, self.n_modules, 3))
+        if with_jacobian:
+            d_feet = np.zeros((batch, n_in, 3, 3))
+            d_normal = np.zeros((batch, n_in, 3))
+            jac = np.empty((batch, self.n_modules, 3, n_in))
+        legs = np.arange(3)
+        last = self.n_modules - 1
+        for i in range(self.n_modules):
+            l_i = lengths[:, i, :]
+            tops = feet + l_i[:, :, None] * normal[:, None, :]  # (B, leg, xyz)
+            points[:, i] = (tops[:, 0] + tops[:, 1] + tops[:, 2]) * (1.0 / 3.0)
+            if i == last and not with_jacobian:
+                break
+            u, v = tops[:, 1] - tops[:, 0], tops[:, 2] - tops[:, 0]
+            m_raw = cross(u, v)
+            m_norm = np.sqrt((m_raw * m_raw).sum(axis=-1))[:, None]
+            m = m_raw / m_norm
+            if with_jacobian:
+                d_tops = d_feet + l_i[:, None, :, None] * d_normal[:, :, None, :]
+                d_tops[:, 3 * i + legs, legs, :] += self.leg_rate * normal[:, None, :]
+                jac[:, i] = ((d_tops[:, :, 0] + d_tops[:, :, 1] + d_tops[:, :, 2]) * (1.0 / 3.0)).transpose(0, 2, 1)
+                if i == last:
+                    break
+                du, dv = d_tops[:, :, 1] - d_tops[:, :, 0], d_tops[:, :, 2] - d_tops[:, :, 0]
+                dm_raw = cross(du, v[:, None, :]) + cross(u[:, None, :], dv)
+                proj = (m[:, None, :] * dm_raw).sum(axis=-1)
+                d_normal = (dm_raw - proj[:, :, None] * m[:, None, :]) / m_norm[:, None, :]
+                d_feet = d_tops + self.gap * d_normal[:, :, None, :]
+            feet = tops + self.gap * m[:, None, :]
+            normal = m
+        return points, (jac if with_jacobian else None)
+
+    # ------------------------------------------------------------------ PCC realisation
+
+    def arc_parameters(self, t: np.ndarray) -> np.ndarray:
+        """Per-module arc parameters ``(L, a, b)`` with ``a = θ cos φ``, ``b = θ sin φ`` [m, rad, rad].
+
+        ``L`` is the mean leg length, ``θ`` the bend angle, ``φ`` the bending direction;
+        shape ``(..., N, 3)``. (Linear in the leg lengths, hence in ``t``.)
+        """
+        return self.leg_lengths(t) @ self._q_from_l.T
+
+    def _pcc(self, t: np.ndarray, with_jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        batch, n_in = t.shape
+        lengths = (self.leg_length_at_rest + self.leg_rate * t).reshape(batch, self.n_modules, 3)
+        params = lengths @ self._q_from_l.T  # (B, N, 3)
+        rot = np.broadcast_to(np.eye(3), (batch, 3, 3))
+        pos = np.zeros((batch, 3))
+        points = np.empty((batch, self.n_modules, 3))
+        if with_jacobian:
+            d_rot = np.zeros((batch, n_in, 3, 3))
+            d_pos = np.zeros((batch, n_in, 3))
+            jac = np.empty((batch, self.n_modules, 3, n_in))
+            dq_dt = self.leg_rate * self._q_from_l  # d(L, a, b) / d(t_1, t_2, t_3)
+        for i in range(self.n_modules):
+            L, a, b = params[:, i, 0], params[:, i, 1], params[:, i, 2]
+            s, ds, c, dc = bend_functions(a * a + b * b)
+            arc_p = np.stack((L * c * a, L * c * b, L * s), axis=-1)  # (B, 3) in the module frame
+            W = skew(np.stack((-b, a, np.zeros_like(a)), axis=-1))
+            W2 = W @ W
+            arc_R = np.eye(3) + s[:, None, None] * W + c[:, None, None] * W2
+            top = pos + np.einsum("bij,bj->bi", rot, arc_p)
+            points[:, i] = top
+            new_rot = rot @ arc_R
+            if with_jacobian:
+                # Derivatives of the arc pose with respect to (L, a, b), (B, 3 params, ...).
+                dp = np.empty((batch, 3, 3))
+                dp[:, 0] = arc_p / L[:, None]
+                dp[:, 1] = L[:, None] * np.stack((c + 2 * a * a * dc, 2 * a * b * dc, 2 * a * ds), axis=-1)
+                dp[:, 2] = L[:, None] * np.stack((2 * a * b * dc, c + 2 * b * b * dc, 2 * b * ds), axis=-1)
+                dR = np.zeros((batch, 3, 3, 3))
+                for k, (x, dW) in enumerate(((a, _DW_DA), (b, _DW_DB)), start=1):
+                    dR[:, k] = (2 * x * ds)[:, None, None] * W + s[:, None, None] * dW \
+                        + (2 * x * dc)[:, None, None] * W2 + c[:, None, None] * (dW @ W + W @ dW)
+                # Chain into the inputs of this module: (B, 3 inputs, ...).
+                dp_dt = np.einsum("qj,bqi->bji", dq_dt, dp)
+                dR_dt = np.einsum("qj,bqik->bjik", dq_dt, dR)
+                sl = slice(3 * i, 3 * i + 3)
+                d_top = d_pos + np.einsum("bpij,bj->bpi", d_rot, arc_p)
+                d_top[:, sl] += np.einsum("bij,bpj->bpi", rot, dp_dt)
+                jac[:, i] = d_top.transpose(0, 2, 1)
+                d_new_rot = d_rot @ arc_R[:, None]
+                d_new_rot[:, sl] += rot[:, None] @ dR_dt
+                d_rot = d_new_rot
+                d_pos = d_top + self.gap * d_rot[:, :, :, 2]
+            rot = new_rot
+            pos = top + self.gap * rot[:, :, 2]
+        return points, (jac if with_jacobian else None)
+
+    # ------------------------------------------------------------------ PyBullet body
+
+    def body_link_names(self) -> list[str]:
+        """Names of the body's moving links, in PyBullet joint-index order (one joint each)."""
+        names = []
+        for i in range(self.n_modules):
+            names.append(f"m{i}_plane")
+            for k in range(self.links_per_module):
+                names += [f"m{i}_bend{k}", f"m{i}_slice{k}"]
+            names += [f"m{i}_tilt", f"m{i}_plate"]
+        return names
+
+    def _nominal_link_length(self) -> float:
+        return self.leg_length_at_rest / self.links_per_module
+
+    def _bend_fractions(self) -> np.ndarray:
+        m = self.links_per_module
+        return np.array([0.5] + [1.0] * (m - 1) + [0.5]) / m
+
+    def body_joint_positions(self, t: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+        """Joint positions that put the body in the PCC shape of inflation times ``t``.
+
+        Per module, in joint order: the bending-plane angle ``φ`` (revolute z), then
+        ``links_per_module`` pairs (revolute y bend, prismatic extension), the last half bend
+        (revolute y) and ``−φ`` (revolute z) to the top plate. Bends are θ/2m, θ/m, …, θ/m,
+        θ/2m; each chord spans ``2 sin(θ/2m)/κ`` so every joint lies exactly on the arc and
+        module ends match the PCC model for any link count. ``(φ, θ)`` and ``(φ ± π, −θ)`` are
+        the same shape: the one nearest ``reference`` (previous joint positions) is returned,
+        otherwise ``φ ∈ (−π/2, π/2]``. Angles [rad], extensions [m], shape ``(n_joints,)``.
+        """
+        params = self.arc_parameters(t)
+        if params.ndim != 2:
+            raise InvalidParameterError("body_joint_positions takes a single configuration")
+        m = self.links_per_module
+        fractions = self._bend_fractions()
+        per_module = 2 * m + 3
+        out = np.empty(self.n_modules * per_module)
+        for i in range(self.n_modules):
+            L, a, b = params[i]
+            theta = np.hypot(a, b)
+            phi = np.arctan2(b, a) if theta > 0 else 0.0
+            if reference is not None:
+                ref = reference[i * per_module]
+                k = np.round((ref - phi) / np.pi)
+                phi, theta = phi + k * np.pi, theta * (-1.0) ** k
+            elif phi > np.pi / 2 or phi <= -np.pi / 2:
+                phi, theta = phi - np.sign(phi) * np.pi, -theta
+            s_half, _, _, _ = bend_functions(np.array(theta**2 / (2 * m) ** 2))
+            extension = (L / m) * float(s_half) - self._nominal_link_length()
+            row = out[i * per_module:(i + 1) * per_module]
+            row[0] = phi
+            row[1:2 * m + 1:2] = theta * fractions[:m]
+            row[2:2 * m + 2:2] = extension
+            row[2 * m + 1] = theta * fractions[m]
+            row[2 * m + 2] = -phi
+        return out
+
+    def body_joint_kinds(self) -> list[str]:
+        """``"revolute_z"``, ``"revolute_y"`` or ``"prismatic_z"`` for each body joint."""
+        kinds = []
+        for _ in range(self.n_modules):
+            kinds.append("revolute_z")
+            kinds += ["revolute_y", "prismatic_z"] * self.links_per_module
+            kinds += ["revolute_y", "revolute_z"]
+        return kinds
+
+    def link_frames(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Analytic frames of every body link (order of :meth:`body_link_names`) in the base frame.
+
+        Returns positions ``(K, 3)`` [m] and rotation matrices ``(K, 3, 3)`` for one ``t``.
+        """
+        t = self.check_configuration(t)
+        if t.ndim != 1:
+            raise InvalidParameterError("link_frames takes a single configuration")
+        q = self.body_joint_positions(t)
+        nominal = self._nominal_link_length()
+        pos, rot = np.zeros(3), np.eye(3)
+        positions, rotations = [], []
+        offset = 0.0
+        for value, kind, name in zip(q, self.body_joint_kinds(), self.body_link_names()):
+            # Joint origin: ``offset`` along the parent's z; then the joint's own motion.
+            pos = pos + rot[:, 2] * offset
+            c, s = np.cos(value), np.sin(value)
+            if kind == "revolute_z":
+                rot = rot @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+            elif kind == "revolute_y":
+                rot = rot @ np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+            else:
+                pos = pos + rot[:, 2] * value
+            positions.append(pos.copy())
+            rotations.append(rot.copy())
+            offset = nominal if "_slice" in name else (self.gap if name.endswith("_plate") else 0.0)
+        return np.array(positions), np.array(rotations)
+
+    def urdf(self, payload: float = 0.0) -> str:
+        """URDF of the PCC body generated from this model (joints of :meth:`body_joint_kinds`).
+
+        Every link has its centre of mass at its frame origin (PyBullet reports that pose
+        exactly; its link-frame output loses ~1e-8 m through the inertial-frame inverse), so
+        each slice's mass sits at its two joints. ``payload`` [kg] is added to the last plate
+        (the real arm carries up to 0.5 kg). Motor limits are set by the simulation.
+        """
+        if not np.isfinite(payload) or payload < 0:
+            raise InvalidParameterError(f"payload must be >= 0 kg; got {payload!r}")
+        m = self.links_per_module
+        nominal = self._nominal_link_length()
+        half_slice = 0.4 * self.module_mass / m
+        hinge = 0.02 * self.module_mass  # the plane and tilt hinge links
+        plate_mass = 0.2 * self.module_mass - 2 * hinge
+        slice_inertia = cylinder_inertia(half_slice, 0.7 * self.radius, nominal)
+        hinge_inertia = cylinder_inertia(hinge, 0.7 * self.radius, 0.004)
+        colours = [(0.85, 0.35, 0.2, 1.0), (0.2, 0.5, 0.85, 1.0), (0.3, 0.7, 0.35, 1.0), (0.8, 0.7, 0.2, 1.0)]
+        links = [Link("base", 0.0, (0.0, 0.0, 0.0), visuals=[Visual(
+            f'<cylinder radius="{self.radius * 1.15!r}" length="0.006"/>', xyz=(0, 0, -0.003), rgba=(0.3, 0.3, 0.3, 1))])]
+        joints: list[Joint] = []
+        big = 4 * np.pi
+
+        def revolute(name: str, parent: str, offset: float, axis: tuple[float, float, float]) -> Joint:
+            return Joint(name, "revolute", parent, name, xyz=(0, 0, offset), axis=axis,
+                         lower=-big, upper=big, effort=100.0, velocity=10.0)
+
+        parent, offset = "base", 0.0
+        for i in range(self.n_modules):
+            colour = colours[i % len(colours)]
+            links.append(Link(f"m{i}_plane", hinge, hinge_inertia))
+            joints.append(revolute(f"m{i}_plane", parent, offset, (0.0, 0.0, 1.0)))
+            parent, offset = f"m{i}_plane", 0.0
+            for k in range(m):
+                bend, slc = f"m{i}_bend{k}", f"m{i}_slice{k}"
+                links.append(Link(bend, half_slice, slice_inertia, visuals=[Visual(
+                    f'<cylinder radius="{0.7 * self.radius!r}" length="{0.8 * nominal!r}"/>',
+                    xyz=(0, 0, nominal / 2), rgba=colour)]))
+                joints.append(revolute(bend, parent, offset, (0.0, 1.0, 0.0)))
+                links.append(Link(slc, half_slice, slice_inertia))
+                joints.append(Joint(slc, "prismatic", bend, slc, lower=-0.5 * nominal, upper=nominal,
+                                    effort=100.0, velocity=1.0))
+                parent, offset = slc, nominal
+            links.append(Link(f"m{i}_tilt", hinge, hinge_inertia))
+            joints.append(revolute(f"m{i}_tilt", parent, offset, (0.0, 1.0, 0.0)))
+            plate = f"m{i}_plate"
+            mass = plate_mass + (payload if i == self.n_modules - 1 else 0.0)
+            links.append(Link(plate, mass, cylinder_inertia(mass, self.radius, max(self.gap, 0.004)), visuals=[Visual(
+                f'<cylinder radius="{self.radius!r}" length="{max(self.gap, 0.004)!r}"/>',
+                xyz=(0, 0, self.gap / 2), rgba=(0.9, 0.9, 0.9, 1.0))]))
+            joints.append(revolute(plate, f"m{i}_tilt", 0.0, (0.0, 0.0, 1.0)))
+            parent, offset = plate, self.gap
+        return urdf_text(f"peter_{self.n_modules}", links, joints)

@@ -1,0 +1,58 @@
+"""PyBullet client ownership and headless rendering."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pybullet
+from pybullet_utils.bullet_client import BulletClient
+
+
+def has_display() -> bool:
+    """True when a GUI window can be opened (an X display is set)."""
+    return bool(os.environ.get("DISPLAY"))
+
+
+def connect(gui: bool = False) -> BulletClient:
+    """A new physics client owned by the caller (``DIRECT`` unless ``gui``); never the global one."""
+    client = BulletClient(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
+    if gui:
+        client.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
+    return client
+
+
+def disconnect(client: BulletClient | None) -> None:
+    """Disconnect ``client`` if it is still connected (idempotent)."""
+    if client is None:
+        return
+    try:
+        if client.isConnected():
+            client.disconnect()
+    except pybullet.error:  # already gone
+        pass
+
+
+def render_rgb(
+    client: BulletClient,
+    *,
+    width: int,
+    height: int,
+    target: tuple[float, float, float],
+    distance: float,
+    yaw: float = 45.0,
+    pitch: float = -25.0,
+    fov: float = 45.0,
+) -> np.ndarray:
+    """An ``(height, width, 3)`` uint8 image from an orbit camera; works headless (TinyRenderer).
+
+    ``target`` and ``distance`` in metres, ``yaw`` and ``pitch`` in degrees.
+    """
+    view = client.computeViewMatrixFromYawPitchRoll(
+        cameraTargetPosition=list(target), distance=distance, yaw=yaw, pitch=pitch, roll=0.0, upAxisIndex=2
+    )
+    proj = client.computeProjectionMatrixFOV(fov=fov, aspect=width / height, nearVal=0.01, farVal=20.0)
+    _, _, rgba, _, _ = client.getCameraImage(
+        width, height, viewMatrix=view, projectionMatrix=proj, renderer=pybullet.ER_TINY_RENDERER
+    )
+    return np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3].copy()

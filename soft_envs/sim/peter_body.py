@@ -1,0 +1,76 @@
+"""The PyBullet body of a PETER arm, generated from its :class:`~soft_envs.robots.Peter` model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pybullet
+
+from soft_envs.robots._rotations import quaternion_to_matrix
+from soft_envs.robots.peter import Peter
+from soft_envs.sim.urdf import load_urdf_text
+
+
+class PeterBody:
+    """A PETER arm in a PyBullet ``client``: each module's PCC arc as rigid links.
+
+    All joints are 1-DOF (see :meth:`Peter.body_joint_positions`) and driven by PyBullet's
+    position motors to the shape of the commanded inflation times (:meth:`command`);
+    ``max_torque`` [N m] and ``max_force`` [N] bound what the "pneumatics" can hold against
+    gravity and a tip ``payload`` [kg].
+    """
+
+    def __init__(
+        self,
+        client,
+        model: Peter,
+        *,
+        payload: float = 0.0,
+        base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        max_torque: float = 10.0,
+        max_force: float = 50.0,
+        position_gain: float = 1.0,
+        velocity_gain: float = 1.0,
+    ) -> None:
+        self.client = client
+        self.model = model.with_kinematics("pcc")
+        self.body = load_urdf_text(client, self.model.urdf(payload=payload), basePosition=list(base_position),
+                                   useFixedBase=True, flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
+        self.n_joints = client.getNumJoints(self.body)
+        self.joints = list(range(self.n_joints))
+        self.tip_link = self.n_joints - 1
+        self.base_position = np.asarray(base_position, dtype=float)
+        kinds = self.model.body_joint_kinds()
+        self._forces = [max_force if k == "prismatic_z" else max_torque for k in kinds]
+        self._kp = [position_gain] * self.n_joints
+        self._kd = [velocity_gain] * self.n_joints
+        self._targets = self.model.body_joint_positions(np.zeros(self.model.n_dof))
+
+    def reset(self, t: np.ndarray) -> None:
+        """Teleport the joints to the PCC shape of ``t`` (zero velocity) and hold it there."""
+        self._targets = self.model.body_joint_positions(t)
+        for j, value in zip(self.joints, self._targets):
+            self.client.resetJointState(self.body, j, float(value), 0.0)
+        self._send()
+
+    def command(self, t: np.ndarray) -> None:
+        """Set the motor targets to the PCC shape of inflation times ``t`` [s]."""
+        self._targets = self.model.body_joint_positions(t, reference=self._targets)
+        self._send()
+
+    def _send(self) -> None:
+        self.client.setJointMotorControlArray(
+            self.body, self.joints, pybullet.POSITION_CONTROL, targetPositions=self._targets.tolist(),
+            forces=self._forces, positionGains=self._kp, velocityGains=self._kd)
+
+    def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Tip position [m] and linear velocity [m/s] in the arm's base frame."""
+        state = self.client.getLinkState(self.body, self.tip_link, computeLinkVelocity=1)
+        # Centre-of-mass pose: the generated links have their centre of mass at the link frame.
+        return np.asarray(state[0]) - self.base_position, np.asarray(state[6])
+
+    def link_frames(self) -> tuple[np.ndarray, np.ndarray]:
+        """Simulated frames of every link: positions ``(K, 3)`` [m] (base frame), rotations ``(K, 3, 3)``."""
+        states = self.client.getLinkStates(self.body, self.joints, computeForwardKinematics=1)
+        pos = np.array([s[0] for s in states]) - self.base_position
+        rot = quaternion_to_matrix(np.array([s[1] for s in states]))
+        return pos, rot
