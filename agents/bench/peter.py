@@ -17,6 +17,17 @@ TITLE = "PETER soft arm — TRR inverse kinematics (paper Table 1) and execution
 PAPER_TRR = {"mean": 0.22, "median": 0.19, "max": 1.11, "time": 87.0}  # mm, mm, mm, ms
 
 
+def table1_targets(n_modules: int, n_targets: int, seed: int = 0) -> tuple[Peter, np.ndarray]:
+    """The Table 1 targets: tilted-plane tips of uniformly random inflation times (seeded).
+
+    Every bench that fills a Table 1 column (TRR here, the network and the hybrid in
+    ``bench.neural``) uses these, so the columns are on the same targets.
+    """
+    model = Peter(n_modules)
+    rng = np.random.default_rng(seed + n_modules)
+    return model, model.forward(model.sample(rng, n_targets))
+
+
 def naive_trr(model: Peter, target: np.ndarray) -> tuple[float, float]:
     """The paper's recipe as usually written: finite-difference Jacobian, default tolerances,
     start fully deflated, 2000 evaluations at most. Returns (error [m], seconds)."""
@@ -29,9 +40,7 @@ def naive_trr(model: Peter, target: np.ndarray) -> tuple[float, float]:
 def table1(n_targets: int, n_naive: int, seed: int, plot_dir: str | None) -> str:
     rows, batch_rows, all_errors = [], [], {}
     for n_modules in (2, 3, 4):
-        model = Peter(n_modules)
-        rng = np.random.default_rng(seed + n_modules)
-        targets = model.forward(model.sample(rng, n_targets))
+        model, targets = table1_targets(n_modules, n_targets, seed)
         errors, seconds = np.empty(n_targets), np.empty(n_targets)
         for i, target in enumerate(tqdm(targets, desc=f"TRR, {n_modules} modules", leave=False)):
             res = trr(model, target)
