@@ -28,10 +28,6 @@ from soft_envs.robots.base import KinematicModel, check_target
 from soft_envs.exceptions import InvalidParameterError
 
 
-class _StopSolve(Exception):
-    pass
-
-
 def _residual_function(
     model: KinematicModel,
     target: np.ndarray,
@@ -119,18 +115,19 @@ def trr(
     stop_error = tol * 1e-2 if intermediate_targets is None else 0.0
     eye = regularization * np.eye(model.n_dof)
     rng = np.random.default_rng(seed)
-    best_q, best_err, evaluations, message = q0, np.inf, 0, ""
+    evaluations, message = 0, ""
 
+    best = {"cost": np.inf, "err": np.inf, "q": q0}  # over every start
     for attempt in range(restarts + 1):
         start = q0 if attempt == 0 else model.sample(rng)
         cache: dict[str, np.ndarray] = {}
-        state = {"best_err": np.inf, "best_q": start}
 
         def fun(q: np.ndarray) -> np.ndarray:
             res, J, err = evaluate(q)
             cache["q"], cache["J"] = q.copy(), J
-            if err < state["best_err"]:
-                state["best_err"], state["best_q"] = err, q.copy()
+            cost = float(res @ res)  # the task's cost, without the regularisation
+            if cost < best["cost"]:
+                best.update(cost=cost, err=err, q=q.copy())
             if regularization:
                 res = np.concatenate((res, regularization * (q - start)))
             return res
@@ -142,21 +139,17 @@ def trr(
             return np.concatenate((J, eye)) if regularization else J
 
         def callback(intermediate_result) -> None:
-            if state["best_err"] < stop_error:
+            if best["err"] < stop_error:
                 raise StopIteration
 
-        try:
-            sol = least_squares(fun, start, jac=jac, bounds=(lower, upper), method="trf",
-                                xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iterations,
-                                callback=callback)
-            evaluations += int(sol.nfev)
-            message = str(sol.message)
-        except _StopSolve:  # pragma: no cover - defensive
-            pass
-        if state["best_err"] < best_err:
-            best_err, best_q = state["best_err"], state["best_q"]
-        if best_err < tol:
+        sol = least_squares(fun, start, jac=jac, bounds=(lower, upper), method="trf",
+                            xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iterations,
+                            callback=callback)
+        evaluations += int(sol.nfev)
+        message = str(sol.message)
+        if best["err"] < tol:
             break
+    best_q, best_err = best["q"], best["err"]
 
     best_q = np.clip(best_q, lower, upper)
     return IKResult(solution=best_q, error=float(best_err), success=bool(best_err < tol),

@@ -112,8 +112,9 @@ class SoftEnv(gym.Env):
         """Advance the physics by ``n_steps`` (default ``frame_skip``) steps."""
         if self.client is None:
             return
+        step = self.client.stepSimulation  # BulletClient wraps on every attribute access
         for _ in range(self.frame_skip if n_steps is None else n_steps):
-            self.client.stepSimulation()
+            step()
 
     def step(self, action):
         action, clipped = self.validate_action(action)
@@ -153,15 +154,10 @@ class SoftEnv(gym.Env):
         return render_rgb(client, width=self.width, height=self.height, **cam)
 
     def close(self) -> None:
+        # (No __del__: a BulletClient disconnects itself when garbage-collected, and
+        # EzPickle's unpickling shares the client of a temporary instance.)
         disconnect(self.client)
         disconnect(self._render_client)
         self.client = None
         self._render_client = None
         super().close()
-
-    def __del__(self):  # free the physics server even if close() was forgotten
-        try:
-            disconnect(getattr(self, "client", None))
-            disconnect(getattr(self, "_render_client", None))
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass

@@ -26,7 +26,8 @@ distance is below ``success_threshold`` (1 mm). Goals are the PCC tip of uniform
 inflation times (always reachable), drawn from the env's seeded RNG.
 
 Physics: the PyBullet PCC body (:class:`~soft_envs.sim.peter_body.PeterBody`), gravity on,
-``time_step = 1/240`` s, ``frame_skip = 12`` (20 Hz control). ``kinematic=True`` runs the
+``time_step = 1/480`` s, ``frame_skip = 24`` (20 Hz control), 100 solver iterations (at
+1/240 s a 4-module chain of position motors does not settle). ``kinematic=True`` runs the
 same spaces on the analytic model (``kinematics="pcc"`` or ``"tilted"``) with no simulator.
 """
 
@@ -80,8 +81,8 @@ class PeterReachEnv(SoftEnv, EzPickle):
         gravity: bool = True,
         solver_iterations: int = 100,
         render_mode: str | None = None,
-        time_step: float = 1.0 / 240.0,
-        frame_skip: int = 12,
+        time_step: float = 1.0 / 480.0,
+        frame_skip: int = 24,
         width: int = 320,
         height: int = 240,
         radius: float = 0.045,

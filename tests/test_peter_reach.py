@@ -1,0 +1,114 @@
+"""PeterReach-v0 specifics: layout, goals, success, the TRR agent acting through step."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import soft_envs  # noqa: F401
+from soft_envs.agents.ik import trr
+from soft_envs.agents.reach import TRRReachAgent, demo
+from soft_envs.robots import Peter
+
+
+def run_agent(env, agent, seed, steps):
+    obs, info = env.reset(seed=seed)
+    agent.reset(obs, info)
+    for _ in range(steps):
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs))
+    return obs, reward, info
+
+
+@pytest.mark.parametrize("n_modules", [1, 2, 4])
+def test_trr_agent_reaches_the_goal_in_physics_with_gravity(n_modules):
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules)
+    open_loop, closed_loop = TRRReachAgent(env), TRRReachAgent(env, feedback=True)
+    for seed in range(2):
+        _, _, info_open = run_agent(env, open_loop, seed, 40)
+        _, reward, info = run_agent(env, closed_loop, seed, 40)
+        assert info_open["distance"] < 3e-3  # gravity sag of the commanded shape
+        assert info["is_success"] and info["distance"] < 2e-4, info["distance"]
+        assert info["distance"] <= info_open["distance"]
+        assert reward == pytest.approx(-info["distance"])
+    env.close()
+
+
+def test_kinematic_variant_on_the_paper_model_is_exact():
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=3, kinematic=True, kinematics="tilted")
+    assert env.unwrapped.client is None
+    agent = TRRReachAgent(env)
+    _, _, info = run_agent(env, agent, 0, 1)
+    assert info["distance"] < 1e-6  # float32 goal in the observation
+    env.close()
+
+
+def test_planning_on_the_paper_model_shows_the_model_gap_in_physics():
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=2, gravity=False)
+    agent = TRRReachAgent(env, model=Peter(2, kinematics="tilted"))
+    gaps = [run_agent(env, agent, seed, 30)[2]["distance"] for seed in range(3)]
+    env.close()
+    assert np.mean(gaps) > 1e-3  # millimetres: the two models disagree
+
+
+def test_observation_layout_and_goals_are_reachable():
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=2, kinematic=True)
+    obs, info = env.reset(seed=5)
+    u = env.unwrapped
+    np.testing.assert_allclose(obs[0:3], u.tip, atol=1e-6)
+    np.testing.assert_allclose(obs[3:6], u.goal, atol=1e-6)
+    np.testing.assert_allclose(obs[6:9], u.goal - u.tip, atol=1e-6)
+    np.testing.assert_allclose(obs[12:], -1.0)  # deflated at reset
+    action = np.linspace(-1, 1, 6).astype(np.float32)
+    obs, *_ = env.step(action)
+    np.testing.assert_allclose(obs[12:], action, atol=1e-6)
+    np.testing.assert_allclose(u.action_to_times(action), np.linspace(0, 2, 6), atol=1e-6)
+    for seed in range(5):
+        env.reset(seed=seed)
+        assert trr(u.model, u.goal).success
+    env.close()
+
+
+def test_goal_conditioned_form_and_compute_reward():
+    env = gym.make("soft_envs/PeterReach-v0", goal_conditioned=True, kinematic=True)
+    obs, _ = env.reset(seed=1)
+    assert set(obs) == {"observation", "achieved_goal", "desired_goal"}
+    obs, reward, _, _, info = env.step(env.action_space.sample())
+    recomputed = env.unwrapped.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)
+    assert recomputed == pytest.approx(reward, abs=1e-6)
+    batch = env.unwrapped.compute_reward(np.zeros((4, 3)), np.ones((4, 3)), [info] * 4)
+    np.testing.assert_allclose(batch, -np.sqrt(3))
+    env.close()
+
+
+def test_action_rate_term_is_named_and_weighted():
+    env = gym.make("soft_envs/PeterReach-v0", kinematic=True, action_rate_weight=0.5)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.ones(6, dtype=np.float32))
+    assert info["reward_action_rate"] == pytest.approx(-0.5 * 6 * 2.0**2)
+    assert reward == info["reward_distance"] + info["reward_action_rate"]
+    env.close()
+
+
+@pytest.mark.parametrize("kwargs", [dict(kinematics="tilted"), dict(distance_weight=-1.0),
+                                    dict(success_threshold=0.0), dict(n_modules=7), dict(render_mode="video")])
+def test_bad_parameters_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        gym.make("soft_envs/PeterReach-v0", **kwargs)
+
+
+def test_many_envs_open_and_close_without_leaking_clients():
+    import pybullet
+
+    ids = []
+    for _ in range(20):
+        env = gym.make("soft_envs/PeterReach-v0")
+        env.reset(seed=0)
+        ids.append(env.unwrapped.client._client)
+        env.close()
+    assert all(not pybullet.isConnected(physicsClientId=i) for i in ids)
+
+
+def test_demo_renders_frames():
+    frames = demo(render_mode="rgb_array", steps=3, seed=0, n_modules=2)
+    assert len(frames) == 3 and frames[0].ndim == 3
