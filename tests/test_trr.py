@@ -83,6 +83,8 @@ def test_shape_control_pulls_the_intermediate_module_without_losing_the_tip():
     lambda arm: trr(arm, np.zeros(3), tol=0.0),
     lambda arm: trr(arm, np.zeros(3), intermediate_targets=np.zeros((2, 3)), shape_weight=1.0),
     lambda arm: trr_batch(arm, np.zeros(3)),
+    lambda arm: trr(arm, np.array([10.0, 0.0, 110.0])),  # millimetres for metres
+    lambda arm: trr_batch(arm, np.array([[0.0, 0.0, 0.1], [10.0, 0.0, 110.0]])),
 ])
 def test_invalid_input_raises_value_error(call):
     with pytest.raises(ValueError):

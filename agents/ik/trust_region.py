@@ -88,7 +88,7 @@ def trr(
         :class:`IKResult`; ``iterations`` counts function evaluations over every start.
     """
     start_time = time.perf_counter()
-    target = check_target(target)
+    target = check_target(target, reach=getattr(model, "reach", None))
     if target.ndim != 1:
         raise InvalidParameterError("trr solves one target (3,); use trr_batch for (B, 3)")
     lower, upper = model.lower, model.upper
@@ -185,7 +185,7 @@ def trr_batch(
         seed: seed of ``trr``'s random restarts.
     """
     start_time = time.perf_counter()
-    targets = check_target(targets)
+    targets = check_target(targets, reach=getattr(model, "reach", None))
     if targets.ndim != 2:
         raise InvalidParameterError("trr_batch takes targets of shape (B, 3)")
     batch = targets.shape[0]

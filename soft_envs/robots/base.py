@@ -77,11 +77,21 @@ class KinematicModel(ABC):
         return arr
 
 
-def check_target(target: np.ndarray, dim: int = 3) -> np.ndarray:
-    """Return ``target`` as a float array ``(dim,)`` or ``(B, dim)`` [m]; ``ValueError`` otherwise."""
+def check_target(target: np.ndarray, dim: int = 3, reach: float | None = None) -> np.ndarray:
+    """Return ``target`` as a float array ``(dim,)`` or ``(B, dim)`` [m]; ``ValueError`` otherwise.
+
+    With ``reach`` [m] (the robot's size), a target more than 100 reaches away is taken for a
+    unit mistake (millimetres for metres) and rejected rather than silently "best-efforted".
+    """
     arr = np.asarray(target, dtype=float)
     if arr.ndim not in (1, 2) or arr.shape[-1] != dim:
         raise InvalidTargetError(f"target must have shape ({dim},) or (B, {dim}) [m]; got {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise InvalidTargetError(f"target has NaN/inf: {arr}")
+    if reach is not None:
+        far = float(np.max(np.linalg.norm(arr, axis=-1)))
+        if far > 100.0 * reach:
+            raise InvalidTargetError(
+                f"target is {far:.3g} m from the base but the robot reaches about {reach:.3g} m: "
+                "targets are in metres (millimetres given?)")
     return arr

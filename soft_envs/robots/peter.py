@@ -101,6 +101,12 @@ class Peter(KinematicModel):
         return (f"Peter(n_modules={self.n_modules}, radius={self.radius}, gap={self.gap}, "
                 f"kinematics={self.kinematics!r}, links_per_module={self.links_per_module})")
 
+    @property
+    def reach(self) -> float:
+        """Distance from the base to the tip of the fully extended, straight arm [m]."""
+        return self.n_modules * (self.leg_length_at_rest + self.leg_rate * self.max_inflation_time) \
+            + (self.n_modules - 1) * self.gap
+
     def with_kinematics(self, kinematics: str) -> "Peter":
         """The same arm (same parameters) with the other kinematics."""
         return Peter(self.n_modules, radius=self.radius, gap=self.gap,
