@@ -145,7 +145,7 @@ def step_rate(n_steps: int, seed: int, n_modules: int = 2) -> str:
 
     import soft_envs  # noqa: F401
     from soft_envs.sim.bullet import connect
-    from soft_envs.sim.peter_body import PeterBody
+    from soft_envs.sim.peter_body import PeterBody, configure_physics
 
     env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules)
     unwrapped = env.unwrapped
@@ -160,9 +160,7 @@ def step_rate(n_steps: int, seed: int, n_modules: int = 2) -> str:
 
     # The bare loop replays the same motor targets (computed beforehand) on the same body.
     client = connect()
-    client.setTimeStep(unwrapped.time_step)
-    client.setGravity(0, 0, -9.81)
-    client.setPhysicsEngineParameter(numSolverIterations=unwrapped.solver_iterations)
+    configure_physics(client, time_step=unwrapped.time_step, solver_iterations=unwrapped.solver_iterations)
     body = PeterBody(client, unwrapped.model)
     body.reset(np.zeros(unwrapped.model.n_dof))
     targets = [body.model.body_joint_positions(unwrapped.action_to_times(a)).tolist() for a in actions]
@@ -186,12 +184,14 @@ def step_rate(n_steps: int, seed: int, n_modules: int = 2) -> str:
 
 PHYSICS_INTRO = (
     f"`PeterReach-v0` in PyBullet: the PCC body ({Peter().links_per_module} rigid links per module, "
-    "1/480 s physics step, 20 Hz control); goals are PCC tips of random inflation times. TRR plans "
+    "1/240 s physics step, 20 Hz control, direct MLCP solver); goals are PCC tips of random inflation times. TRR plans "
     "on the model named; the agent acts through `step` for 40 steps (2 s) and the final tip "
     "distance is measured in physics [mm]. *Open loop* holds the plan; *closed loop* also "
     "re-plans from the measured tip once the arm settles. Planning on the paper's tilted-plane "
     "model and executing on the PCC body is the *model gap* (on the real robot the paper "
-    "measured 14 mm for TRR); gravity and a 0.5 kg payload (the real arm's rated load) sag the arm."
+    "measured 14 mm for TRR). The pneumatic legs are modelled as stiff position actuators with "
+    "torque limits: gravity and a 0.5 kg payload (the real arm's rated load, which it carries "
+    "\"without changing its kinematic model\") change the transient, not the final shape."
 )
 
 

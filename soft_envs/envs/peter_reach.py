@@ -26,8 +26,8 @@ distance is below ``success_threshold`` (1 mm). Goals are the PCC tip of uniform
 inflation times (always reachable), drawn from the env's seeded RNG.
 
 Physics: the PyBullet PCC body (:class:`~soft_envs.sim.peter_body.PeterBody`), gravity on,
-``time_step = 1/480`` s, ``frame_skip = 24`` (20 Hz control), 100 solver iterations (at
-1/240 s a 4-module chain of position motors does not settle). ``kinematic=True`` runs the
+``time_step = 1/240`` s, ``frame_skip = 12`` (20 Hz control), PyBullet's direct MLCP
+(Dantzig) constraint solver (see :func:`~soft_envs.sim.peter_body.configure_physics`). ``kinematic=True`` runs the
 same spaces on the analytic model (``kinematics="pcc"`` or ``"tilted"``) with no simulator.
 """
 
@@ -44,7 +44,7 @@ from soft_envs.envs.base import SoftEnv
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.bullet import connect
-from soft_envs.sim.peter_body import PeterBody
+from soft_envs.sim.peter_body import PeterBody, configure_physics
 
 
 class PeterReachEnv(SoftEnv, EzPickle):
@@ -61,7 +61,7 @@ class PeterReachEnv(SoftEnv, EzPickle):
         success_threshold: success distance [m].
         payload: tip payload [kg] (physics only).
         gravity: standard gravity on (physics only).
-        solver_iterations: PyBullet constraint-solver iterations (long chains need ~100).
+        solver_iterations: PyBullet constraint-solver iterations.
         render_mode, time_step, frame_skip, width, height: see :class:`SoftEnv`.
         radius, gap: module geometry [m], passed to :class:`Peter`.
     """
@@ -81,8 +81,8 @@ class PeterReachEnv(SoftEnv, EzPickle):
         gravity: bool = True,
         solver_iterations: int = 100,
         render_mode: str | None = None,
-        time_step: float = 1.0 / 480.0,
-        frame_skip: int = 24,
+        time_step: float = 1.0 / 240.0,
+        frame_skip: int = 12,
         width: int = 320,
         height: int = 240,
         radius: float = 0.045,
@@ -138,9 +138,8 @@ class PeterReachEnv(SoftEnv, EzPickle):
         self._previous_action = -np.ones(n_act)
 
     def _build_scene(self, client) -> PeterBody:
-        client.setTimeStep(self.time_step)
-        client.setGravity(0.0, 0.0, -9.81 if self.gravity else 0.0)
-        client.setPhysicsEngineParameter(numSolverIterations=self.solver_iterations)
+        configure_physics(client, time_step=self.time_step, gravity=self.gravity,
+                          solver_iterations=self.solver_iterations)
         body = PeterBody(client, self.model, payload=self.payload)
         marker = client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.004, rgbaColor=[1.0, 0.1, 0.1, 0.9])
         self._goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,

@@ -1,6 +1,7 @@
 """Robot models: one kinematic model object per robot (parameters, bounds, FK, Jacobian, URDF)."""
 
 from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.bullet_chain import BulletChain
 from soft_envs.robots.peter import Peter
 
-__all__ = ["KinematicModel", "Peter"]
+__all__ = ["BulletChain", "KinematicModel", "Peter"]

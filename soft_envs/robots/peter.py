@@ -341,19 +341,20 @@ class Peter(KinematicModel):
         """URDF of the PCC body generated from this model (joints of :meth:`body_joint_kinds`).
 
         Every link has its centre of mass at its frame origin (PyBullet reports that pose
-        exactly; its link-frame output loses ~1e-8 m through the inertial-frame inverse), so
-        each slice's mass sits at its two joints. ``payload`` [kg] is added to the last plate
+        exactly; its link-frame output loses ~1e-8 m through the inertial-frame inverse), and
+        the module's mass is shared evenly by its links. ``payload`` [kg] is added to the last plate
         (the real arm carries up to 0.5 kg). Motor limits are set by the simulation.
         """
         if not np.isfinite(payload) or payload < 0:
             raise InvalidParameterError(f"payload must be >= 0 kg; got {payload!r}")
         m = self.links_per_module
         nominal = self._nominal_link_length()
-        half_slice = 0.4 * self.module_mass / m
-        hinge = 0.02 * self.module_mass  # the plane and tilt hinge links
-        plate_mass = 0.2 * self.module_mass - 2 * hinge
-        slice_inertia = cylinder_inertia(half_slice, 0.7 * self.radius, nominal)
-        hinge_inertia = cylinder_inertia(hinge, 0.7 * self.radius, 0.004)
+        # The module's mass is spread evenly over its 2m + 3 links (a bellows module's mass is
+        # spread along it; even masses also keep PyBullet's motor solver stable under payloads).
+        link_mass = self.module_mass / (2 * m + 3)
+        slice_inertia = cylinder_inertia(link_mass, 0.7 * self.radius, nominal)
+        hinge, hinge_inertia = link_mass, slice_inertia
+        plate_mass = link_mass
         colours = [(0.85, 0.35, 0.2, 1.0), (0.2, 0.5, 0.85, 1.0), (0.3, 0.7, 0.35, 1.0), (0.8, 0.7, 0.2, 1.0)]
         links = [Link("base", 0.0, (0.0, 0.0, 0.0), visuals=[Visual(
             f'<cylinder radius="{self.radius * 1.15!r}" length="0.006"/>', xyz=(0, 0, -0.003), rgba=(0.3, 0.3, 0.3, 1))])]
@@ -372,11 +373,11 @@ class Peter(KinematicModel):
             parent, offset = f"m{i}_plane", 0.0
             for k in range(m):
                 bend, slc = f"m{i}_bend{k}", f"m{i}_slice{k}"
-                links.append(Link(bend, half_slice, slice_inertia, visuals=[Visual(
+                links.append(Link(bend, link_mass, slice_inertia, visuals=[Visual(
                     f'<cylinder radius="{0.7 * self.radius!r}" length="{0.8 * nominal!r}"/>',
                     xyz=(0, 0, nominal / 2), rgba=colour)]))
                 joints.append(revolute(bend, parent, offset, (0.0, 1.0, 0.0)))
-                links.append(Link(slc, half_slice, slice_inertia))
+                links.append(Link(slc, link_mass, slice_inertia))
                 joints.append(Joint(slc, "prismatic", bend, slc, lower=-0.5 * nominal, upper=nominal,
                                     effort=100.0, velocity=1.0))
                 parent, offset = slc, nominal

@@ -1,0 +1,231 @@
+"""Jacobian IK on robots nobody here wrote: KUKA iiwa and Franka Panda from ``pybullet_data``.
+
+Targets are the end-effector poses (forward kinematics) of uniformly random joint configurations
+within the limits (seeded). On the same targets: our pseudo-inverse, damped least squares and
+transpose iterations (:func:`~soft_envs.agents.ik.jacobian.jacobian_ik`), and
+``pybullet.calculateInverseKinematics`` called once, and looped to convergence (reset the joints
+to its answer and call again, as its maintainers advise). TRAC-IK's published figures (C++)
+are shown for reference. Errors of every solver are measured with our forward kinematics,
+which the tests check against PyBullet's ``getLinkState`` to 1e-15 m.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from soft_envs.agents.bench import markdown_table
+from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
+from soft_envs.robots.bullet_chain import BulletChain
+
+TITLE = "Jacobian IK (pinv / DLS / transpose) on KUKA iiwa and Franka Panda, vs pybullet and TRAC-IK"
+
+# (urdf inside pybullet_data, end link, TRAC-IK success, TRAC-IK time [ms]) — SPEC section 5.
+ROBOTS = {
+    "KUKA iiwa": ("kuka_iiwa/model.urdf", "lbr_iiwa_link_7", 99.84, 0.31),
+    "Franka Panda": ("franka_panda/panda.urdf", "panda_hand", 99.70, 0.38),
+}
+POSITION_TOL = 1e-5  # m
+ORIENTATION_TOL = 1e-5  # rad
+
+
+def load_robot(name: str) -> BulletChain:
+    """The :class:`BulletChain` of one benchmark robot."""
+    import pybullet_data
+
+    urdf, end_link, _, _ = ROBOTS[name]
+    return BulletChain(f"{pybullet_data.getDataPath()}/{urdf}", end_link)
+
+
+def random_targets(chain: BulletChain, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(configurations, positions, quaternions)`` of ``n`` uniformly random configurations."""
+    q = chain.sample(np.random.default_rng(seed), n)
+    positions, quats = chain.forward_pose(q)
+    return q, positions, quats
+
+
+def _errors(chain: BulletChain, q: np.ndarray, positions: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position errors [m] and orientation error angles [rad] (no arccos: exact near 0)."""
+    p, quat = chain.forward_pose(q)
+    pos_err = np.linalg.norm(p - positions, axis=1)
+    w = np.abs(np.einsum("bi,bi->b", quat, quats))
+    # vector part of Q_d ∗ Q^{-1}
+    vec = quat[:, 3:4] * quats[:, :3] - quats[:, 3:4] * quat[:, :3] - np.cross(quats[:, :3], quat[:, :3])
+    return pos_err, 2.0 * np.arctan2(np.linalg.norm(vec, axis=1), w)
+
+
+def _row(robot: str, solver: str, chain: BulletChain, q: np.ndarray, seconds: np.ndarray,
+         positions: np.ndarray, quats: np.ndarray) -> tuple[list, float]:
+    pos_err, ori_err = _errors(chain, q, positions, quats)
+    within = np.all((q >= chain.lower) & (q <= chain.upper), axis=1)
+    ok = (pos_err < POSITION_TOL) & (ori_err < ORIENTATION_TOL) & within
+    row = [robot, solver, len(q), f"{ok.mean() * 100:.2f} %", f"{np.median(pos_err):.1e}", f"{pos_err.max():.1e}",
+           f"{np.median(ori_err):.1e}", f"{ori_err.max():.1e}", int((~within).sum()),
+           f"{np.median(seconds) * 1e3:.3f}", f"{seconds.mean() * 1e3:.3f}", f"{np.percentile(seconds, 95) * 1e3:.2f}"]
+    return row, float(ok.mean())
+
+
+def run_ours(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, method: str, seed: int = 0,
+             desc: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Solve every target with ``jacobian_ik``; ``(solutions, seconds)``."""
+    sols, secs = np.empty((len(positions), chain.n_dof)), np.empty(len(positions))
+    for i in tqdm(range(len(positions)), desc=desc or method, leave=False):
+        res = jacobian_ik(chain, positions[i], quats[i], method=method, seed=seed)
+        sols[i], secs[i] = res.solution, res.seconds
+    return sols, secs
+
+
+def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, looped: bool,
+                 max_calls: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """``calculateInverseKinematics`` from the middle of the limits (our first start too), once or
+    looped: set the joints to the answer and call again until the pose is within the
+    tolerances or ``max_calls`` calls. ``(solutions, seconds)``."""
+    import pybullet
+    from pybullet_utils.bullet_client import BulletClient
+
+    client = BulletClient(connection_mode=pybullet.DIRECT)
+    try:
+        body = client.loadURDF(chain.urdf_path, useFixedBase=True)
+        movable = [j for j in range(client.getNumJoints(body)) if client.getJointInfo(body, j)[2] != pybullet.JOINT_FIXED]
+        end_index = next(j for j in range(client.getNumJoints(body))
+                         if client.getJointInfo(body, j)[12].decode() == chain.end_link)
+        columns = [movable.index(j) for j in chain.joint_indices]
+        start = 0.5 * (chain.lower + chain.upper)
+        sols, secs = np.empty((len(positions), chain.n_dof)), np.empty(len(positions))
+        for i in tqdm(range(len(positions)), desc="pybullet looped" if looped else "pybullet", leave=False):
+            for j, v in zip(chain.joint_indices, start):
+                client.resetJointState(body, j, v)
+            t0 = time.perf_counter()
+            for _ in range(max_calls if looped else 1):
+                answer = client.calculateInverseKinematics(body, end_index, positions[i].tolist(), quats[i].tolist())
+                q = np.array(answer)[columns]
+                if not looped:
+                    break
+                for j, v in zip(chain.joint_indices, q):
+                    client.resetJointState(body, j, v)
+                state = client.getLinkState(body, end_index, computeForwardKinematics=True)
+                pos_err = np.linalg.norm(np.array(state[4]) - positions[i])
+                dot = min(1.0, abs(float(np.dot(state[5], quats[i]))))
+                # getLinkState's link frame loses ~1e-7 m (inertial-frame inverse): stop well inside tol.
+                if pos_err < 0.5 * POSITION_TOL and 2.0 * np.arccos(dot) < 0.5 * ORIENTATION_TOL:
+                    break
+            secs[i] = time.perf_counter() - t0
+            sols[i] = q
+    finally:
+        client.disconnect()
+    return sols, secs
+
+
+def comparison(n_targets: int, n_transpose: int, seed: int, plot_dir: str | None = None) -> tuple[str, dict]:
+    """The side-by-side table; also returns ``{(robot, solver): success fraction}``."""
+    rows, success, times = [], {}, {}
+    for robot, (_, _, trac_success, trac_ms) in ROBOTS.items():
+        chain = load_robot(robot)
+        _, positions, quats = random_targets(chain, n_targets, seed)
+        for method, n in (("dls", n_targets), ("pinv", n_targets), ("transpose", n_transpose)):
+            if n == 0:
+                continue
+            sols, secs = run_ours(chain, positions[:n], quats[:n], method, desc=f"{robot} {method}")
+            row, ok = _row(robot, f"ours, {method}", chain, sols, secs, positions[:n], quats[:n])
+            rows.append(row)
+            success[(robot, method)], times[(robot, method)] = ok, secs
+        for looped in (False, True):
+            name = "pybullet looped" if looped else "pybullet, one call"
+            sols, secs = run_pybullet(chain, positions, quats, looped)
+            row, ok = _row(robot, f"`calculateInverseKinematics`, {'looped ≤ 100 calls' if looped else 'one call'}",
+                           chain, sols, secs, positions, quats)
+            rows.append(row)
+            success[(robot, name)], times[(robot, name)] = ok, secs
+        rows.append([robot, "TRAC-IK (published, C++, 5 ms timeout)", "—", f"{trac_success:.2f} %", "—", "—", "—",
+                     "—", "—", "—", f"{trac_ms:.2f}", "—"])
+    table = markdown_table(["robot", "solver", "targets", "success", "median pos err [m]", "max pos err [m]",
+                            "median ori err [rad]", "max ori err [rad]", "limit violations", "median [ms]",
+                            "mean [ms]", "p95 [ms]"], rows)
+    if plot_dir:
+        _plot_times(times, plot_dir)
+    return table, success
+
+
+def seed_table(n_targets: int, seed: int, seeds: tuple[int, ...] = (0, 1, 2)) -> str:
+    """DLS success on the same targets with different restart seeds."""
+    rows = []
+    for robot in ROBOTS:
+        chain = load_robot(robot)
+        _, positions, quats = random_targets(chain, n_targets, seed)
+        cells = []
+        for s in seeds:
+            sols, _ = run_ours(chain, positions, quats, "dls", seed=s, desc=f"{robot} dls seed {s}")
+            pos_err, ori_err = _errors(chain, sols, positions, quats)
+            cells.append(f"{np.mean((pos_err < POSITION_TOL) & (ori_err < ORIENTATION_TOL)) * 100:.2f} %")
+        rows.append([robot, n_targets] + cells)
+    return markdown_table(["robot", "targets"] + [f"seed {s}" for s in seeds], rows)
+
+
+def singularity_table() -> str:
+    """Raw step norm ``‖Δq‖`` near the stretched iiwa (joint 2 and 4 at δ), target 1 cm along the arm."""
+    chain = load_robot("KUKA iiwa")
+    rows = []
+    for delta in (1e-1, 1e-2, 1e-3, 1e-4, 1e-6):
+        q = np.zeros(chain.n_dof)
+        q[1] = q[3] = delta
+        target = chain.forward(q) + np.array([0.0, 0.0, 0.01])
+        cells = [f"{np.linalg.norm(ik_step(chain, q, target, method=m, damping=0.05)):.3g}"
+                 for m in ("pinv", "dls", "transpose")]
+        sigma = np.linalg.svd(chain.jacobian(q), compute_uv=False)[-1]
+        rows.append([f"{delta:g}", f"{sigma:.2g}"] + cells)
+    return markdown_table(["δ [rad]", "σ_min(J_v) [m]", "pinv ‖Δq‖ [rad]", "DLS λ = 0.05 ‖Δq‖ [rad]",
+                           "transpose ‖Δq‖ [rad]"], rows)
+
+
+def _plot_times(times: dict, plot_dir: str) -> None:
+    import os
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(plot_dir, exist_ok=True)
+    fig, axes = plt.subplots(1, len(ROBOTS), figsize=(10, 3.5), sharey=True)
+    for ax, robot in zip(np.atleast_1d(axes), ROBOTS):
+        for (r, solver), secs in times.items():
+            if r == robot:
+                ax.hist(np.log10(secs * 1e3), bins=40, alpha=0.5, label=solver)
+        ax.set_title(robot)
+        ax.set_xlabel("log10 solve time [ms]")
+    np.atleast_1d(axes)[0].set_ylabel("targets")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plot_dir, "chain_ik_times.png"), dpi=120)
+    plt.close(fig)
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
+    n_targets = 1000 if full else 100
+    n_transpose = 200 if full else 10
+    table, _ = comparison(n_targets, n_transpose, seed, plot_dir)
+    text = (
+        f"Full pose (position and orientation of the end link: `lbr_iiwa_link_7`, `panda_hand`), targets = "
+        f"forward kinematics of uniformly random joint configurations within the limits (seed {seed}). "
+        f"*Success* = position error < {POSITION_TOL:g} m **and** orientation error < {ORIENTATION_TOL:g} rad "
+        "**and** every joint within its limits. Ours: `jacobian_ik(chain, position, quaternion, method=…)` with "
+        "default settings (tolerances 1e-6 m / 1e-6 rad, first start at the middle of the limits, seeded random "
+        "restarts on stall, DLS with adaptive damping); the transpose method on the first "
+        f"{n_transpose} targets only (it converges linearly: thousands of iterations). pybullet: "
+        "`calculateInverseKinematics(body, link, position, orientation)` from the same start, default "
+        "parameters (its DLS, 20 iterations), once; and looped (joints reset to its answer, called again until "
+        "within half the tolerances, ≤ 100 calls — the maintainer's `accurateCalculateInverseKinematics`, "
+        "https://github.com/bulletphysics/bullet3/issues/1380). Times are wall time per target in Python on a busy shared "
+        "2-core machine (pessimistic); TRAC-IK's are its published C++ figures (SPEC section 5), not run here.\n\n"
+        + table
+    )
+    if plot_dir:
+        text += f"\n\nSolve-time histograms: `{plot_dir}/chain_ik_times.png`."
+    text += ("\n\nThe success rate does not hinge on the restart seed (DLS, same targets, seeds of the random "
+             "restarts):\n\n" + seed_table(n_targets if full else 50, seed))
+    text += ("\n\nAt a singularity (KUKA iiwa stretched upright, joints 2 and 4 at δ, target 1 cm further along "
+             "the arm, position only): the raw step `J† K e` of the pseudo-inverse grows like 1/σ_min, DLS "
+             "stays below ‖e‖ / 2λ = 0.1 rad:\n\n" + singularity_table())
+    return text

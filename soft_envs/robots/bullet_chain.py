@@ -1,0 +1,367 @@
+"""A serial chain of any URDF as a kinematic model: numpy forward kinematics and Jacobians.
+
+``BulletChain(urdf_path, end_link, base_link=None)`` takes the joints from ``base_link`` (default
+the URDF's root link) to ``end_link`` and becomes a :class:`KinematicModel`: configuration = the
+chain's movable joints (revolute [rad], continuous [rad], prismatic [m]) in chain order, bounds
+= the URDF's joint limits, position = the origin of ``end_link``'s URDF link frame (plus an
+optional ``tip_offset`` in that frame) [m], expressed in ``base_link``'s URDF link frame.
+Quaternions are ``(x, y, z, w)`` with ``w ≥ 0``.
+
+Frames are read from the URDF text (joint ``origin`` xyz/rpy, ``axis``, ``limit``) in float64,
+because PyBullet's ``getJointInfo`` gives joint frames relative to inertial frames. The URDF is
+also loaded once in a private DIRECT PyBullet client, disconnected before the constructor
+returns, to check that PyBullet accepts it and to record each chain joint's PyBullet index
+(:attr:`BulletChain.joint_indices`) for driving a body with IK solutions. The kinematics are
+validated against PyBullet's ``getLinkState`` and ``calculateJacobian`` in the tests.
+
+Fixed joints inside the chain are folded into the next movable joint's origin (or into the tip
+transform), so forward kinematics costs one 4×4 product per movable joint, batched over
+configurations. ``mimic`` tags are ignored, as PyBullet ignores them: a mimic joint in the chain
+is an independent variable. Continuous joints get the bounds ``[−π, π]``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import numpy as np
+
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots._rotations import cross
+from soft_envs.robots.base import KinematicModel
+
+_MOVABLE = ("revolute", "continuous", "prismatic")
+_SUPPORTED = _MOVABLE + ("fixed",)
+
+
+@dataclass(frozen=True)
+class ChainJoint:
+    """One URDF joint of the chain (frames in the parent link's URDF frame, SI units)."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray  # (4, 4) parent link frame -> joint (= child link) frame at q = 0
+    axis: np.ndarray  # (3,) unit axis in the child link frame (zeros for fixed joints)
+    lower: float
+    upper: float
+
+
+def _rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """URDF ``rpy``: ``Rz(yaw) Ry(pitch) Rx(roll)``."""
+    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch),
+                              math.cos(yaw), math.sin(yaw))
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def _floats(text: str | None, default: tuple[float, ...], what: str) -> np.ndarray:
+    if text is None:
+        return np.array(default, dtype=float)
+    try:
+        values = np.array([float(v) for v in text.split()], dtype=float)
+    except ValueError as exc:
+        raise InvalidParameterError(f"{what}: cannot read numbers from {text!r}") from exc
+    if values.shape != (len(default),) or not np.all(np.isfinite(values)):
+        raise InvalidParameterError(f"{what}: expected {len(default)} finite numbers; got {text!r}")
+    return values
+
+
+def parse_urdf_joints(urdf_text: str) -> tuple[dict[str, ChainJoint], set[str]]:
+    """All joints of a URDF (keyed by child link name) and the set of link names."""
+    try:
+        root = ET.fromstring(urdf_text)
+    except ET.ParseError as exc:
+        raise InvalidParameterError(f"not a valid URDF (XML error: {exc})") from exc
+    if root.tag != "robot":
+        raise InvalidParameterError(f"not a URDF: root element is <{root.tag}>, expected <robot>")
+    links = {link.get("name") for link in root.findall("link")}
+    joints: dict[str, ChainJoint] = {}
+    for el in root.findall("joint"):
+        name, jtype = el.get("name"), el.get("type")
+        parent_el, child_el = el.find("parent"), el.find("child")
+        if parent_el is None or child_el is None:
+            raise InvalidParameterError(f"URDF joint {name!r} lacks <parent> or <child>")
+        parent, child = parent_el.get("link"), child_el.get("link")
+        origin_el = el.find("origin")
+        xyz = _floats(None if origin_el is None else origin_el.get("xyz"), (0.0, 0.0, 0.0), f"joint {name} xyz")
+        rpy = _floats(None if origin_el is None else origin_el.get("rpy"), (0.0, 0.0, 0.0), f"joint {name} rpy")
+        origin = np.eye(4)
+        origin[:3, :3] = _rpy_matrix(*rpy)
+        origin[:3, 3] = xyz
+        axis = np.zeros(3)
+        lower, upper = 0.0, 0.0
+        if jtype in _MOVABLE:
+            axis_el = el.find("axis")
+            axis = _floats(None if axis_el is None else axis_el.get("xyz"), (1.0, 0.0, 0.0), f"joint {name} axis")
+            norm = float(np.linalg.norm(axis))
+            if norm < 1e-12:
+                raise InvalidParameterError(f"URDF joint {name!r} has a zero axis")
+            axis = axis / norm
+            if jtype == "continuous":
+                lower, upper = -math.pi, math.pi
+            else:
+                limit_el = el.find("limit")
+                lower = float(limit_el.get("lower", 0.0)) if limit_el is not None else 0.0
+                upper = float(limit_el.get("upper", 0.0)) if limit_el is not None else 0.0
+        joints[child] = ChainJoint(name, jtype, parent, child, origin, axis, lower, upper)
+    return joints, links
+
+
+def _matrix_to_quaternion(R: np.ndarray) -> np.ndarray:
+    """Batched rotation matrices ``(..., 3, 3)`` -> quaternions ``(..., 4)`` xyzw with ``w ≥ 0``.
+
+    Shepperd's method: each entry uses the largest of ``1 + tr R`` and ``1 + 2 R_ii − tr R``, so no
+    branch divides by a small number.
+    """
+    R00, R11, R22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
+    tr = R00 + R11 + R22
+    cand = np.stack((1.0 + tr, 1.0 + 2 * R00 - tr, 1.0 + 2 * R11 - tr, 1.0 + 2 * R22 - tr), axis=-1)
+    k = np.argmax(cand, axis=-1)
+    s = 2.0 * np.sqrt(np.take_along_axis(cand, k[..., None], axis=-1)[..., 0])  # 4|component|
+    d21, d02, d10 = R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]
+    s01, s02, s12 = R[..., 0, 1] + R[..., 1, 0], R[..., 0, 2] + R[..., 2, 0], R[..., 1, 2] + R[..., 2, 1]
+    quats = np.stack((
+        np.stack((d21, d02, d10, 0.25 * s * s), axis=-1),  # k = 0: w largest (uses s = 4w)
+        np.stack((0.25 * s * s, s01, s02, d21), axis=-1),
+        np.stack((s01, 0.25 * s * s, s12, d02), axis=-1),
+        np.stack((s02, s12, 0.25 * s * s, d10), axis=-1),
+    ), axis=-2)
+    q = np.take_along_axis(quats, k[..., None, None], axis=-2)[..., 0, :] / s[..., None]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., 3:4] < 0, -q, q)
+
+
+class BulletChain(KinematicModel):
+    """Kinematic model of the serial chain ``base_link → end_link`` of a URDF.
+
+    Args:
+        urdf_path: path of the URDF file (e.g. ``pybullet_data.getDataPath() + "/kuka_iiwa/model.urdf"``).
+        end_link: name of the end-effector link.
+        base_link: name of the link whose URDF frame is the chain's base frame; default the root.
+        tip_offset: point ``(3,)`` [m] in ``end_link``'s frame taken as the end effector
+            (default its origin).
+        check_with_bullet: load the URDF in a private DIRECT client (closed before returning)
+            to check PyBullet accepts it and to record :attr:`joint_indices`.
+
+    Attributes:
+        joints: every URDF joint of the chain, fixed ones included, base to tip.
+        joint_names: names of the movable joints (the configuration's order).
+        joint_indices: PyBullet joint indices of the movable joints (``None`` without the check).
+        lower, upper: joint limits [rad or m].
+    """
+
+    def __init__(
+        self,
+        urdf_path: str | os.PathLike,
+        end_link: str,
+        base_link: str | None = None,
+        *,
+        tip_offset: np.ndarray | None = None,
+        check_with_bullet: bool = True,
+    ) -> None:
+        self.urdf_path = os.fspath(urdf_path)
+        if not os.path.isfile(self.urdf_path):
+            raise InvalidParameterError(f"URDF file not found: {self.urdf_path!r}")
+        with open(self.urdf_path) as fh:
+            joints_by_child, links = parse_urdf_joints(fh.read())
+        if end_link not in links:
+            raise InvalidParameterError(f"end_link {end_link!r} is not a link of {self.urdf_path}; "
+                                        f"links: {sorted(links)}")
+        roots = sorted(links - set(joints_by_child))
+        if base_link is None:
+            if len(roots) != 1:
+                raise InvalidParameterError(f"URDF has {len(roots)} root links {roots}; pass base_link")
+            base_link = roots[0]
+        elif base_link not in links:
+            raise InvalidParameterError(f"base_link {base_link!r} is not a link of {self.urdf_path}")
+        chain: list[ChainJoint] = []
+        link = end_link
+        while link != base_link:
+            if link not in joints_by_child:
+                raise InvalidParameterError(f"{base_link!r} is not an ancestor of {end_link!r}")
+            joint = joints_by_child[link]
+            if joint.type not in _SUPPORTED:
+                raise InvalidParameterError(f"joint {joint.name!r} is {joint.type!r}; a chain may only have "
+                                            f"{_SUPPORTED} joints")
+            chain.append(joint)
+            link = joint.parent
+        chain.reverse()
+        movable = [j for j in chain if j.type in _MOVABLE]
+        if not movable:
+            raise InvalidParameterError(f"the chain {base_link!r} → {end_link!r} has no movable joint")
+        for j in movable:
+            if not (np.isfinite(j.lower) and np.isfinite(j.upper)) or j.lower >= j.upper:
+                raise InvalidParameterError(f"joint {j.name!r} has no usable limits [{j.lower}, {j.upper}]")
+        if tip_offset is None:
+            tip_offset = np.zeros(3)
+        tip_offset = np.asarray(tip_offset, dtype=float)
+        if tip_offset.shape != (3,) or not np.all(np.isfinite(tip_offset)):
+            raise InvalidParameterError(f"tip_offset must be a finite (3,) vector [m]; got {tip_offset!r}")
+
+        self.base_link, self.end_link = base_link, end_link
+        self.joints: tuple[ChainJoint, ...] = tuple(chain)
+        self.joint_names: tuple[str, ...] = tuple(j.name for j in movable)
+        self.joint_types: tuple[str, ...] = tuple(j.type for j in movable)
+        self.lower = np.array([j.lower for j in movable])
+        self.upper = np.array([j.upper for j in movable])
+        self.tip_offset = tip_offset
+        self._build_tables(tip_offset)
+        self.joint_indices: tuple[int, ...] | None = None
+        if check_with_bullet:
+            self.joint_indices = self._bullet_indices()
+
+    # ------------------------------------------------------------------ construction helpers
+    def _build_tables(self, tip_offset: np.ndarray) -> None:
+        """Per movable joint ``j``: ``local_j(q) = C0_j + a(q) C1_j + b(q) C2_j`` (4×4), with
+        ``a = sin q, b = 1 − cos q`` (revolute) or ``a = q, b = 0`` (prismatic); fixed joints are
+        folded into the following origin or into the tip transform."""
+        C0, C1, C2, axes, revolute = [], [], [], [], []
+        pending = np.eye(4)
+        for joint in self.joints:
+            if joint.type == "fixed":
+                pending = pending @ joint.origin
+                continue
+            pre = pending @ joint.origin
+            pending = np.eye(4)
+            A, B = np.zeros((4, 4)), np.zeros((4, 4))
+            if joint.type == "prismatic":
+                A[:3, 3] = joint.axis
+            else:
+                x, y, z = joint.axis
+                K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+                A[:3, :3], B[:3, :3] = K, K @ K
+            C0.append(pre)
+            C1.append(pre @ A)
+            C2.append(pre @ B)
+            axes.append(joint.axis)
+            revolute.append(joint.type != "prismatic")
+        tip = pending.copy()
+        tip[:3, 3] = pending[:3, :3] @ tip_offset + pending[:3, 3]
+        self._C0, self._C1, self._C2 = np.array(C0), np.array(C1), np.array(C2)
+        self._axes = np.array(axes)
+        self._revolute = np.array(revolute)
+        self._tip = tip
+        self._tip_is_identity = bool(np.array_equal(tip, np.eye(4)))
+
+    def _bullet_indices(self) -> tuple[int, ...]:
+        """Load the URDF in a private DIRECT client; return the movable joints' PyBullet indices."""
+        import pybullet
+        from pybullet_utils.bullet_client import BulletClient
+
+        client = BulletClient(connection_mode=pybullet.DIRECT)
+        try:
+            try:
+                body = client.loadURDF(self.urdf_path, useFixedBase=True)
+            except pybullet.error as exc:
+                raise InvalidParameterError(f"PyBullet cannot load {self.urdf_path!r}: {exc}") from exc
+            by_name = {}
+            for index in range(client.getNumJoints(body)):
+                info = client.getJointInfo(body, index)
+                by_name[info[1].decode()] = (index, info[2])
+        finally:
+            client.disconnect()
+        expected = {"revolute": pybullet.JOINT_REVOLUTE, "continuous": pybullet.JOINT_REVOLUTE,
+                    "prismatic": pybullet.JOINT_PRISMATIC}
+        indices = []
+        for name, jtype in zip(self.joint_names, self.joint_types):
+            if name not in by_name or by_name[name][1] != expected[jtype]:
+                raise InvalidParameterError(f"PyBullet's reading of {self.urdf_path!r} disagrees on joint {name!r}")
+            indices.append(by_name[name][0])
+        return tuple(indices)
+
+    # ------------------------------------------------------------------ kinematics
+    def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``q (B, n)`` -> (joint frames ``(B, n, 4, 4)`` after each movable joint, tip ``(B, 4, 4)``)."""
+        rev = self._revolute
+        a = np.where(rev, np.sin(q), q)
+        half = np.sin(0.5 * q)
+        b = np.where(rev, 2.0 * half * half, 0.0)
+        local = self._C0 + a[..., None, None] * self._C1 + b[..., None, None] * self._C2
+        frames = np.empty_like(local)
+        T = local[:, 0]
+        frames[:, 0] = T
+        for j in range(1, local.shape[1]):
+            T = T @ local[:, j]
+            frames[:, j] = T
+        tip = T if self._tip_is_identity else T @ self._tip
+        return frames, tip
+
+    def _pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``q (B, n)`` (unchecked) -> position ``(B, 3)``, rotation ``(B, 3, 3)``, Jacobian ``(B, 6, n)``.
+
+        Rows 0–2 of the Jacobian: d position / dq; rows 3–5: angular velocity of the end link per
+        unit joint rate, both in the base frame (the geometric Jacobian).
+        """
+        frames, tip = self._frames(q)
+        p = tip[:, :3, 3]
+        z = np.einsum("bnij,nj->bni", frames[..., :3, :3], self._axes)
+        rev = self._revolute[:, None]
+        jv = np.where(rev, cross(z, p[:, None, :] - frames[..., :3, 3]), z)
+        jw = np.where(rev, z, 0.0)
+        J = np.concatenate((jv, jw), axis=2).transpose(0, 2, 1)
+        return p, tip[:, :3, :3], J
+
+    def _batch(self, q: np.ndarray) -> tuple[np.ndarray, bool]:
+        q = self.check_configuration(q)
+        return (q[None], True) if q.ndim == 1 else (q, False)
+
+    def forward(self, q: np.ndarray) -> np.ndarray:
+        """End-effector position [m] in the base frame, ``(3,)`` or ``(B, 3)``."""
+        qb, single = self._batch(q)
+        p = self._frames(qb)[1][:, :3, 3]
+        return p[0] if single else p
+
+    def forward_matrix(self, q: np.ndarray) -> np.ndarray:
+        """Homogeneous end-effector pose ``(4, 4)`` or ``(B, 4, 4)`` in the base frame [m]."""
+        qb, single = self._batch(q)
+        T = self._frames(qb)[1]
+        return T[0] if single else T
+
+    def forward_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion xyzw ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
+        qb, single = self._batch(q)
+        T = self._frames(qb)[1]
+        p, quat = T[:, :3, 3], _matrix_to_quaternion(T[:, :3, :3])
+        return (p[0], quat[0]) if single else (p, quat)
+
+    def link_positions(self, q: np.ndarray) -> np.ndarray:
+        """Origins of the movable joints' child-link frames [m], ``(n, 3)`` or ``(B, n, 3)``."""
+        qb, single = self._batch(q)
+        o = self._frames(qb)[0][..., :3, 3]
+        return o[0] if single else o
+
+    def jacobian(self, q: np.ndarray) -> np.ndarray:
+        """d position / dq, ``(3, n)`` or ``(B, 3, n)`` [m per rad or m per m]."""
+        qb, single = self._batch(q)
+        J = self._pose_and_jacobian(qb)[2][:, :3]
+        return J[0] if single else J
+
+    def pose_jacobian(self, q: np.ndarray) -> np.ndarray:
+        """Geometric Jacobian ``(6, n)`` or ``(B, 6, n)``: linear velocity rows, then angular velocity
+        rows, in the base frame."""
+        qb, single = self._batch(q)
+        J = self._pose_and_jacobian(qb)[2]
+        return J[0] if single else J
+
+    @property
+    def reach(self) -> float:
+        """Upper bound of the end effector's distance from the base origin [m]: the sum of the
+        chain's joint offsets, prismatic travels and the tip offset."""
+        total = float(np.linalg.norm(self.tip_offset))
+        for joint in self.joints:
+            total += float(np.linalg.norm(joint.origin[:3, 3]))
+            if joint.type == "prismatic":
+                total += max(abs(joint.lower), abs(joint.upper))
+        return total
+
+    def __repr__(self) -> str:
+        return (f"BulletChain({os.path.basename(self.urdf_path)!r}, {self.base_link!r} → {self.end_link!r}, "
+                f"{self.n_dof} DOF)")
