@@ -17,7 +17,7 @@ from soft_envs.agents.ik.jacobian import orientation_error
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots import BulletChain, Peter
 from soft_envs.robots._rotations import quaternion_to_matrix
-from soft_envs.robots.bullet_chain import _matrix_to_quaternion
+from soft_envs.robots._rotations import matrix_to_quaternion
 
 DATA = pybullet_data.getDataPath()
 IIWA = (f"{DATA}/kuka_iiwa/model.urdf", "lbr_iiwa_link_7")
@@ -136,7 +136,7 @@ def test_quaternion_conversion_round_trip(quat, flip):
     """Including rotations by nearly π (each Shepperd branch)."""
     q = np.array(quat) / np.linalg.norm(quat)
     R = quaternion_to_matrix(q) @ np.diag(flip).astype(float)  # diag(±1) with det 1: a π rotation
-    back = _matrix_to_quaternion(R)
+    back = matrix_to_quaternion(R)
     assert back[3] >= 0
     np.testing.assert_allclose(quaternion_to_matrix(back), R, atol=1e-12)
 

@@ -43,6 +43,7 @@ import numpy as np
 from soft_envs.agents.ik.result import IKResult
 from soft_envs.exceptions import InvalidParameterError, InvalidTargetError
 from soft_envs.robots.base import KinematicModel, check_target
+from soft_envs.robots._rotations import matrix_to_quaternion
 
 METHODS = ("pinv", "dls", "transpose")
 
@@ -59,9 +60,7 @@ def check_orientation(orientation: np.ndarray) -> np.ndarray:
     if arr.shape == (3, 3):
         if np.abs(arr @ arr.T - np.eye(3)).max() > 1e-6 or np.linalg.det(arr) < 0:
             raise InvalidTargetError("orientation matrix is not a rotation (orthonormal, det +1)")
-        from soft_envs.robots.bullet_chain import _matrix_to_quaternion
-
-        return _matrix_to_quaternion(arr)
+        return matrix_to_quaternion(arr)
     if arr.shape != (4,):
         raise InvalidTargetError(f"orientation must be a quaternion (x, y, z, w) of shape (4,) or a "
                                  f"(3, 3) rotation matrix; got shape {arr.shape}")
@@ -90,9 +89,7 @@ def orientation_error(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray,
         w = 0.5 * math.sqrt(1.0 + tr)
         eps = vex / (4.0 * w)
     else:
-        from soft_envs.robots.bullet_chain import _matrix_to_quaternion
-
-        quat = _matrix_to_quaternion(Re)
+        quat = matrix_to_quaternion(Re)
         eps, w = quat[:3], float(quat[3])
     return eps, 2.0 * math.atan2(math.sqrt(float(eps @ eps)), w)
 

@@ -141,9 +141,11 @@ class PeterReachEnv(SoftEnv, EzPickle):
         configure_physics(client, time_step=self.time_step, gravity=self.gravity,
                           solver_iterations=self.solver_iterations)
         body = PeterBody(client, self.model, payload=self.payload)
-        marker = client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.004, rgbaColor=[1.0, 0.1, 0.1, 0.9])
-        self._goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
-                                                   basePosition=[0.0, 0.0, -1.0])
+        self._goal_marker = None
+        if self.render_mode is not None:  # a red sphere at the goal, for pictures only
+            marker = client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.004, rgbaColor=[1.0, 0.1, 0.1, 0.9])
+            self._goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
+                                                       basePosition=[0.0, 0.0, -1.0])
         return body
 
     # ------------------------------------------------------------------ conversions
@@ -164,7 +166,8 @@ class PeterReachEnv(SoftEnv, EzPickle):
         self.goal = self.model.forward(self.model.sample(self.np_random))
         if self.body is not None:
             self.body.reset(self.inflation_times)
-            self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
+            if self._goal_marker is not None:
+                self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
             self.tip, self.tip_velocity = self.body.tip_state()
         else:
             self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)

@@ -81,33 +81,28 @@ def bend_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return eye + s[..., None, None] * W + c[..., None, None] * (W @ W)
 
 
-def bend_quaternion(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Quaternion ``(x, y, z, w)`` of :func:`bend_rotation` (scalar part ≥ 0)."""
-    theta = np.sqrt(a * a + b * b)
-    half = 0.5 * theta
-    # sin(θ/2)/θ, smooth at 0
-    k = np.where(theta > 1e-8, np.sin(half) / np.where(theta > 1e-8, theta, 1.0), 0.5 - theta**2 / 48.0)
-    return np.stack((-b * k, a * k, np.zeros_like(a), np.cos(half)), axis=-1)
-
-
 def matrix_to_quaternion(R: np.ndarray) -> np.ndarray:
-    """Rotation matrix ``(3, 3)`` -> quaternion ``(x, y, z, w)`` with ``w ≥ 0``."""
-    R = np.asarray(R, dtype=float)
-    tr = np.trace(R)
-    if tr > 0:
-        S = np.sqrt(tr + 1.0) * 2
-        q = np.array([(R[2, 1] - R[1, 2]) / S, (R[0, 2] - R[2, 0]) / S, (R[1, 0] - R[0, 1]) / S, 0.25 * S])
-    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
-        S = np.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2
-        q = np.array([0.25 * S, (R[0, 1] + R[1, 0]) / S, (R[0, 2] + R[2, 0]) / S, (R[2, 1] - R[1, 2]) / S])
-    elif R[1, 1] > R[2, 2]:
-        S = np.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2
-        q = np.array([(R[0, 1] + R[1, 0]) / S, 0.25 * S, (R[1, 2] + R[2, 1]) / S, (R[0, 2] - R[2, 0]) / S])
-    else:
-        S = np.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2
-        q = np.array([(R[0, 2] + R[2, 0]) / S, (R[1, 2] + R[2, 1]) / S, 0.25 * S, (R[1, 0] - R[0, 1]) / S])
-    q /= np.linalg.norm(q)
-    return q if q[3] >= 0 else -q
+    """Batched rotation matrices ``(..., 3, 3)`` -> quaternions ``(..., 4)`` xyzw with ``w ≥ 0``.
+
+    Shepperd's method: each entry uses the largest of ``1 + tr R`` and ``1 + 2 R_ii − tr R``, so no
+    branch divides by a small number.
+    """
+    R00, R11, R22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
+    tr = R00 + R11 + R22
+    cand = np.stack((1.0 + tr, 1.0 + 2 * R00 - tr, 1.0 + 2 * R11 - tr, 1.0 + 2 * R22 - tr), axis=-1)
+    k = np.argmax(cand, axis=-1)
+    s = 2.0 * np.sqrt(np.take_along_axis(cand, k[..., None], axis=-1)[..., 0])  # 4|component|
+    d21, d02, d10 = R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]
+    s01, s02, s12 = R[..., 0, 1] + R[..., 1, 0], R[..., 0, 2] + R[..., 2, 0], R[..., 1, 2] + R[..., 2, 1]
+    quats = np.stack((
+        np.stack((d21, d02, d10, 0.25 * s * s), axis=-1),  # k = 0: w largest (uses s = 4w)
+        np.stack((0.25 * s * s, s01, s02, d21), axis=-1),
+        np.stack((s01, 0.25 * s * s, s12, d02), axis=-1),
+        np.stack((s02, s12, 0.25 * s * s, d10), axis=-1),
+    ), axis=-2)
+    q = np.take_along_axis(quats, k[..., None, None], axis=-2)[..., 0, :] / s[..., None]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., 3:4] < 0, -q, q)
 
 
 def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots._rotations import cross
+from soft_envs.robots._rotations import cross, matrix_to_quaternion
 from soft_envs.robots.base import KinematicModel
 
 _MOVABLE = ("revolute", "continuous", "prismatic")
@@ -113,30 +113,6 @@ def parse_urdf_joints(urdf_text: str) -> tuple[dict[str, ChainJoint], set[str]]:
                 upper = float(limit_el.get("upper", 0.0)) if limit_el is not None else 0.0
         joints[child] = ChainJoint(name, jtype, parent, child, origin, axis, lower, upper)
     return joints, links
-
-
-def _matrix_to_quaternion(R: np.ndarray) -> np.ndarray:
-    """Batched rotation matrices ``(..., 3, 3)`` -> quaternions ``(..., 4)`` xyzw with ``w ≥ 0``.
-
-    Shepperd's method: each entry uses the largest of ``1 + tr R`` and ``1 + 2 R_ii − tr R``, so no
-    branch divides by a small number.
-    """
-    R00, R11, R22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
-    tr = R00 + R11 + R22
-    cand = np.stack((1.0 + tr, 1.0 + 2 * R00 - tr, 1.0 + 2 * R11 - tr, 1.0 + 2 * R22 - tr), axis=-1)
-    k = np.argmax(cand, axis=-1)
-    s = 2.0 * np.sqrt(np.take_along_axis(cand, k[..., None], axis=-1)[..., 0])  # 4|component|
-    d21, d02, d10 = R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]
-    s01, s02, s12 = R[..., 0, 1] + R[..., 1, 0], R[..., 0, 2] + R[..., 2, 0], R[..., 1, 2] + R[..., 2, 1]
-    quats = np.stack((
-        np.stack((d21, d02, d10, 0.25 * s * s), axis=-1),  # k = 0: w largest (uses s = 4w)
-        np.stack((0.25 * s * s, s01, s02, d21), axis=-1),
-        np.stack((s01, 0.25 * s * s, s12, d02), axis=-1),
-        np.stack((s02, s12, 0.25 * s * s, d10), axis=-1),
-    ), axis=-2)
-    q = np.take_along_axis(quats, k[..., None, None], axis=-2)[..., 0, :] / s[..., None]
-    q /= np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(q[..., 3:4] < 0, -q, q)
 
 
 class BulletChain(KinematicModel):
@@ -329,7 +305,7 @@ class BulletChain(KinematicModel):
         """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion xyzw ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
         qb, single = self._batch(q)
         T = self._frames(qb)[1]
-        p, quat = T[:, :3, 3], _matrix_to_quaternion(T[:, :3, :3])
+        p, quat = T[:, :3, 3], matrix_to_quaternion(T[:, :3, :3])
         return (p[0], quat[0]) if single else (p, quat)
 
     def link_positions(self, q: np.ndarray) -> np.ndarray:

@@ -18,6 +18,8 @@ Both come with analytic Jacobians (forward-mode derivatives, batched).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
@@ -258,10 +260,6 @@ class Peter(KinematicModel):
     def _nominal_link_length(self) -> float:
         return self.leg_length_at_rest / self.links_per_module
 
-    def _bend_fractions(self) -> np.ndarray:
-        m = self.links_per_module
-        return np.array([0.5] + [1.0] * (m - 1) + [0.5]) / m
-
     def body_joint_positions(self, t: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
         """Joint positions that put the body in the PCC shape of inflation times ``t``.
 
@@ -273,32 +271,34 @@ class Peter(KinematicModel):
         the same shape: the one nearest ``reference`` (previous joint positions) is returned,
         otherwise ``φ ∈ (−π/2, π/2]``. Angles [rad], extensions [m], shape ``(n_joints,)``.
         """
-        params = self.arc_parameters(t)
-        if params.ndim != 2:
+        t = self.check_configuration(t)
+        if t.ndim != 1:
             raise InvalidParameterError("body_joint_positions takes a single configuration")
+        # Scalar math per module (at most 4): this runs every control step of the env.
+        params = ((self.leg_length_at_rest + self.leg_rate * t).reshape(self.n_modules, 3)
+                  @ self._q_from_l.T).tolist()
         m = self.links_per_module
-        fractions = self._bend_fractions()
         per_module = 2 * m + 3
-        out = np.empty(self.n_modules * per_module)
-        for i in range(self.n_modules):
-            L, a, b = params[i]
-            theta = np.hypot(a, b)
-            phi = np.arctan2(b, a) if theta > 0 else 0.0
+        nominal = self._nominal_link_length()
+        out = np.empty((self.n_modules, per_module))
+        for i, (L, a, b) in enumerate(params):
+            theta = math.hypot(a, b)
+            phi = math.atan2(b, a) if theta > 0 else 0.0
             if reference is not None:
-                ref = reference[i * per_module]
-                k = np.round((ref - phi) / np.pi)
-                phi, theta = phi + k * np.pi, theta * (-1.0) ** k
-            elif phi > np.pi / 2 or phi <= -np.pi / 2:
-                phi, theta = phi - np.sign(phi) * np.pi, -theta
-            s_half, _, _, _ = bend_functions(np.array(theta**2 / (2 * m) ** 2))
-            extension = (L / m) * float(s_half) - self._nominal_link_length()
-            row = out[i * per_module:(i + 1) * per_module]
+                k = round((reference[i * per_module] - phi) / math.pi)
+            else:
+                k = -int(math.copysign(1.0, phi)) if (phi > math.pi / 2 or phi <= -math.pi / 2) else 0
+            phi, theta = phi + k * math.pi, (theta if k % 2 == 0 else -theta)
+            half = theta / (2 * m)
+            chord = (L / m) * (math.sin(half) / half if abs(half) > 1e-4 else 1.0 - half * half / 6.0)
+            row = out[i]
             row[0] = phi
-            row[1:2 * m + 1:2] = theta * fractions[:m]
-            row[2:2 * m + 2:2] = extension
-            row[2 * m + 1] = theta * fractions[m]
+            row[1] = theta / (2 * m)
+            row[3:2 * m + 1:2] = theta / m
+            row[2:2 * m + 2:2] = chord - nominal
+            row[2 * m + 1] = theta / (2 * m)
             row[2 * m + 2] = -phi
-        return out
+        return out.ravel()
 
     def body_joint_kinds(self) -> list[str]:
         """``"revolute_z"``, ``"revolute_y"`` or ``"prismatic_z"`` for each body joint."""
