@@ -3,5 +3,6 @@
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.bullet_chain import BulletChain
 from soft_envs.robots.peter import Peter
+from soft_envs.robots.quadruped import Quadruped
 
-__all__ = ["BulletChain", "KinematicModel", "Peter"]
+__all__ = ["BulletChain", "KinematicModel", "Peter", "Quadruped"]

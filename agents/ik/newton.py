@@ -1,0 +1,312 @@
+"""Newton–Raphson IK with move splitting (Orbegoso et al. 2021, seed 001 eqs. 1–4).
+
+``q_{k+1} = q_k + J(q_k)^{-1} (P − F(q_k))`` for a fixed number of iterations (5 in the seed).
+A move longer than ``max_step`` (0.6 cm in the seed) is split into equal straight-line steps
+of at most ``max_step`` from the current foot position; each intermediate target gets the
+same number of iterations, the last one is the target itself.
+
+The inverse Jacobian is the model's closed form when it has one (``jacobian_solve``, e.g.
+:class:`~soft_envs.robots.quadruped.QuadrupedLeg`), otherwise a linear solve of the analytic
+Jacobian (square models) or its pseudo-inverse. At a singular Jacobian the step falls back to
+damped least squares, so a singular or unreachable target gives a finite best effort with
+``success=False`` — never NaN.
+
+* :func:`newton_raphson` — one target on any :class:`~soft_envs.robots.base.KinematicModel`.
+* :func:`newton_raphson_batch` — ``B`` targets on one model, vectorised.
+* :func:`newton_raphson_legs` — the four legs of a :class:`~soft_envs.robots.Quadruped` in one
+  vectorised solve (each leg with its own target and start).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+
+from soft_envs.agents.ik.result import BatchIKResult, IKResult
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.base import KinematicModel, check_target
+
+SINGULAR_DET = 1e-14  # |det J| below this [m³ for a 3-DOF leg] counts as singular
+DAMPING = 1e-3  # damped-least-squares λ used at singular configurations
+
+
+def _check_options(iterations: int, max_step: float | None, tol: float, tolerance: float) -> None:
+    if int(iterations) != iterations or iterations < 1:
+        raise InvalidParameterError(f"iterations must be a positive integer; got {iterations!r}")
+    if max_step is not None and not (np.isfinite(max_step) and max_step > 0):
+        raise InvalidParameterError(f"max_step must be > 0 [m] or None; got {max_step!r}")
+    if not (tol >= 0 and tolerance >= 0):
+        raise InvalidParameterError("tol and tolerance must be >= 0 [m]")
+
+
+def _dls(jac: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Damped-least-squares step ``Jᵀ (J Jᵀ + λ² I)^{-1} r`` (batched)."""
+    jjt = jac @ np.swapaxes(jac, -1, -2) + DAMPING**2 * np.eye(jac.shape[-2])
+    return np.einsum("bji,bj->bi", jac, np.linalg.solve(jjt, r[..., None])[..., 0])
+
+
+def model_step(model: KinematicModel) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The Newton step ``J(q)^{-1} r`` of ``model`` for batches ``(B, n)``, ``(B, 3)``.
+
+    Uses ``model.jacobian_solve`` when present; singular rows get a damped-least-squares step.
+    """
+    closed_form = getattr(model, "jacobian_solve", None)
+
+    def step(q: np.ndarray, r: np.ndarray) -> np.ndarray:
+        if closed_form is not None:
+            dq, det = closed_form(q, r)
+            bad = ~(np.abs(det) > SINGULAR_DET) | ~np.all(np.isfinite(dq), axis=-1)
+            if not bad.any():
+                return dq
+            dq = np.where(bad[:, None], 0.0, dq)
+            dq[bad] = _dls(model.jacobian(q[bad]), r[bad])
+            return dq
+        jac = model.jacobian(q)
+        if jac.shape[-1] != jac.shape[-2]:  # redundant or under-actuated: pseudo-inverse
+            return np.einsum("bij,bj->bi", np.linalg.pinv(jac), r)
+        det = np.linalg.det(jac)
+        bad = ~(np.abs(det) > SINGULAR_DET)
+        dq = np.empty_like(q)
+        if (~bad).any():
+            dq[~bad] = np.linalg.solve(jac[~bad], r[~bad][..., None])[..., 0]
+        if bad.any():
+            dq[bad] = _dls(jac[bad], r[bad])
+        return dq
+
+    return step
+
+
+def _newton_core(forward, step, q, targets, iterations, max_step, tol, lower, upper):
+    """Vectorised NR with splitting over rows; returns ``(q, iterations per row)``."""
+    start = forward(q)
+    move = targets - start
+    if max_step is None:
+        n_seg = np.ones(len(q), dtype=int)
+    else:
+        n_seg = np.maximum(1, np.ceil(np.sqrt(np.einsum("bi,bi->b", move, move)) / max_step - 1e-12)).astype(int)
+    iters = np.zeros(len(q), dtype=int)
+    for k in range(1, int(n_seg.max()) + 1):
+        active = k <= n_seg
+        if active.all() and k == n_seg[0] and (n_seg == k).all():
+            goal = targets
+        else:
+            frac = np.minimum(k / n_seg, 1.0)[:, None]
+            goal = np.where((k >= n_seg)[:, None], targets, start + frac * move)
+        for _ in range(iterations):
+            r = goal - forward(q)
+            live = active
+            if tol > 0:
+                live = live & (np.sqrt(np.einsum("bi,bi->b", r, r)) > tol)
+            if not live.any():
+                break
+            dq = step(q, r)
+            live = live & np.all(np.isfinite(dq), axis=-1)
+            new_q = q + dq
+            if lower is not None:
+                np.clip(new_q, lower, upper, out=new_q)
+            q = np.where(live[:, None], new_q, q) if not live.all() else new_q
+            iters += live
+    return q, iters
+
+
+def newton_raphson(
+    model: KinematicModel,
+    target: np.ndarray,
+    q0: np.ndarray | None = None,
+    *,
+    iterations: int = 5,
+    max_step: float | None = 0.006,
+    tol: float = 0.0,
+    tolerance: float = 1e-9,
+    respect_bounds: bool = True,
+) -> IKResult:
+    """Solve ``model.forward(q) = target`` [m] by Newton–Raphson from ``q0``.
+
+    Args:
+        model: any kinematic model (closed-form inverse Jacobian used when it has one).
+        target: ``(3,)`` position [m] in the model's base frame.
+        q0: start configuration (default: the middle of the bounds).
+        iterations: Newton iterations per (sub-)move (seed: 5).
+        max_step: split moves longer than this [m] into equal steps (seed: 0.006); ``None``
+            never splits.
+        tol: stop iterating a (sub-)move once its error is at most ``tol`` [m] (0: never, the
+            seed's fixed iteration count).
+        tolerance: ``success`` when the final error is at most this [m].
+        respect_bounds: project every iterate into the model's bounds (``False``: the seed's
+            unconstrained iteration).
+
+    Returns:
+        :class:`IKResult` with ``iterations`` = Newton steps taken over all sub-moves.
+    """
+    _check_options(iterations, max_step, tol, tolerance)
+    target = check_target(target)
+    if target.ndim != 1:
+        raise InvalidParameterError("newton_raphson takes one target (3,); use newton_raphson_batch")
+    q = 0.5 * (model.lower + model.upper) if q0 is None else model.check_configuration(q0)
+    if q.ndim != 1:
+        raise InvalidParameterError("q0 must be one configuration (n_dof,)")
+    start = time.perf_counter()
+    step = model_step(model)
+    lower, upper = (model.lower, model.upper) if respect_bounds else (None, None)
+    q_out, iters = _newton_core(model.forward, step, q[None, :].astype(float), target[None, :],
+                                int(iterations), max_step, float(tol), lower, upper)
+    seconds = time.perf_counter() - start
+    solution = q_out[0]
+    error = float(np.linalg.norm(target - model.forward(solution)))
+    success = bool(error <= tolerance)
+    message = "converged" if success else ("unreachable or singular target: best effort"
+                                           if np.isfinite(error) else "diverged")
+    return IKResult(solution=solution, error=error, success=success, iterations=int(iters[0]),
+                    seconds=seconds, message=message)
+
+
+def newton_raphson_batch(
+    model: KinematicModel,
+    targets: np.ndarray,
+    q0: np.ndarray | None = None,
+    *,
+    iterations: int = 5,
+    max_step: float | None = 0.006,
+    tol: float = 0.0,
+    tolerance: float = 1e-9,
+    respect_bounds: bool = True,
+) -> BatchIKResult:
+    """:func:`newton_raphson` for ``B`` targets ``(B, 3)`` at once (``q0`` ``(n,)`` or ``(B, n)``)."""
+    _check_options(iterations, max_step, tol, tolerance)
+    targets = check_target(targets)
+    if targets.ndim == 1:
+        targets = targets[None, :]
+    n = len(targets)
+    q = np.broadcast_to(0.5 * (model.lower + model.upper) if q0 is None else
+                        model.check_configuration(q0), (n, model.n_dof)).astype(float)
+    start = time.perf_counter()
+    lower, upper = (model.lower, model.upper) if respect_bounds else (None, None)
+    q, iters = _newton_core(model.forward, model_step(model), q, targets, int(iterations), max_step,
+                            float(tol), lower, upper)
+    seconds = time.perf_counter() - start
+    errors = np.linalg.norm(targets - model.forward(q), axis=-1)
+    return BatchIKResult(solutions=q, errors=errors, success=errors <= tolerance, iterations=iters,
+                         seconds=seconds)
+
+
+def newton_raphson_legs(
+    robot,
+    targets: np.ndarray,
+    q0: np.ndarray | None = None,
+    *,
+    iterations: int = 5,
+    max_step: float | None = 0.006,
+    tol: float = 0.0,
+    tolerance: float = 1e-9,
+    respect_bounds: bool = True,
+) -> BatchIKResult:
+    """All four legs of a :class:`~soft_envs.robots.Quadruped` in one vectorised solve.
+
+    Args:
+        robot: the quadruped (its legs' closed-form kinematics and bounds are used).
+        targets: ``(4, 3)`` foot targets [m], each in its own leg base frame, legs in the
+            order of :data:`~soft_envs.robots.quadruped.LEG_NAMES`.
+        q0: ``(4, 3)`` (or ``(12,)``) start joint angles [rad]; default the standing pose.
+        iterations, max_step, tol, tolerance, respect_bounds: as in :func:`newton_raphson`.
+
+    Returns:
+        :class:`BatchIKResult` with ``solutions`` ``(4, 3)``.
+    """
+    _check_options(iterations, max_step, tol, tolerance)
+    targets = check_target(targets)
+    if targets.shape != (4, 3):
+        raise InvalidParameterError(f"targets must have shape (4, 3); got {targets.shape}")
+    q = robot.standing_configuration() if q0 is None else robot.check_joint_vector(q0).copy()
+    start = time.perf_counter()
+    q, iters = legs_solve(robot, q, targets, iterations=int(iterations), max_step=max_step, tol=float(tol),
+                          respect_bounds=respect_bounds)
+    seconds = time.perf_counter() - start
+    errors = np.linalg.norm(targets - robot.legs_forward(q), axis=-1)
+    return BatchIKResult(solutions=q, errors=errors, success=errors <= tolerance, iterations=iters,
+                         seconds=seconds)
+
+
+@lru_cache(maxsize=16)
+def _leg_constants(lengths: tuple, sides: tuple, lower: tuple, upper: tuple) -> tuple:
+    """Per-robot constants of the fused loop as arrays (array × array is cheaper than float × array)."""
+    k = tuple(np.full(4, v) for v in lengths)
+    low = np.array(lower).reshape(4, 3).T
+    high = np.array(upper).reshape(4, 3).T
+    return (*k, np.array(sides), 0.5 * (low + high), 0.5 * (high - low))
+
+
+def legs_solve(robot, q: np.ndarray, targets: np.ndarray, *, iterations: int = 5,
+               max_step: float | None = 0.006, tol: float = 0.0,
+               respect_bounds: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The unchecked core of :func:`newton_raphson_legs` (for controllers in a loop):
+    ``(q (4, 3), iterations (4,))``.
+
+    The common case — every foot within ``max_step`` of its target, no early stop — runs a
+    fused loop: forward kinematics and the closed-form inverse Jacobian share the sines and
+    cosines of ``(q0, q1, q1 + q2)`` (about 45 numpy operations per iteration on 4-vectors).
+    Anything else (splitting, early stop, a singular leg, an iterate out of the bounds) goes
+    through the general vectorised core, from the start.
+    """
+    q = np.asarray(q, dtype=float)
+    if tol == 0:
+        k0, k1, k2, k3, sides, mid, half = _leg_constants(
+            robot.lengths, tuple(robot.sides), tuple(robot.lower), tuple(robot.upper))
+        a0, a1, a12 = q[:, 0].copy(), q[:, 1].copy(), q[:, 1] + q[:, 2]
+        gx, gy, gz = targets[:, 0], sides * targets[:, 1], targets[:, 2]
+        limit = np.inf if max_step is None else max_step**2
+        fast = True
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for k in range(iterations):
+                s0, c0 = np.sin(a0), np.cos(a0)
+                s1, c1 = np.sin(a1) * k2, np.cos(a1) * k2  # l2 sin q1, l2 cos q1
+                s12, c12 = np.sin(a12) * k3, np.cos(a12) * k3  # l3 sin(q1+q2), l3 cos(q1+q2)
+                c = s1 - s12 - k0  # foot height in the abduction-rotated plane
+                rx = gx - c12 + c1
+                u = gy - k1 * c0 - c * s0  # side · (target_y − Y)
+                rz = gz - c * c0 + k1 * s0
+                if k == 0 and (rx * rx + u * u + rz * rz).max() > limit:
+                    fast = False  # the move must be split
+                    break
+                d0 = (u * c0 - rz * s0) / c
+                m = u * s0 + rz * c0 + k1 * d0
+                det = s12 * c1 - c12 * s1  # l2 l3 sin q2
+                a0 += d0
+                a1 += (s12 * m - rx * c12) / det
+                a12 += (s1 * m - c1 * rx) / det
+            if fast:
+                out = np.array((a0, a1, a12 - a1))
+                # A singular leg (division by ~0, NaN) or an iterate out of the bounds: general core.
+                inside = np.abs(out - mid) <= half if respect_bounds else np.abs(out) < 1e3
+                if inside.all():
+                    return out.T, np.full(4, iterations)
+    lower, upper = (robot.lower.reshape(4, 3), robot.upper.reshape(4, 3)) if respect_bounds else (None, None)
+    return _legs_general(robot, q, targets, iterations, max_step, tol, lower, upper)
+
+
+def _legs_general(robot, q, targets, iterations, max_step, tol, lower, upper):
+    from soft_envs.robots.quadruped import leg_forward_components, leg_newton_step
+
+    sides = robot.sides
+    lengths = robot.lengths
+    legs = list(robot.legs.values())
+
+    def forward(qq):
+        x, y, z = leg_forward_components(qq[:, 0], qq[:, 1], qq[:, 2], sides, *lengths)
+        return np.stack((x, y, z), axis=-1)
+
+    def step(qq, r):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d0, d1, d2, det = leg_newton_step(qq[:, 0], qq[:, 1], qq[:, 2], sides, r[:, 0], r[:, 1], r[:, 2],
+                                              *lengths)
+        dq = np.stack((d0, d1, d2), axis=-1)
+        bad = ~(np.abs(det) > SINGULAR_DET)
+        if bad.any():
+            dq[~np.isfinite(dq)] = 0.0
+            for i in np.flatnonzero(bad):
+                dq[i] = _dls(legs[i].jacobian(qq[i][None]), r[i][None])[0]
+        return dq
+
+    return _newton_core(forward, step, np.asarray(q, dtype=float), targets, iterations, max_step, tol, lower, upper)

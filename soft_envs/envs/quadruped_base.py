@@ -1,0 +1,261 @@
+"""Shared parts of the quadruped environments: the PyBullet body, spaces, observation.
+
+Action (``Box(-1, 1, (12,))``, float32): joint position targets, normalised per joint,
+``q = lower + (a + 1)/2 · (upper − lower)`` [rad]; legs in the order front-left, front-right,
+rear-left, rear-right (seed legs 1–4), ``(abduction, hip, knee)`` per leg. The servos are
+PyBullet position motors limited to the servo torque (0.22 N m) and speed (10.5 rad/s) of
+``urdf/quadruped/README.md``.
+
+Observation (flat ``Box``, float32, SI units; values clipped into the bounds):
+
+=============  ===============================================================
+slice          content
+=============  ===============================================================
+``[0:4]``      body orientation quaternion ``(x, y, z, w)`` in the world
+``[4:7]``      body angular velocity [rad/s], body frame
+``[7:10]``     body linear velocity [m/s], body frame
+``[10:22]``    joint angles [rad]
+``[22:34]``    joint velocities [rad/s]
+``[34:38]``    foot contacts: 1.0 where a foot is within 1 mm of the ground, else 0.0
+``[38]``       body height above the ground [m]
+=============  ===============================================================
+
+Physics: ``time_step = 1/500`` s, ``frame_skip = 5`` (100 Hz control, ``dt = 0.01`` s), 50
+solver iterations, gravity 9.81 m/s², flat ground with friction 1.0 (feet 1.0). Why: the legs
+weigh a few grams, so contacts need a short step to stay quiet, and 100 Hz matches the seed's
+gait of 100 samples per cycle at a 1 s cycle (one sample per step; faster gaits skip samples).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pybullet
+from gymnasium import spaces
+
+from soft_envs.envs.base import SoftEnv
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
+
+OBS_SIZE = 39
+GRAVITY = 9.81
+
+
+class QuadrupedBody:
+    """The quadruped URDF loaded into a client, with its joints in the robot's order.
+
+    Args:
+        client: a :class:`BulletClient`.
+        robot: the :class:`Quadruped` model (its URDF is loaded).
+        position_gain, velocity_gain: PyBullet position-motor gains of the servos.
+    """
+
+    def __init__(self, client, robot: Quadruped, *, position_gain: float = 0.3,
+                 velocity_gain: float = 1.0) -> None:
+        self.client = client
+        self.robot = robot
+        with robot.urdf_path() as path:
+            self.id = client.loadURDF(str(path), [0, 0, robot.stance_height + robot.foot_radius],
+                                      [0, 0, 0, 1], flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
+        joints = {}
+        links = {}
+        for i in range(client.getNumJoints(self.id)):
+            info = client.getJointInfo(self.id, i)
+            joints[info[1].decode()] = i
+            links[info[12].decode()] = i
+        self.joint_ids = [joints[Quadruped.joint_name(leg, j)] for leg in LEG_NAMES for j in JOINT_NAMES]
+        self.foot_ids = [links[Quadruped.foot_link_name(leg)] for leg in LEG_NAMES]
+        self.position_gain = float(position_gain)
+        self.velocity_gain = float(velocity_gain)
+        for j in range(client.getNumJoints(self.id)):  # no default velocity motors
+            client.setJointMotorControl2(self.id, j, pybullet.VELOCITY_CONTROL, force=0.0)
+
+    def reset(self, q: np.ndarray, position=(0.0, 0.0, 0.0), orientation=(0.0, 0.0, 0.0, 1.0)) -> None:
+        """Place the body (frame at ``position`` [m]) at rest with joint angles ``q`` (12,) [rad]."""
+        self.client.resetBasePositionAndOrientation(self.id, list(position), list(orientation))
+        self.client.resetBaseVelocity(self.id, [0, 0, 0], [0, 0, 0])
+        for j, value in zip(self.joint_ids, np.asarray(q, dtype=float).ravel()):
+            self.client.resetJointState(self.id, j, float(value), 0.0)
+        self.command(q)
+
+    def command(self, q: np.ndarray) -> None:
+        """Servo targets ``q`` (12,) [rad], torque- and speed-limited like the hobby servos."""
+        for j, value in zip(self.joint_ids, np.asarray(q, dtype=float).ravel()):
+            self.client.setJointMotorControl2(
+                self.id, j, pybullet.POSITION_CONTROL, targetPosition=float(value),
+                force=self.robot.servo_torque, maxVelocity=self.robot.servo_speed,
+                positionGain=self.position_gain, velocityGain=self.velocity_gain)
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(angles [rad], velocities [rad/s], applied torques [N m])``, each (12,)."""
+        states = self.client.getJointStates(self.id, self.joint_ids)
+        return (np.array([s[0] for s in states]), np.array([s[1] for s in states]),
+                np.array([s[3] for s in states]))
+
+    def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(position [m], quaternion (x, y, z, w))`` of the body frame in the world."""
+        pos, orn = self.client.getBasePositionAndOrientation(self.id)
+        return np.array(pos), np.array(orn)
+
+    def base_velocity(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(linear [m/s], angular [rad/s])`` velocity of the body in the world frame."""
+        lin, ang = self.client.getBaseVelocity(self.id)
+        return np.array(lin), np.array(ang)
+
+    def feet_world(self) -> np.ndarray:
+        """``(4, 3)`` foot centres in the world [m] (exact: the feet's inertial origins)."""
+        return np.array([s[0] for s in self.client.getLinkStates(self.id, self.foot_ids)])
+
+    def contact_slip_velocity(self) -> np.ndarray:
+        """``(4, 2)`` horizontal velocity [m/s] of each foot's lowest point (the contact point on
+        flat ground): ``v_centre + ω × (−r ẑ)``. Zero when a foot rolls without sliding."""
+        states = self.client.getLinkStates(self.id, self.foot_ids, computeLinkVelocity=1)
+        v = np.array([s[6] for s in states])
+        w = np.array([s[7] for s in states])
+        r = self.robot.foot_radius
+        # ω × (0, 0, −r) = (−r ω_y, r ω_x, 0)
+        return np.stack([v[:, 0] - r * w[:, 1], v[:, 1] + r * w[:, 0]], axis=-1)
+
+    def foot_contacts(self, ground: int, distance: float = 1e-3) -> np.ndarray:
+        """``(4,)`` 1.0 where a foot is within ``distance`` [m] of ``ground`` (or penetrates it).
+
+        A geometric query (``getClosestPoints``), so it does not depend on Bullet's cached
+        contact manifolds: the same state always gives the same contacts."""
+        return np.array([1.0 if self.client.getClosestPoints(self.id, ground, distance, f, -1) else 0.0
+                         for f in self.foot_ids])
+
+    def body_touches(self, ground: int) -> bool:
+        """True when anything but a foot (body, thighs, shins) touches ``ground``."""
+        feet = set(self.foot_ids)
+        return any(c[3] not in feet for c in self.client.getContactPoints(self.id, ground))
+
+
+def quaternion_to_rpy(quaternion: np.ndarray) -> np.ndarray:
+    """``(roll, pitch, yaw)`` [rad] with ``R = Rz(yaw) Ry(pitch) Rx(roll)`` of an ``(x, y, z, w)`` quaternion."""
+    x, y, z, w = quaternion
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return np.array([roll, pitch, yaw])
+
+
+def quaternion_matrix(quaternion: np.ndarray) -> np.ndarray:
+    """Rotation matrix (3, 3) of an ``(x, y, z, w)`` unit quaternion."""
+    x, y, z, w = quaternion
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+class QuadrupedBaseEnv(SoftEnv):
+    """Common base of ``QuadrupedWalk-v0`` and ``QuadrupedPose-v0`` (spaces and physics above).
+
+    Args:
+        action_rate_weight: weight of the ``−‖a − a_prev‖²`` cost.
+        reset_noise_scale: half-width of the uniform noise on the initial joint angles [rad].
+        ground_friction: lateral friction of the ground (feet: 1.0; Bullet multiplies them).
+        solver_iterations: PyBullet constraint-solver iterations.
+        render_mode, time_step, frame_skip, width, height: see :class:`SoftEnv`.
+    """
+
+    def __init__(self, *, action_rate_weight: float = 0.0, reset_noise_scale: float = 0.0,
+                 ground_friction: float = 1.0, solver_iterations: int = 50,
+                 render_mode: str | None = None, time_step: float = 1.0 / 500.0, frame_skip: int = 5,
+                 width: int = 320, height: int = 240) -> None:
+        for name, value in (("action_rate_weight", action_rate_weight), ("reset_noise_scale", reset_noise_scale),
+                            ("ground_friction", ground_friction)):
+            if not np.isfinite(value) or value < 0:
+                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        self.model = Quadruped()
+        super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip,
+                         width=width, height=height)
+        self.action_rate_weight = float(action_rate_weight)
+        self.reset_noise_scale = float(reset_noise_scale)
+        self.ground_friction = float(ground_friction)
+        self.solver_iterations = int(solver_iterations)
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(12,), dtype=np.float32)
+        self._obs_high = np.concatenate([
+            np.ones(4), np.full(3, 50.0), np.full(3, 10.0), np.full(12, np.pi), np.full(12, 100.0),
+            np.ones(4), [2.0]]).astype(np.float32)
+        self._obs_low = -self._obs_high
+        self._obs_low[34:38] = 0.0
+        self.client.setTimeStep(self.time_step)
+        self.client.setGravity(0.0, 0.0, -GRAVITY)
+        self.client.setPhysicsEngineParameter(numSolverIterations=self.solver_iterations)
+        plane = self.client.createCollisionShape(pybullet.GEOM_PLANE)
+        plane_visual = self.client.createVisualShape(pybullet.GEOM_BOX, halfExtents=[20.0, 20.0, 0.0005],
+                                                     visualFramePosition=[0, 0, -0.0005],
+                                                     rgbaColor=[0.85, 0.85, 0.8, 1.0])
+        self.ground = self.client.createMultiBody(0.0, plane, plane_visual)
+        self.client.changeDynamics(self.ground, -1, lateralFriction=self.ground_friction)
+        self.body = QuadrupedBody(self.client, self.model)
+        self.joint_targets = self.model.standing_configuration().ravel()
+        self._previous_action = self.joints_to_action(self.joint_targets).astype(float)
+        self._cache: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ conversions
+    def action_to_joints(self, action: np.ndarray) -> np.ndarray:
+        """Normalised action (12,) in [−1, 1] -> joint targets [rad]."""
+        low, high = self.model.lower, self.model.upper
+        return low + (np.asarray(action, dtype=float) + 1.0) * 0.5 * (high - low)
+
+    def joints_to_action(self, q: np.ndarray) -> np.ndarray:
+        """Joint targets (12,) or (4, 3) [rad] -> normalised action (float32)."""
+        low, high = self.model.lower, self.model.upper
+        return (2.0 * (np.asarray(q, dtype=float).ravel() - low) / (high - low) - 1.0).astype(np.float32)
+
+    # ------------------------------------------------------------------ state
+    def _read_state(self) -> None:
+        pos, orn = self.body.base_pose()
+        lin, ang = self.body.base_velocity()
+        rot = quaternion_matrix(orn)
+        q, qd, tau = self.body.joint_state()
+        self._cache = {"position": pos, "quaternion": orn, "rotation": rot, "linear": lin, "angular": ang,
+                       "q": q, "qd": qd, "torque": tau, "contacts": self.body.foot_contacts(self.ground),
+                       "feet": self.body.feet_world()}
+
+    def _base_observation(self) -> np.ndarray:
+        s = self._cache
+        rot_t = s["rotation"].T
+        obs = np.concatenate([s["quaternion"], rot_t @ s["angular"], rot_t @ s["linear"], s["q"], s["qd"],
+                              s["contacts"], [s["position"][2]]])
+        return np.clip(obs, self._obs_low, self._obs_high).astype(np.float32)
+
+    def fallen(self) -> bool:
+        """Body below 4 cm, tilted more than 50°, or touching the ground with anything but feet."""
+        s = self._cache
+        return bool(s["position"][2] < 0.04 or s["rotation"][2, 2] < np.cos(np.radians(50.0))
+                    or self.body.body_touches(self.ground))
+
+    # ------------------------------------------------------------------ hooks
+    def _stand(self, noise: np.ndarray | None = None) -> None:
+        q = self.model.standing_configuration().ravel()
+        if noise is not None:
+            q = np.clip(q + noise, self.model.lower, self.model.upper)
+        self.joint_targets = q
+        self.body.reset(q, position=(0.0, 0.0, self.model.stance_height + self.model.foot_radius))
+        self._previous_action = self.joints_to_action(q).astype(float)
+
+    def _apply_action(self, action: np.ndarray) -> None:
+        self.joint_targets = self.action_to_joints(action)
+        self.body.command(self.joint_targets)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self._previous_action = np.asarray(action, dtype=float).clip(-1.0, 1.0)
+        return obs, reward, terminated, truncated, info
+
+    def simulate(self, n_steps: int | None = None) -> None:
+        super().simulate(n_steps)
+        self._read_state()
+
+    def _action_rate(self, action: np.ndarray) -> float:
+        rate = np.asarray(action, dtype=float) - self._previous_action
+        return -self.action_rate_weight * float(rate @ rate)
+
+    def _camera(self) -> dict[str, Any]:
+        pos = self._cache.get("position", np.zeros(3))
+        return {"target": (float(pos[0]), float(pos[1]), 0.05), "distance": 0.55, "yaw": 35.0, "pitch": -25.0}

@@ -1,0 +1,224 @@
+"""``soft_envs/QuadrupedPose-v0``: track a body roll / pitch / yaw goal with the feet fixed.
+
+Action, physics and the first 39 observation values: see :mod:`soft_envs.envs.quadruped_base`
+(12 normalised joint targets; 100 Hz control over 500 Hz physics). An episode is 200 steps
+(2 s). The robot starts standing, level, facing +x; the goal ``(roll, pitch, yaw)`` [rad] is
+drawn uniformly in ``±goal_range`` per axis (10° by default: every combination is within the
+legs' reach; at ±15° per axis about 20 % of the combinations are not) from the env's seeded
+RNG, as ``R_goal = Rz(yaw) Ry(pitch) Rx(roll)`` in the world. ``reset(options={"goal": (roll,
+pitch, yaw)})`` sets the goal instead.
+
+Observation (flat, float32): ``[0:39]`` the base observation, ``[39:42]`` goal roll, pitch, yaw
+[rad], ``[42:45]`` current roll, pitch, yaw [rad]. With ``goal_conditioned=True`` a ``Dict`` with
+``observation`` (the 39 values), ``achieved_goal`` (current roll, pitch, yaw) and
+``desired_goal`` (goal roll, pitch, yaw); then ``compute_reward`` recomputes the reward for
+relabelled goals (the orientation term from the goals, the other terms from ``info``) and the
+orientation term is computed from the float32 goals so that both agree bit for bit.
+
+Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
+
+* ``orientation = −orientation_weight · θ`` — ``θ`` the angle of ``R_goalᵀ R_body`` [rad];
+* ``slip = −slip_weight · mean_i ‖s_i‖`` — ``s_i`` the net sliding of foot ``i``'s contact
+  point since reset [m] (the contact-point velocity ``v + ω × (−r ẑ)`` integrated over the
+  physics steps; rolling of the 8 mm spherical foot is not slip);
+* ``action_rate = −action_rate_weight · ‖a − a_prev‖²``.
+
+``info``: ``orientation_error`` [rad], ``rpy_error`` (3,) [rad], ``foot_slip`` (largest foot's
+sliding [m]), ``foot_displacement`` (largest horizontal displacement of a foot centre, rolling
+included [m]), ``is_success`` (error below ``success_threshold``, 1°),
+``fallen``. Terminates on a fall (as in ``QuadrupedWalk-v0``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+
+from soft_envs.envs.quadruped_base import QuadrupedBaseEnv, quaternion_to_rpy
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.quadruped import rotation_rpy
+
+
+def rotation_angle(r_a: np.ndarray, r_b: np.ndarray) -> float:
+    """Angle [rad] of the rotation ``r_aᵀ r_b`` (geodesic distance of two rotation matrices).
+
+    ``atan2(sin, cos)`` from the skew and the trace parts: accurate near 0, where the usual
+    ``arccos((tr − 1)/2)`` loses half the digits."""
+    m = r_a.T @ r_b
+    sin = 0.5 * np.sqrt((m[2, 1] - m[1, 2]) ** 2 + (m[0, 2] - m[2, 0]) ** 2 + (m[1, 0] - m[0, 1]) ** 2)
+    cos = 0.5 * (np.trace(m) - 1.0)
+    return float(np.arctan2(sin, cos))
+
+
+class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
+    """Body orientation control with the feet on the ground (see the module docstring).
+
+    Args:
+        goal_range: half-width of the uniform goal distribution per axis [rad].
+        goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
+        orientation_weight, slip_weight, action_rate_weight: reward weights (>= 0).
+        success_threshold: orientation error counted as success [rad].
+        reset_noise_scale, ground_friction, solver_iterations, render_mode, time_step,
+            frame_skip, width, height: see :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv`.
+    """
+
+    def __init__(self, *, goal_range: float = np.radians(10.0), goal_conditioned: bool = False,
+                 orientation_weight: float = 1.0, slip_weight: float = 10.0, action_rate_weight: float = 0.0,
+                 success_threshold: float = np.radians(1.0), reset_noise_scale: float = 0.0,
+                 ground_friction: float = 1.0, solver_iterations: int = 50, render_mode: str | None = None,
+                 time_step: float = 1.0 / 500.0, frame_skip: int = 5, width: int = 320, height: int = 240) -> None:
+        EzPickle.__init__(self, goal_range=goal_range, goal_conditioned=goal_conditioned,
+                          orientation_weight=orientation_weight, slip_weight=slip_weight,
+                          action_rate_weight=action_rate_weight, success_threshold=success_threshold,
+                          reset_noise_scale=reset_noise_scale, ground_friction=ground_friction,
+                          solver_iterations=solver_iterations, render_mode=render_mode, time_step=time_step,
+                          frame_skip=frame_skip, width=width, height=height)
+        if not (np.isfinite(goal_range) and 0 <= goal_range <= np.radians(30.0)):
+            raise InvalidParameterError(f"goal_range must be in [0, 30°] (radians); got {goal_range!r}")
+        for name, value in (("orientation_weight", orientation_weight), ("slip_weight", slip_weight)):
+            if not np.isfinite(value) or value < 0:
+                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        if not (np.isfinite(success_threshold) and success_threshold > 0):
+            raise InvalidParameterError(f"success_threshold must be > 0 [rad]; got {success_threshold!r}")
+        super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale,
+                         ground_friction=ground_friction, solver_iterations=solver_iterations,
+                         render_mode=render_mode, time_step=time_step, frame_skip=frame_skip, width=width,
+                         height=height)
+        self.goal_range = float(goal_range)
+        self.goal_conditioned = bool(goal_conditioned)
+        self.orientation_weight = float(orientation_weight)
+        self.slip_weight = float(slip_weight)
+        self.success_threshold = float(success_threshold)
+        angle_high = np.full(3, np.pi, dtype=np.float32)
+        base = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
+        if self.goal_conditioned:
+            angles = spaces.Box(-angle_high, angle_high, dtype=np.float32)
+            self.observation_space = spaces.Dict({"observation": base, "achieved_goal": angles,
+                                                  "desired_goal": angles})
+        else:
+            self.observation_space = spaces.Box(np.concatenate([self._obs_low, -angle_high, -angle_high]),
+                                                np.concatenate([self._obs_high, angle_high, angle_high]),
+                                                dtype=np.float32)
+        self.goal = np.zeros(3)
+        self._goal_rotation = np.eye(3)
+        self._feet_reference = np.zeros((4, 3))
+        self._sliding = np.zeros((4, 2))
+        self._reset_options: dict | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self._reset_options = options
+        return super().reset(seed=seed, options=options)
+
+    def _reset_model(self) -> None:
+        noise = None
+        if self.reset_noise_scale > 0:
+            noise = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 12)
+        self._stand(noise)
+        self.goal = self.np_random.uniform(-self.goal_range, self.goal_range, 3)
+        options = self._reset_options or {}
+        if "goal" in options:
+            goal = np.asarray(options["goal"], dtype=float)
+            if goal.shape != (3,) or not np.all(np.isfinite(goal)):
+                raise InvalidParameterError(f"options['goal'] must be (roll, pitch, yaw) [rad]; got {goal!r}")
+            self.goal = goal
+        self._goal_rotation = rotation_rpy(*self.goal)
+        self.client.performCollisionDetection()
+        self._read_state()
+        self._feet_reference = self._cache["feet"].copy()
+        self._sliding = np.zeros((4, 2))
+
+    def simulate(self, n_steps: int | None = None) -> None:
+        """Step the physics, integrating each foot's contact-point sliding at every physics step."""
+        for _ in range(self.frame_skip if n_steps is None else n_steps):
+            self.client.stepSimulation()
+            self._sliding += self.body.contact_slip_velocity() * self.time_step
+        self._read_state()
+
+    # ------------------------------------------------------------------ measures
+    def rpy(self) -> np.ndarray:
+        """Current body roll, pitch, yaw [rad]."""
+        return quaternion_to_rpy(self._cache["quaternion"])
+
+    def orientation_error(self) -> float:
+        """Angle between the body's and the goal orientation [rad]."""
+        return rotation_angle(self._goal_rotation, self._cache["rotation"])
+
+    def foot_slip(self) -> np.ndarray:
+        """``(4,)`` net sliding of each foot's contact point on the ground since reset [m].
+
+        The integral of the contact-point velocity ``v_centre + ω × (−r ẑ)`` over the physics
+        steps: rolling of the spherical foot (which moves its centre by ``r · Δφ``) is not
+        slip. :meth:`foot_displacement` gives the centre's displacement."""
+        return np.linalg.norm(self._sliding, axis=-1)
+
+    def foot_displacement(self) -> np.ndarray:
+        """``(4,)`` horizontal displacement of each foot centre since reset [m] (slip + rolling)."""
+        return np.linalg.norm(self._cache["feet"][:, :2] - self._feet_reference[:, :2], axis=-1)
+
+    # ------------------------------------------------------------------ hooks
+    def _observation(self):
+        base = self._base_observation()
+        rpy = self.rpy().astype(np.float32)
+        goal = self.goal.astype(np.float32)
+        if self.goal_conditioned:
+            return {"observation": base, "achieved_goal": rpy, "desired_goal": goal}
+        return np.concatenate([base, goal, rpy]).astype(np.float32)
+
+    def _orientation_term(self, achieved_rpy: np.ndarray, desired_rpy: np.ndarray) -> float:
+        return -self.orientation_weight * rotation_angle(rotation_rpy(*np.asarray(desired_rpy, dtype=float)),
+                                                         rotation_rpy(*np.asarray(achieved_rpy, dtype=float)))
+
+    def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
+        if self.goal_conditioned:  # from the observed (float32) goals, exactly as compute_reward
+            orientation = self._orientation_term(self.rpy().astype(np.float32), self.goal.astype(np.float32))
+        else:
+            orientation = -self.orientation_weight * self.orientation_error()
+        return {
+            "orientation": orientation,
+            "slip": -self.slip_weight * float(np.mean(self.foot_slip())),
+            "action_rate": self._action_rate(action),
+        }
+
+    @property
+    def compute_reward(self):
+        """``compute_reward(achieved_goal, desired_goal, info)`` (goal-conditioned form only).
+
+        The orientation term for (possibly relabelled) roll/pitch/yaw goals [rad] plus the
+        goal-independent terms read from ``info`` (``reward_slip``, ``reward_action_rate``);
+        vectorised over a leading batch axis (``info`` then an array of dicts). Equal to the
+        step reward for the step's own goals. Absent without ``goal_conditioned`` (so that
+        tools do not mistake the flat env for a goal env).
+        """
+        if not self.goal_conditioned:
+            raise AttributeError("compute_reward exists only with goal_conditioned=True")
+        return self._compute_reward
+
+    def _compute_reward(self, achieved_goal, desired_goal, info):
+        def others(inf) -> list[float]:
+            if not isinstance(inf, dict):
+                return []
+            return [inf.get("reward_slip", 0.0), inf.get("reward_action_rate", 0.0)]
+
+        achieved, desired = np.asarray(achieved_goal), np.asarray(desired_goal)
+        if achieved.ndim == 1:
+            return float(sum([self._orientation_term(achieved, desired), *others(info)]))
+        infos = np.broadcast_to(np.asarray(info, dtype=object), achieved.shape[:1]) if info is not None \
+            else [None] * len(achieved)
+        return np.array([sum([self._orientation_term(a, d), *others(i)])
+                         for a, d, i in zip(achieved, desired, infos)])
+
+    def _terminated(self) -> bool:
+        return self.fallen()
+
+    def _extra_info(self) -> dict[str, Any]:
+        error = self.orientation_error()
+        rpy_error = self.rpy() - self.goal
+        rpy_error = (rpy_error + np.pi) % (2 * np.pi) - np.pi
+        return {"orientation_error": error, "rpy_error": rpy_error, "foot_slip": float(self.foot_slip().max()),
+                "foot_displacement": float(self.foot_displacement().max()),
+                "is_success": bool(error < self.success_threshold), "fallen": self.fallen(),
+                "goal": self.goal.copy()}
+

@@ -1,0 +1,107 @@
+"""``soft_envs/QuadrupedWalk-v0``: walk forward (world +x) without falling.
+
+Action, observation and physics: see :mod:`soft_envs.envs.quadruped_base` (12 normalised joint
+targets; a 39-value observation; 100 Hz control over 500 Hz physics). An episode is 1000 steps
+(10 s). The robot starts standing at the origin facing +x, joint angles perturbed by
+``reset_noise_scale`` (uniform, from the env's seeded RNG).
+
+Reward terms (``info["reward_<name>"]``, summing exactly to the reward), per step:
+
+* ``forward = forward_weight · Δx / dt`` — forward progress of the body [m/s];
+* ``healthy = healthy_reward`` while standing;
+* ``lateral = −lateral_weight · |Δy| / dt`` — sideways drift [m/s];
+* ``orientation = −orientation_weight · (roll² + pitch²)`` [rad²];
+* ``torque = −torque_weight · mean((τ / τ_max)²)`` — servo effort;
+* ``action_rate = −action_rate_weight · ‖a − a_prev‖²``.
+
+Terminates on a fall: body below 4 cm, tilted more than 50°, or body/legs (not feet) touching
+the ground. ``info`` carries ``x``, ``y`` [m], ``yaw`` [rad], ``fallen``, ``forward_velocity``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+
+from soft_envs.envs.quadruped_base import QuadrupedBaseEnv, quaternion_to_rpy
+from soft_envs.exceptions import InvalidParameterError
+
+
+class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
+    """Walk forward with the quadruped (see the module docstring for spaces and rewards).
+
+    Args:
+        forward_weight, healthy_reward, lateral_weight, orientation_weight, torque_weight,
+            action_rate_weight: reward weights (all >= 0).
+        reset_noise_scale: initial joint-angle noise half-width [rad].
+        ground_friction, solver_iterations, render_mode, time_step, frame_skip, width, height:
+            see :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv`.
+    """
+
+    def __init__(self, *, forward_weight: float = 1.0, healthy_reward: float = 0.05, lateral_weight: float = 0.5,
+                 orientation_weight: float = 0.1, torque_weight: float = 0.005, action_rate_weight: float = 0.01,
+                 reset_noise_scale: float = 0.02, ground_friction: float = 1.0, solver_iterations: int = 50,
+                 render_mode: str | None = None, time_step: float = 1.0 / 500.0, frame_skip: int = 5,
+                 width: int = 320, height: int = 240) -> None:
+        EzPickle.__init__(self, forward_weight=forward_weight, healthy_reward=healthy_reward,
+                          lateral_weight=lateral_weight, orientation_weight=orientation_weight,
+                          torque_weight=torque_weight, action_rate_weight=action_rate_weight,
+                          reset_noise_scale=reset_noise_scale, ground_friction=ground_friction,
+                          solver_iterations=solver_iterations, render_mode=render_mode, time_step=time_step,
+                          frame_skip=frame_skip, width=width, height=height)
+        for name, value in (("forward_weight", forward_weight), ("healthy_reward", healthy_reward),
+                            ("lateral_weight", lateral_weight), ("orientation_weight", orientation_weight),
+                            ("torque_weight", torque_weight)):
+            if not np.isfinite(value) or value < 0:
+                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale,
+                         ground_friction=ground_friction, solver_iterations=solver_iterations,
+                         render_mode=render_mode, time_step=time_step, frame_skip=frame_skip, width=width,
+                         height=height)
+        self.forward_weight = float(forward_weight)
+        self.healthy_reward = float(healthy_reward)
+        self.lateral_weight = float(lateral_weight)
+        self.orientation_weight = float(orientation_weight)
+        self.torque_weight = float(torque_weight)
+        self.observation_space = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
+        self._previous_xy = np.zeros(2)
+
+    def _reset_model(self) -> None:
+        noise = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 12)
+        self._stand(noise)
+        self.client.performCollisionDetection()
+        self._read_state()
+        self._previous_xy = self._cache["position"][:2].copy()
+
+    def _apply_action(self, action: np.ndarray) -> None:
+        self._previous_xy = self._cache["position"][:2].copy()
+        super()._apply_action(action)
+
+    def _observation(self) -> np.ndarray:
+        return self._base_observation()
+
+    def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
+        s = self._cache
+        dx, dy = (s["position"][:2] - self._previous_xy) / self.dt
+        roll, pitch, _ = quaternion_to_rpy(s["quaternion"])
+        torque = s["torque"] / self.model.servo_torque
+        return {
+            "forward": self.forward_weight * float(dx),
+            "healthy": 0.0 if self.fallen() else self.healthy_reward,
+            "lateral": -self.lateral_weight * abs(float(dy)),
+            "orientation": -self.orientation_weight * float(roll**2 + pitch**2),
+            "torque": -self.torque_weight * float(np.mean(torque**2)),
+            "action_rate": self._action_rate(action),
+        }
+
+    def _terminated(self) -> bool:
+        return self.fallen()
+
+    def _extra_info(self) -> dict[str, Any]:
+        s = self._cache
+        return {"x": float(s["position"][0]), "y": float(s["position"][1]),
+                "yaw": float(quaternion_to_rpy(s["quaternion"])[2]), "fallen": self.fallen(),
+                "forward_velocity": float(s["linear"][0])}
