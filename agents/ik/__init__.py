@@ -3,7 +3,8 @@
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
 from soft_envs.agents.ik.newton import newton_raphson, newton_raphson_batch, newton_raphson_legs
 from soft_envs.agents.ik.result import BatchIKResult, IKResult
+from soft_envs.agents.ik.sqp import sqp, sqp_trajectory
 from soft_envs.agents.ik.trust_region import trr, trr_batch
 
 __all__ = ["BatchIKResult", "IKResult", "ik_step", "jacobian_ik", "newton_raphson", "newton_raphson_batch",
-           "newton_raphson_legs", "trr", "trr_batch"]
+           "newton_raphson_legs", "sqp", "sqp_trajectory", "trr", "trr_batch"]

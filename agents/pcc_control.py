@@ -1,0 +1,103 @@
+"""Trajectory tracking with the PCC arm (Keyvanara et al. 2023, Fig. 2): IK set-points through ``step``.
+
+:class:`PCCTrackingAgent` is the paper's pipeline in ``PCCTrack-v0``: at every control step it
+solves the IK (:func:`~soft_envs.agents.ik.sqp`, warm-started from its previous solution, with
+the trajectory's tip-angle secondary task on the planar arm) for where the goal will be at the
+end of the step, and sends that configuration as the set-point; the env's low-level
+PD + feed-forward law (:class:`~soft_envs.sim.pcc_body.PDFeedforward`, the paper's eq. 10 with
+``k_p = 80``, ``k_v = 3``) drives the elastic arm towards it at the physics rate. (The law
+cannot run at the 20 Hz agent rate: the arm's elastic modes are near 500 rad/s.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.agents.ik.sqp import sqp
+
+
+class PCCTrackingAgent:
+    """IK set-points for ``PCCTrack-v0`` in ``action_type="configuration"``.
+
+    The goal comes from the observation (``obs[3:6]``); the next goal is predicted by linear
+    extrapolation of the last two (the trajectory moves on during the step). The agent reads
+    the env's kinematic model (``env.unwrapped.model``) and, for the tip-angle task, its
+    trajectory's ``tip_angle`` — nothing of the env's private state.
+
+    Args:
+        env: a ``PCCTrack-v0`` env (wrapped or not).
+        tip_angle: secondary-task tip angle [rad] (planar arms); default the trajectory's.
+        predict: extrapolate the goal one control step ahead.
+        **sqp_options: passed to :func:`~soft_envs.agents.ik.sqp`.
+    """
+
+    def __init__(self, env, tip_angle: float | None = None, predict: bool = True, **sqp_options) -> None:
+        self.env = env.unwrapped
+        if getattr(self.env, "action_type", "configuration") != "configuration":
+            raise ValueError("PCCTrackingAgent sends configuration set-points: use action_type='configuration'")
+        self.model = self.env.model
+        if tip_angle is None and self.model.planar:
+            tip_angle = self.env.trajectory.tip_angle
+        self.tip_angle = tip_angle
+        self.predict = bool(predict)
+        self.sqp_options = sqp_options
+        self.last_result = None
+        self._solution: np.ndarray | None = None
+        self._goal: np.ndarray | None = None
+
+    def reset(self, obs=None, info=None) -> None:
+        """Start a new episode; the first set-point is warm-started from ``info["setpoint"]`` if given."""
+        self._goal, self.last_result = None, None
+        self._solution = None if info is None or "setpoint" not in info else np.asarray(info["setpoint"], float)
+
+    def act(self, obs) -> np.ndarray:
+        """The normalised configuration set-point for the predicted goal."""
+        goal = np.asarray(obs, dtype=float)[3:6]
+        target = goal if (self._goal is None or not self.predict) else 2 * goal - self._goal
+        self._goal = goal
+        options = dict(self.sqp_options)
+        if self.tip_angle is not None:
+            options.setdefault("tip_angle", self.tip_angle)
+        self.last_result = sqp(self.model, target, self._solution, **options)
+        self._solution = self.last_result.solution
+        return self.env.configuration_to_action(self._solution)
+
+
+def track(env, agent: PCCTrackingAgent, n_steps: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Run one episode; returns desired and tracked tip paths ``(T, 3)`` [m], errors [m], IK errors [m]."""
+    obs, info = env.reset(seed=seed)
+    agent.reset(obs, info)
+    desired, tracked, errors, ik_errors = [], [], [], []
+    for _ in range(n_steps):
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        desired.append(obs[3:6].astype(float))
+        tracked.append(obs[0:3].astype(float))
+        errors.append(info["tracking_error"])
+        ik_errors.append(agent.last_result.error)
+        if terminated or truncated:
+            break
+    return {"desired": np.array(desired), "tracked": np.array(tracked), "errors": np.array(errors),
+            "ik_errors": np.array(ik_errors)}
+
+
+def demo(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, n_segments: int = 2,
+         trajectory: str = "spiral") -> list:
+    """The IK + PD/feed-forward pipeline on ``PCCTrack-v0``; returns rgb frames (``rgb_array``)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+
+    env = gym.make("soft_envs/PCCTrack-v0", n_segments=n_segments, trajectory=trajectory, render_mode=render_mode)
+    agent = PCCTrackingAgent(env)
+    obs, info = env.reset(seed=seed)
+    agent.reset(obs, info)
+    frames = []
+    for _ in range(steps):
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        if render_mode == "rgb_array":
+            frames.append(env.render())
+        if terminated or truncated:
+            obs, info = env.reset()
+            agent.reset(obs, info)
+    env.close()
+    return frames

@@ -1,0 +1,116 @@
+"""PCC arm model (SPEC section 3): kinematics, Jacobian, discretisation limit, generated PyBullet body."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from soft_envs.robots import PCCArm, PlanarPCCArm
+from soft_envs.sim.bullet import connect, disconnect
+from soft_envs.sim.pcc_body import PCCBody
+
+ARMS = [PCCArm(3, 6), PCCArm(1, 3), PlanarPCCArm(4, 6), PCCArm(2, 4, (0.05, 0.08))]
+
+
+def _fd_jacobian(arm, c, h=1e-7):
+    return np.stack([(arm.forward(c + h * e) - arm.forward(c - h * e)) / (2 * h) for e in np.eye(arm.n_dof)], -1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(arm_index=st.integers(0, len(ARMS) - 1), seed=st.integers(0, 2**31 - 1), shrink=st.floats(0.0, 1.0))
+def test_jacobian_matches_finite_differences(arm_index, seed, shrink):
+    arm = ARMS[arm_index]
+    c = arm.sample(np.random.default_rng(seed)) * shrink  # shrink → 0 covers the straight (θ = 0) arm
+    np.testing.assert_allclose(arm.jacobian(c), _fd_jacobian(arm, c), atol=2e-8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(arm_index=st.integers(0, len(ARMS) - 1), seed=st.integers(0, 2**31 - 1))
+def test_batched_equals_single_and_closed_form_equals_series(arm_index, seed):
+    arm = ARMS[arm_index]
+    c = arm.sample(np.random.default_rng(seed), 4)
+    tips, jacs = arm.forward(c), arm.jacobian(c)
+    for k in range(4):
+        np.testing.assert_allclose(tips[k], arm.forward(c[k]), atol=1e-15)
+        np.testing.assert_allclose(jacs[k], arm.jacobian(c[k]), atol=1e-14)
+        u = arm.to_smooth(c[k])
+        tip_u, jac_u = arm.smooth_kinematics(u)  # closed-form link sums (or the series path)
+        np.testing.assert_allclose(tip_u, tips[k], atol=1e-15)
+        if not arm.planar:
+            series_tip, series_jac, _ = arm._evaluate(u.reshape(1, -1, 3), with_jacobian=True)
+            np.testing.assert_allclose(jac_u, series_jac[0], atol=1e-13)
+        np.testing.assert_allclose(arm.link_points(c[k])[-1], tips[k], atol=1e-15)
+
+
+def test_closed_forms_single_link_and_straight_arm():
+    arm = PCCArm(1, 1, 0.065)
+    dl, theta, phi = 0.004, 0.9, 0.7
+    ell = 0.065 + dl
+    expected = ell * np.array([np.sin(theta / 2) * np.cos(phi), np.sin(theta / 2) * np.sin(phi), np.cos(theta / 2)])
+    np.testing.assert_allclose(arm.forward([dl, theta, phi]), expected, atol=1e-16)
+    arm3 = PCCArm(3, 6)
+    np.testing.assert_allclose(arm3.forward(np.zeros(9)), [0, 0, 0.195], atol=1e-16)
+    c = np.array([0.001, 0.5, 0.0, -0.002, -0.3, 0.0])
+    planar = PlanarPCCArm(2, 6)
+    np.testing.assert_allclose(planar.forward(c[[0, 1, 3, 4]]), PCCArm(2, 6).forward(c), atol=1e-16)
+    np.testing.assert_allclose(planar.tip_angle(c[[0, 1, 3, 4]]), 0.2)
+    np.testing.assert_allclose(PCCArm(2, 6).tip_angle(c), 0.2, atol=1e-12)
+
+
+def test_tip_converges_to_the_exact_arc_as_one_over_m_squared():
+    c = np.array([0.003, 1.2, 0.4, -0.004, -0.8, 2.0])
+    errors = []
+    for m in (4, 8, 16, 32, 64):
+        arm = PCCArm(2, m)
+        errors.append(np.linalg.norm(arm.forward(c) - arm.arc_tip(c)))
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    np.testing.assert_allclose(ratios, 4.0, rtol=0.02)
+    assert errors[-1] < 2e-6
+
+
+def test_smooth_coordinates_roundtrip_and_continuity():
+    arm = PCCArm(2, 6)
+    c = np.array([0.001, 0.6, 3.0, -0.002, -0.4, -0.5])
+    u = arm.to_smooth(c)
+    back = arm.from_smooth(u)
+    np.testing.assert_allclose(arm.forward(back), arm.forward(c), atol=1e-16)
+    assert np.all(back[1::3] >= 0)
+    # With a reference the representation (θ, φ) vs (−θ, φ ± π) nearest to it is kept.
+    np.testing.assert_allclose(arm.from_smooth(u, reference=c), c, atol=1e-12)
+    straight = arm.from_smooth(np.zeros(6), reference=c)
+    np.testing.assert_allclose(straight[2::3], c[2::3])
+
+
+@pytest.mark.parametrize("bad", [np.zeros(8), np.full(9, np.nan), np.zeros((2, 2, 9))])
+def test_invalid_configuration_raises_value_error(bad):
+    with pytest.raises(ValueError):
+        PCCArm(3, 6).forward(bad)
+    with pytest.raises(ValueError):
+        PCCArm(3, 6).jacobian(bad)
+
+
+@pytest.mark.parametrize("kwargs", [dict(n_segments=0), dict(links_per_segment=0), dict(segment_length=65.0),
+                                    dict(segment_length=-0.1), dict(elongation=1.5), dict(max_bend=4.0)])
+def test_invalid_parameters_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        PCCArm(**kwargs)
+
+
+@pytest.mark.parametrize("arm", [PCCArm(3, 6), PlanarPCCArm(4, 3)], ids=["3d", "planar"])
+def test_body_link_frames_equal_the_analytic_ones(arm):
+    client = connect()
+    try:
+        body = PCCBody(client, arm)
+        rng = np.random.default_rng(0)
+        for c in list(arm.sample(rng, 15)) + [np.zeros(arm.n_dof)]:
+            body.reset(c)
+            com, rot = body.link_frames()
+            _, analytic_rot, analytic_com = arm.link_frames(c)
+            assert np.abs(com - analytic_com).max() <= 1e-9
+            assert np.abs(rot - analytic_rot).max() <= 1e-9
+            assert np.linalg.norm(body.tip_state()[0] - arm.forward(c)) <= 1e-9
+        assert body.n_joints == arm.body_joint_map().shape[0] == len(arm.body_link_names())
+    finally:
+        disconnect(client)
