@@ -117,3 +117,29 @@ def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:
         ),
         axis=-2,
     )
+
+
+def chain_frames(values, kinds, offsets) -> tuple[np.ndarray, np.ndarray]:
+    """Frames of a serial chain of 1-DOF joints, in the chain's base frame.
+
+    Joint ``k`` sits ``offsets[k]`` [m] along the z axis of the previous link's frame and
+    moves by ``values[k]``: a rotation [rad] about its z (``"revolute_z"``) or y
+    (``"revolute_y"``) axis, or a translation [m] along z (``"prismatic_z"``). Returns the
+    child-link frames: positions ``(K, 3)`` and rotations ``(K, 3, 3)``.
+    """
+    pos, rot = np.zeros(3), np.eye(3)
+    positions, rotations = [], []
+    for value, kind, offset in zip(values, kinds, offsets):
+        pos = pos + rot[:, 2] * offset
+        c, s = np.cos(value), np.sin(value)
+        if kind == "revolute_z":
+            rot = rot @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        elif kind == "revolute_y":
+            rot = rot @ np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+        elif kind == "prismatic_z":
+            pos = pos + rot[:, 2] * value
+        else:
+            raise ValueError(f"unknown joint kind {kind!r}")
+        positions.append(pos)
+        rotations.append(rot)
+    return np.array(positions), np.array(rotations)

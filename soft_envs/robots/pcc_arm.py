@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots._rotations import bend_functions, bend_rotation, skew
+from soft_envs.robots._rotations import bend_functions, bend_rotation, chain_frames, skew
 from soft_envs.robots.base import KinematicModel
 from soft_envs.sim.urdf import Joint, Link, Visual, cylinder_inertia, urdf_text
 
@@ -523,22 +523,11 @@ class PCCArm(KinematicModel):
     def link_frames(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Analytic body link frames for one ``c``: positions ``(K, 3)`` [m], rotations
         ``(K, 3, 3)`` and centre-of-mass positions ``(K, 3)`` [m], in the base frame."""
-        q = self.body_joint_positions(c)
-        pos, rot = np.zeros(3), np.eye(3)
-        positions, rotations, coms = [], [], []
-        for value, kind, (_, com, offset) in zip(q, self.body_joint_kinds(), self._link_geometry()):
-            pos = pos + rot[:, 2] * offset
-            cv, sv = np.cos(value), np.sin(value)
-            if kind == "revolute_z":
-                rot = rot @ np.array([[cv, -sv, 0.0], [sv, cv, 0.0], [0.0, 0.0, 1.0]])
-            elif kind == "revolute_y":
-                rot = rot @ np.array([[cv, 0.0, sv], [0.0, 1.0, 0.0], [-sv, 0.0, cv]])
-            else:
-                pos = pos + rot[:, 2] * value
-            positions.append(pos.copy())
-            rotations.append(rot.copy())
-            coms.append(pos + rot @ np.asarray(com))
-        return np.array(positions), np.array(rotations), np.array(coms)
+        geometry = self._link_geometry()
+        positions, rotations = chain_frames(self.body_joint_positions(c), self.body_joint_kinds(),
+                                            [offset for _, _, offset in geometry])
+        coms = positions + np.einsum("kij,kj->ki", rotations, np.array([com for _, com, _ in geometry]))
+        return positions, rotations, coms
 
     def urdf(self) -> str:
         """URDF of the rigid-link body generated from this model (joints of :meth:`body_joint_kinds`).

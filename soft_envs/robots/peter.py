@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots._rotations import bend_functions, cross, skew
+from soft_envs.robots._rotations import bend_functions, chain_frames, cross, skew
 from soft_envs.robots.base import KinematicModel
 from soft_envs.sim.urdf import Joint, Link, Visual, cylinder_inertia, urdf_text
 
@@ -317,25 +317,14 @@ class Peter(KinematicModel):
         t = self.check_configuration(t)
         if t.ndim != 1:
             raise InvalidParameterError("link_frames takes a single configuration")
-        q = self.body_joint_positions(t)
         nominal = self._nominal_link_length()
-        pos, rot = np.zeros(3), np.eye(3)
-        positions, rotations = [], []
-        offset = 0.0
-        for value, kind, name in zip(q, self.body_joint_kinds(), self.body_link_names()):
-            # Joint origin: ``offset`` along the parent's z; then the joint's own motion.
-            pos = pos + rot[:, 2] * offset
-            c, s = np.cos(value), np.sin(value)
-            if kind == "revolute_z":
-                rot = rot @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-            elif kind == "revolute_y":
-                rot = rot @ np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-            else:
-                pos = pos + rot[:, 2] * value
-            positions.append(pos.copy())
-            rotations.append(rot.copy())
+        # Each joint sits on its parent's z axis: a slice's length above it, a plate's gap
+        # above the next module's first joint, otherwise at the parent's origin.
+        offsets, offset = [], 0.0
+        for name in self.body_link_names():
+            offsets.append(offset)
             offset = nominal if "_slice" in name else (self.gap if name.endswith("_plate") else 0.0)
-        return np.array(positions), np.array(rotations)
+        return chain_frames(self.body_joint_positions(t), self.body_joint_kinds(), offsets)
 
     def urdf(self, payload: float = 0.0) -> str:
         """URDF of the PCC body generated from this model (joints of :meth:`body_joint_kinds`).
