@@ -19,6 +19,11 @@ DEMOS: dict[str, str] = {
 }
 
 
+# What `soft-envs bench` runs with no names: the IK controllers of PETER side by side
+# (TRR, the naive TRR, the neural network and the hybrid, in the model and in physics).
+DEFAULT_BENCHES = ("peter", "nn")
+
+
 def _available_demos() -> list[str]:
     return [n for n, ep in DEMOS.items() if importlib.util.find_spec(ep.split(":")[0]) is not None]
 
@@ -42,7 +47,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from soft_envs.agents import bench
 
-    names = args.names or ["peter"]
+    names = args.names or [n for n in DEFAULT_BENCHES if n in bench.available()]
     if names == ["all"]:
         names = bench.available()
     for name in names:
@@ -104,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list environments, benchmarks and demos").set_defaults(func=_cmd_list)
 
     b = sub.add_parser("bench", help="compare the IK controllers with the papers' figures")
-    b.add_argument("names", nargs="*", help="benches to run (default: peter; 'all' for every one)")
+    b.add_argument("names", nargs="*", help="benches to run (default: peter nn; 'all' for every one)")
     b.add_argument("--full", action="store_true", help="the papers' sizes (e.g. 1000 targets) instead of small defaults")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--update", metavar="FILE", help="rewrite this bench's section of FILE (e.g. BENCHMARKS.md)")
@@ -125,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=int, default=250)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--output", help="weights file (.npz)")
+    t.add_argument("--recipe", choices=("ours", "paper"), default="ours",
+                   help="'paper': random labels, 30%% dropout, no forward loss; 'ours' (default): TRR-branch "
+                        "labels, forward-model loss, learning-rate decay, no dropout")
+    t.add_argument("--dropout", type=float, help="dropout rate (paper: 0.3; ours: 0)")
+    t.add_argument("--forward-weight", type=float, help="weight of the forward-model loss [1/mm^2]")
+    t.add_argument("--patience", type=int, help="early-stopping patience [epochs] (default 20)")
+    t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.set_defaults(func=_cmd_train_ik)
     return parser
 

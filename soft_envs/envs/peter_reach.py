@@ -198,8 +198,17 @@ class PeterReachEnv(SoftEnv, EzPickle):
                                setpoints)).astype(np.float32)
 
     def distance(self) -> float:
-        """Current tip-to-goal distance [m]."""
-        return float(np.linalg.norm(self.goal - self.tip))
+        """Current tip-to-goal distance [m], from the float32 positions the observation shows.
+
+        (So that ``compute_reward`` on the observation gives exactly the step's distance term,
+        as goal-relabelling learners require; the rounding is below 1e-7 m.)
+        """
+        return float(self._distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
+
+    @staticmethod
+    def _distances(achieved_goal, desired_goal) -> np.ndarray:
+        diff = np.asarray(desired_goal, dtype=np.float64) - np.asarray(achieved_goal, dtype=np.float64)
+        return np.sqrt(np.sum(diff * diff, axis=-1))
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         rate = action - self._previous_action
@@ -208,10 +217,17 @@ class PeterReachEnv(SoftEnv, EzPickle):
             "action_rate": -self.action_rate_weight * float(rate @ rate),
         }
 
-    def compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
-        """The distance term for (possibly relabelled) goals; vectorised over leading axes."""
-        d = np.linalg.norm(np.asarray(desired_goal, dtype=float) - np.asarray(achieved_goal, dtype=float), axis=-1)
-        return -self.distance_weight * d
+    @property
+    def compute_reward(self):
+        """``compute_reward(achieved_goal, desired_goal, info)``: the distance term for
+        (possibly relabelled) goals, vectorised over leading axes. Only in the goal-conditioned
+        form (learners such as SB3 take its presence to mean a goal-conditioned env)."""
+        if not self.goal_conditioned:
+            raise AttributeError("compute_reward exists only with goal_conditioned=True")
+        return self._compute_reward
+
+    def _compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
+        return -self.distance_weight * self._distances(achieved_goal, desired_goal)
 
     def _extra_info(self) -> dict[str, Any]:
         d = self.distance()

@@ -1,0 +1,264 @@
+"""Neural-network inverse kinematics for PETER (García-Samartín et al. 2025, section 3.3).
+
+A dense network maps a target tip position [m] (base frame of the arm) to the ``3N``
+inflation times [s]. Inference is numpy only (batched, float32); training lives in
+:mod:`soft_envs.agents.nn.train` (PyTorch, the ``learn`` extra).
+
+Weights files are ``.npz`` (no pickle): ``weight_k`` / ``bias_k`` per dense layer (``k`` from
+0, layers ``y = x W + b``), the input scaler ``x_mean`` / ``x_std`` [m], the output bounds
+``t_low`` / ``t_high`` [s] (the network's last layer gives ``y`` in ``[−1, 1]``,
+``t = mid + half · y``, then clipped into the bounds), and ``metadata`` (a JSON string: the
+robot model's parameters, the training recipe and its measured figures).
+
+:class:`NeuralIK` also offers the hybrid the paper lacks: the network's answer refined by TRR
+(:meth:`NeuralIK.solve`), and :class:`NeuralReachAgent` acts in ``PeterReach-v0``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from soft_envs.agents.ik.result import BatchIKResult, IKResult
+from soft_envs.agents.ik.trust_region import trr_batch
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.base import check_target
+from soft_envs.robots.peter import Peter
+
+FORMAT_VERSION = 1
+_CHUNK = 32768  # rows per inference chunk (few BLAS calls: multithreaded BLAS on a busy machine)
+_SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU, tanh form (the form the networks are trained with): ``x/2 (1 + tanh(c (x + 0.044715 x³)))``."""
+    x = np.asarray(x)
+    t = x * x
+    t *= 0.044715 * _SQRT_2_OVER_PI
+    t += _SQRT_2_OVER_PI
+    t *= x
+    np.tanh(t, out=t)
+    t += 1.0
+    t *= 0.5
+    t *= x
+    return t
+
+
+def weights_path(n_modules: int) -> str:
+    """Path of the shipped weights for an ``n_modules`` arm (tilted-plane model)."""
+    return str(resources.files("soft_envs.agents.nn").joinpath("weights", f"peter_{n_modules}.npz"))
+
+
+class NeuralIK:
+    """A trained dense network ``target [m] -> inflation times [s]``, numpy inference.
+
+    Args:
+        weights: dense layers ``[(W_0, b_0), …]`` with ``W_k`` of shape ``(n_in, n_out)``;
+            GELU between layers, linear output.
+        x_mean, x_std: input standardisation [m], shape ``(3,)``.
+        t_low, t_high: output bounds [s], shape ``(3N,)``.
+        metadata: model parameters (key ``"model"``: keyword arguments of :class:`Peter`)
+            and training information.
+    """
+
+    def __init__(
+        self,
+        weights: list[tuple[np.ndarray, np.ndarray]],
+        x_mean: np.ndarray,
+        x_std: np.ndarray,
+        t_low: np.ndarray,
+        t_high: np.ndarray,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        if not weights:
+            raise InvalidParameterError("a network needs at least one layer")
+        self.weights = [(np.asarray(W, dtype=np.float32), np.asarray(b, dtype=np.float32)) for W, b in weights]
+        for k, (W, b) in enumerate(self.weights):
+            if W.ndim != 2 or b.shape != (W.shape[1],):
+                raise InvalidParameterError(f"layer {k}: weight {W.shape} and bias {b.shape} do not match")
+            if k and W.shape[0] != self.weights[k - 1][0].shape[1]:
+                raise InvalidParameterError(f"layer {k} takes {W.shape[0]} inputs; layer {k - 1} gives "
+                                            f"{self.weights[k - 1][0].shape[1]}")
+        self.x_mean = np.asarray(x_mean, dtype=np.float64).reshape(-1)
+        self.x_std = np.asarray(x_std, dtype=np.float64).reshape(-1)
+        self.t_low = np.asarray(t_low, dtype=np.float64).reshape(-1)
+        self.t_high = np.asarray(t_high, dtype=np.float64).reshape(-1)
+        if self.x_mean.shape != (3,) or self.x_std.shape != (3,) or np.any(self.x_std <= 0):
+            raise InvalidParameterError("x_mean and x_std must have shape (3,), x_std > 0")
+        n_out = self.weights[-1][0].shape[1]
+        if self.weights[0][0].shape[0] != 3 or self.t_low.shape != (n_out,) or self.t_high.shape != (n_out,):
+            raise InvalidParameterError(f"the network maps 3 inputs to {n_out} outputs; scalers do not match")
+        if np.any(self.t_high <= self.t_low):
+            raise InvalidParameterError("t_high must exceed t_low")
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self._mid = (0.5 * (self.t_low + self.t_high)).astype(np.float32)
+        self._half = (0.5 * (self.t_high - self.t_low)).astype(np.float32)
+        self._model: Peter | None = None
+
+    # ------------------------------------------------------------------ files
+    @classmethod
+    def pretrained(cls, n_modules: int = 2) -> "NeuralIK":
+        """The shipped network for an ``n_modules`` PETER arm (2, 3 or 4; tilted-plane model)."""
+        if n_modules not in (2, 3, 4):
+            raise InvalidParameterError(f"shipped networks exist for 2, 3 and 4 modules; got {n_modules!r}")
+        return cls.load(weights_path(n_modules))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "NeuralIK":
+        """Read a weights file written by :meth:`save` (or ``soft-envs train-ik``)."""
+        with np.load(path, allow_pickle=False) as data:
+            try:
+                metadata = json.loads(str(data["metadata"]))
+                if metadata.get("format_version") != FORMAT_VERSION:
+                    raise InvalidParameterError(f"{path}: unknown weights format {metadata.get('format_version')!r}")
+                n_layers = int(metadata["n_layers"])
+                weights = [(data[f"weight_{k}"], data[f"bias_{k}"]) for k in range(n_layers)]
+                arrays = [data[k] for k in ("x_mean", "x_std", "t_low", "t_high")]
+            except (KeyError, json.JSONDecodeError) as exc:
+                raise InvalidParameterError(f"{path} is not a NeuralIK weights file (missing {exc})") from exc
+        return cls(weights, *arrays, metadata)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the network, its scalers and metadata to an ``.npz`` file (no pickle).
+
+        numpy appends ``.npz`` to a ``path`` without that suffix."""
+        metadata = dict(self.metadata, format_version=FORMAT_VERSION, n_layers=len(self.weights))
+        arrays: dict[str, np.ndarray] = {"x_mean": self.x_mean, "x_std": self.x_std,
+                                         "t_low": self.t_low, "t_high": self.t_high,
+                                         "metadata": np.array(json.dumps(metadata))}
+        for k, (W, b) in enumerate(self.weights):
+            arrays[f"weight_{k}"], arrays[f"bias_{k}"] = W, b
+        directory = os.path.dirname(os.fspath(path))
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        np.savez_compressed(path, **arrays)
+
+    # ------------------------------------------------------------------ inference
+    @property
+    def n_outputs(self) -> int:
+        """Number of inflation times predicted (``3N``)."""
+        return int(self.t_low.shape[0])
+
+    @property
+    def model(self) -> Peter:
+        """The kinematic model the network was trained on (from the metadata)."""
+        if self._model is None:
+            params = dict(self.metadata.get("model", {}))
+            params.setdefault("n_modules", self.n_outputs // 3)
+            n_modules = params.pop("n_modules")
+            self._model = Peter(n_modules, **params)
+        return self._model
+
+    def predict(self, targets: np.ndarray) -> np.ndarray:
+        """Inflation times [s] for target tip positions [m]: ``(3,) -> (3N,)``, ``(B, 3) -> (B, 3N)``.
+
+        Always inside ``[t_low, t_high]``; float64 output.
+        """
+        x = check_target(targets)
+        single = x.ndim == 1
+        x2 = np.atleast_2d(x)
+        out = np.empty((x2.shape[0], self.n_outputs))
+        for lo in range(0, x2.shape[0], _CHUNK):  # large chunks: few BLAS calls
+            out[lo:lo + _CHUNK] = self._forward(x2[lo:lo + _CHUNK])
+        np.clip(out, self.t_low, self.t_high, out=out)
+        return out[0] if single else out
+
+    def _forward(self, x: np.ndarray) -> np.ndarray:
+        h = ((x - self.x_mean) / self.x_std).astype(np.float32)
+        last = len(self.weights) - 1
+        for k, (W, b) in enumerate(self.weights):
+            h = h @ W
+            h += b
+            if k < last:
+                h = gelu(h)
+        np.clip(h, -1.0, 1.0, out=h)
+        h *= self._half
+        h += self._mid
+        return h
+
+    # ------------------------------------------------------------------ hybrid
+    def solve(self, target: np.ndarray, *, refine: bool = True, tol: float = 1e-6) -> IKResult:
+        """IK of one target: the network's answer, refined by TRR when ``refine`` (the hybrid).
+
+        Refinement runs :func:`~soft_envs.agents.ik.trr_batch` from the prediction (vectorised
+        bounded Levenberg–Marquardt, then ``trr`` when that does not reach ``tol``).
+        """
+        start = time.perf_counter()
+        target = check_target(target)
+        if target.ndim != 1:
+            raise InvalidParameterError("solve takes one target (3,); use solve_batch for (B, 3)")
+        res = self.solve_batch(target[None], refine=refine, tol=tol)
+        return IKResult(solution=res.solutions[0], error=float(res.errors[0]), success=bool(res.success[0]),
+                        iterations=int(res.iterations[0]), seconds=time.perf_counter() - start,
+                        message="network + TRR" if refine else "network")
+
+    def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = 1e-6) -> BatchIKResult:
+        """IK of ``(B, 3)`` targets [m]: network prediction, TRR-refined when ``refine``."""
+        start = time.perf_counter()
+        targets = check_target(targets)
+        if targets.ndim != 2:
+            raise InvalidParameterError("solve_batch takes targets of shape (B, 3)")
+        model = self.model
+        guess = self.predict(targets)
+        if refine:
+            res = trr_batch(model, targets, guess, tol=tol)
+            return BatchIKResult(res.solutions, res.errors, res.success, res.iterations,
+                                 time.perf_counter() - start, dict(res.extra, refined=True))
+        errors = np.linalg.norm(model.forward(guess) - targets, axis=-1)
+        return BatchIKResult(guess, errors, errors < tol, np.zeros(len(errors), dtype=int),
+                             time.perf_counter() - start, {"refined": False})
+
+
+class NeuralReachAgent:
+    """Act in ``PeterReach-v0`` with the network (optionally TRR-refined) through ``step``.
+
+    Reads the goal from the observation and the env's spaces/model only. The network predicts
+    for the paper's tilted-plane model; refinement runs on the model given (default the env's
+    own, so that the hybrid corrects the model gap as well).
+
+    Args:
+        env: a ``PeterReach-v0`` env (wrapped or not).
+        net: the network; default ``NeuralIK.pretrained`` for the env's module count.
+        refine: refine the network's answer with TRR on ``model``.
+        model: the model refined on; default ``env.unwrapped.model``.
+    """
+
+    def __init__(self, env, net: NeuralIK | None = None, *, refine: bool = True, model: Peter | None = None) -> None:
+        self.env = env.unwrapped
+        self.net = net if net is not None else NeuralIK.pretrained(self.env.model.n_modules)
+        if self.net.n_outputs != self.env.model.n_dof:
+            raise InvalidParameterError(f"the network gives {self.net.n_outputs} times; the env's arm takes "
+                                        f"{self.env.model.n_dof}")
+        self.model = model if model is not None else self.env.model
+        self.refine = bool(refine)
+        self.last_result: IKResult | None = None
+        self._goal: np.ndarray | None = None
+        self._solution: np.ndarray | None = None
+
+    def reset(self, obs=None, info=None) -> None:
+        """Forget the previous goal."""
+        self._goal, self._solution, self.last_result = None, None, None
+
+    def act(self, obs) -> np.ndarray:
+        """The normalised action commanding the network's (refined) times for the observed goal."""
+        goal = np.asarray(obs["desired_goal"] if isinstance(obs, dict) else np.asarray(obs)[3:6], dtype=float)
+        if self._goal is None or not np.array_equal(goal, self._goal):
+            start = time.perf_counter()
+            guess = self.net.predict(goal)
+            if self.refine:
+                res = trr_batch(self.model, goal[None], guess)
+                solution, error, iterations = res.solutions[0], float(res.errors[0]), int(res.iterations[0])
+            else:
+                solution, iterations = guess, 0
+                error = float(np.linalg.norm(self.model.forward(guess) - goal))
+            self.last_result = IKResult(solution, error, error < 1e-6, iterations, time.perf_counter() - start)
+            self._goal, self._solution = goal, solution
+        return self.env.times_to_action(self._solution)
+
+
+__all__ = ["NeuralIK", "NeuralReachAgent", "gelu", "weights_path"]
