@@ -28,11 +28,8 @@ def _sb3_check(env_id: str, **kwargs) -> None:
 
     env = gym.make(env_id, **kwargs)
     try:
-        if hasattr(env.unwrapped, "compute_reward") and not isinstance(env.observation_space, gym.spaces.Dict):
-            # SB3 treats any env with `compute_reward` as a GoalEnv and then demands a Dict
-            # observation; reported to the env owners (expose compute_reward only when
-            # goal-conditioned). Visible in the summary (-ra) and passes once fixed.
-            pytest.xfail(f"{env_id}: compute_reward defined with a flat observation (SB3 GoalEnv check)")
+        # SB3 treats any env with `compute_reward` as goal-conditioned: only the dict form has it.
+        assert hasattr(env.unwrapped, "compute_reward") == isinstance(env.observation_space, gym.spaces.Dict)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # recommendations (e.g. action scaling) are not failures
             check_env(env.unwrapped, warn=True)
@@ -53,14 +50,7 @@ def test_sb3_env_checker_goal_conditioned(env_id):
     cls = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
     if "goal_conditioned" not in inspect.signature(cls).parameters:
         pytest.skip(f"{env_id} has no goal-conditioned form")
-    try:
-        _sb3_check(env_id, goal_conditioned=True)
-    except AssertionError as exc:
-        if "The reward was not computed with `compute_reward()`" in str(exc):
-            # step() computes the distance from float64 positions, compute_reward() from the
-            # float32 observation: not bit-equal as SB3 demands. Reported to the env owners.
-            pytest.xfail(f"{env_id}: step reward != compute_reward(float32 obs) (SB3 GoalEnv check)")
-        raise
+    _sb3_check(env_id, goal_conditioned=True)
 
 
 def test_ppo_learns_end_to_end_on_peter_reach(tmp_path):

@@ -2,8 +2,9 @@
 
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.bullet_chain import BulletChain
+from soft_envs.robots.cosserat import Hexapod6PFS, Rod
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.robots.peter import Peter
 from soft_envs.robots.quadruped import Quadruped
 
-__all__ = ["BulletChain", "KinematicModel", "PCCArm", "Peter", "PlanarPCCArm", "Quadruped"]
+__all__ = ["BulletChain", "Hexapod6PFS", "KinematicModel", "PCCArm", "Peter", "PlanarPCCArm", "Quadruped", "Rod"]

@@ -1,0 +1,84 @@
+"""A pose controller for ``HexapodPose-v0``: damped least squares on the Cosserat model's input Jacobian."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
+
+
+def _rotation_error(goal_q: np.ndarray, q: np.ndarray) -> np.ndarray:
+    from soft_envs.envs.hexapod_pose import orientation_error
+
+    return orientation_error(goal_q, q)
+
+
+class HexapodJacobianAgent:
+    """Move the guides along the damped-least-squares step of the model's input Jacobian.
+
+    Every ``act`` reads the platform pose, goal and guide inputs from the observation, solves
+    the model (``env.unwrapped.model``) at those inputs warm-started from its own previous
+    solution (so it follows the same branch as the robot), and commands
+
+        ρ ← ρ + gain · (SᵀWS + λ² I)⁻¹ SᵀW e,        e = (Δp, Δθ),
+
+    with ``S = ∂(p, θ)/∂ρ`` (:meth:`Hexapod6PFS.input_jacobian`) and ``W`` weighting rotation by
+    ``length_scale²`` [m²/rad²]; the step is limited to ``max_step`` [m] per guide. Nothing of
+    the env's private state is read.
+    """
+
+    def __init__(self, env, *, gain: float = 0.8, damping: float = 1e-3, length_scale: float = 0.05,
+                 max_step: float = 0.004) -> None:
+        self.env = env.unwrapped
+        self.model: Hexapod6PFS = self.env.model
+        self.gain, self.damping, self.length_scale, self.max_step = gain, damping, length_scale, max_step
+        self._solution: HexapodSolution | None = None
+
+    def reset(self, obs=None, info=None) -> None:
+        """Forget the tracked branch (the next ``act`` starts again from the reference)."""
+        self._solution = None
+
+    @staticmethod
+    def parse(obs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(pose (7,), goal pose (7,), normalised inputs (6,))`` from either observation form."""
+        if isinstance(obs, dict):
+            o = np.asarray(obs["observation"], float)
+            return np.asarray(obs["achieved_goal"], float), np.asarray(obs["desired_goal"], float), o[25:31]
+        o = np.asarray(obs, float)
+        return o[0:7], o[7:14], o[38:44]
+
+    def act(self, obs) -> np.ndarray:
+        pose, goal, a = self.parse(obs)
+        rho = a * self.model.input_limit
+        self._solution = self.model.solve(rho, self._solution)
+        S = self.model.input_jacobian(self._solution)
+        e = np.concatenate((goal[:3] - pose[:3], _rotation_error(goal[3:], pose[3:])))
+        w = np.concatenate((np.ones(3), np.full(3, self.length_scale**2)))
+        A = S.T @ (w[:, None] * S) + self.damping**2 * np.eye(6) * np.max(np.abs(S)) ** 2
+        step = self.gain * np.linalg.solve(A, S.T @ (w * e))
+        big = np.max(np.abs(step))
+        if big > self.max_step:
+            step *= self.max_step / big
+        rho_new = np.clip(rho + step, self.model.lower, self.model.upper)
+        return self.env.inputs_to_action(rho_new)
+
+
+def demo(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0) -> list:
+    """The Jacobian agent reaching a new random goal pose every 30 steps; returns rgb frames."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+
+    env = gym.make("soft_envs/HexapodPose-v0", render_mode=render_mode, max_episode_steps=max(steps, 1))
+    agent = HexapodJacobianAgent(env)
+    frames = []
+    obs, info = env.reset(seed=seed)
+    for k in range(steps):
+        if k and k % 30 == 0:
+            obs, info = env.reset(seed=seed + k)
+            agent.reset(obs, info)
+        obs, *_ = env.step(agent.act(obs))
+        if render_mode == "rgb_array":
+            frames.append(env.render())
+    env.close()
+    return frames

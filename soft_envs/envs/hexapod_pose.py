@@ -1,0 +1,278 @@
+"""``soft_envs/HexapodPose-v0``: bring the platform of the 6-PFS flexible hexapod to a goal pose.
+
+The "physics" is quasi-static: after every action the Cosserat-rod forward kinematics
+(:class:`~soft_envs.robots.cosserat.Hexapod6PFS`) is solved by continuation from the previous
+equilibrium, so the robot stays on its branch (assembly mode) as a slow real robot would.
+PyBullet is used only to draw it (rods as chains of capsules).
+
+Action (``Box(-1, 1, (6,))``): guide inputs normalised, ``ρ = a · input_limit`` [m]
+(``input_limit = 0.02`` m by default). Out-of-box actions are clipped (``info["action_clipped"]``).
+
+Observation (flat ``Box``, float32, world frame, SI):
+
+==============  ===========================================================
+slice           content
+==============  ===========================================================
+``[0:3]``       platform position ``p_P`` [m]
+``[3:7]``       platform quaternion ``(w, x, y, z)``, ``w ≥ 0``
+``[7:10]``      goal position [m]
+``[10:14]``     goal quaternion ``(w, x, y, z)``
+``[14:17]``     goal − platform position [m]
+``[17:20]``     orientation error: rotation vector of ``goal ⊗ platform⁻¹`` [rad]
+``[20:38]``     force of each rod on the platform ``(6 × 3)`` [N]
+``[38:44]``     current guide inputs, normalised to [−1, 1]
+==============  ===========================================================
+
+With ``goal_conditioned=True``: a ``Dict`` with ``observation`` (pose, forces, inputs),
+``achieved_goal`` and ``desired_goal`` (7-vectors: position, quaternion), and
+:meth:`HexapodPoseEnv.compute_reward`.
+
+Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
+``position = −position_weight · ‖Δp‖`` [m], ``orientation = −orientation_weight · angle``
+[rad] and ``action_rate = −action_rate_weight · ‖a − a_prev‖²``. ``info["is_success"]`` when
+the position error is below ``position_threshold`` (1 mm) and the angle below
+``angle_threshold`` (1°). Goals are the poses of uniformly random inputs within
+``goal_range · input_limit`` (always reachable on the starting branch), from the env's RNG.
+``info["solver_converged"]`` is False when the branch could not be followed to the commanded
+inputs (the robot then rests at the last equilibrium reached, ``info["inputs"]``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pybullet
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+
+from soft_envs.envs.base import SoftEnv
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution, _quat_conj, _quat_mul
+from soft_envs.sim.bullet import connect
+
+
+def orientation_error(goal_q: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Rotation vector [rad] of ``goal ⊗ q⁻¹`` (quaternions ``(..., 4)`` scalar first), shortest way."""
+    d = _quat_mul(np.asarray(goal_q, float), _quat_conj(np.asarray(q, float)))
+    d = np.where(d[..., :1] < 0, -d, d)
+    v = d[..., 1:]
+    s = np.linalg.norm(v, axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, d[..., :1])
+    return np.where(s > 1e-12, v / np.maximum(s, 1e-300) * angle, 2.0 * v)
+
+
+class HexapodPoseEnv(SoftEnv, EzPickle):
+    """Reach a platform pose with the 6-PFS hexapod (see the module docstring).
+
+    Args:
+        goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
+        position_weight, orientation_weight, action_rate_weight: reward weights.
+        position_threshold [m], angle_threshold [rad]: success thresholds.
+        goal_range: goals come from inputs uniform in ``±goal_range · input_limit``.
+        max_input_step: continuation step of the solver [m].
+        n_steps: RK4 steps per rod in the solver.
+        render_mode, width, height: see :class:`SoftEnv` (``time_step``·``frame_skip`` is the
+            nominal control period, 0.05 s).
+        rod_render_radius: drawn rod radius [m] (the real 0.65 mm would be invisible).
+    """
+
+    def __init__(
+        self,
+        *,
+        goal_conditioned: bool = False,
+        position_weight: float = 10.0,
+        orientation_weight: float = 1.0,
+        action_rate_weight: float = 0.0,
+        position_threshold: float = 1e-3,
+        angle_threshold: float = np.deg2rad(1.0),
+        goal_range: float = 0.5,
+        max_input_step: float = 0.01,
+        n_steps: int = 32,
+        render_mode: str | None = None,
+        time_step: float = 0.05,
+        frame_skip: int = 1,
+        width: int = 320,
+        height: int = 240,
+        rod_render_radius: float = 0.003,
+    ) -> None:
+        EzPickle.__init__(
+            self, goal_conditioned=goal_conditioned, position_weight=position_weight,
+            orientation_weight=orientation_weight, action_rate_weight=action_rate_weight,
+            position_threshold=position_threshold, angle_threshold=angle_threshold, goal_range=goal_range,
+            max_input_step=max_input_step, n_steps=n_steps, render_mode=render_mode, time_step=time_step,
+            frame_skip=frame_skip, width=width, height=height, rod_render_radius=rod_render_radius)
+        for name, value in (("position_weight", position_weight), ("orientation_weight", orientation_weight),
+                            ("action_rate_weight", action_rate_weight)):
+            if not np.isfinite(value) or value < 0:
+                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        if not (0.0 < goal_range <= 1.0):
+            raise InvalidParameterError(f"goal_range must be in (0, 1]; got {goal_range!r}")
+        if not (position_threshold > 0 and angle_threshold > 0):
+            raise InvalidParameterError("success thresholds must be > 0")
+        self.model = Hexapod6PFS(n_steps=n_steps)
+        super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip, use_physics=False,
+                         width=width, height=height)
+        self.goal_conditioned = bool(goal_conditioned)
+        self.position_weight = float(position_weight)
+        self.orientation_weight = float(orientation_weight)
+        self.action_rate_weight = float(action_rate_weight)
+        self.position_threshold = float(position_threshold)
+        self.angle_threshold = float(angle_threshold)
+        self.goal_range = float(goal_range)
+        self.max_input_step = float(max_input_step)
+        self.rod_render_radius = float(rod_render_radius)
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(6,), dtype=np.float32)
+        pos_b, q_b, f_b = np.full(3, 1.0), np.ones(4), np.full(18, 1e3)
+        err_b = np.concatenate((np.full(3, 2.0), np.full(3, np.pi)))
+        flat_high = np.concatenate((pos_b, q_b, pos_b, q_b, err_b, f_b, np.ones(6))).astype(np.float32)
+        if self.goal_conditioned:
+            pose_high = np.concatenate((pos_b, q_b)).astype(np.float32)
+            obs_high = np.concatenate((pos_b, q_b, f_b, np.ones(6))).astype(np.float32)
+            self.observation_space = spaces.Dict({
+                "observation": spaces.Box(-obs_high, obs_high, dtype=np.float32),
+                "achieved_goal": spaces.Box(-pose_high, pose_high, dtype=np.float32),
+                "desired_goal": spaces.Box(-pose_high, pose_high, dtype=np.float32)})
+        else:
+            self.observation_space = spaces.Box(-flat_high, flat_high, dtype=np.float32)
+        self.solution: HexapodSolution = self.model.reference_solution()
+        self.goal = self.solution.pose.copy()
+        self._previous_action = np.zeros(6)
+        self._converged = True
+        self._render_ids: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ conversions
+    def action_to_inputs(self, action: np.ndarray) -> np.ndarray:
+        """Normalised action in [−1, 1] -> guide inputs [m]."""
+        return np.asarray(action, dtype=float) * self.model.input_limit
+
+    def inputs_to_action(self, rho: np.ndarray) -> np.ndarray:
+        """Guide inputs [m] -> normalised action (float32)."""
+        return (np.asarray(rho, dtype=float) / self.model.input_limit).astype(np.float32)
+
+    # ------------------------------------------------------------------ hooks
+    def _reset_model(self) -> None:
+        self.solution = self.model.reference_solution()
+        self._previous_action = np.zeros(6)
+        self._converged = True
+        limit = self.goal_range * self.model.input_limit
+        for _ in range(10):  # goals on the starting branch (a failed path is re-drawn)
+            rho_goal = self.np_random.uniform(-limit, limit, size=6)
+            goal_sol = self.model.solve(rho_goal, self.solution, max_input_step=self.max_input_step)
+            if goal_sol.converged:
+                break
+        self.goal = goal_sol.pose.copy()
+
+    def _apply_action(self, action: np.ndarray) -> None:
+        rho = self.action_to_inputs(action)
+        sol = self.model.solve(rho, self.solution, max_input_step=self.max_input_step)
+        self._converged = bool(sol.converged)
+        self.solution = sol
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self._previous_action = np.clip(np.asarray(action, dtype=float), -1.0, 1.0)
+        return obs, reward, terminated, truncated, info
+
+    def pose_errors(self) -> tuple[float, float]:
+        """``(position error [m], angle error [rad])`` to the goal."""
+        dp = float(np.linalg.norm(self.goal[:3] - self.solution.position))
+        ang = float(np.linalg.norm(orientation_error(self.goal[3:], self.solution.quaternion)))
+        return dp, ang
+
+    def _observation(self):
+        s = self.solution
+        forces = self.model.tip_forces(s).reshape(18)
+        setpoints = self.inputs_to_action(s.inputs)
+        if self.goal_conditioned:
+            return {"observation": np.concatenate((s.pose, forces, setpoints)).astype(np.float32),
+                    "achieved_goal": s.pose.astype(np.float32), "desired_goal": self.goal.astype(np.float32)}
+        return np.concatenate((s.position, s.quaternion, self.goal[:3], self.goal[3:], self.goal[:3] - s.position,
+                               orientation_error(self.goal[3:], s.quaternion), forces, setpoints)).astype(np.float32)
+
+    @staticmethod
+    def _pose_distances(achieved: np.ndarray, desired: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a = np.asarray(achieved, dtype=float)
+        d = np.asarray(desired, dtype=float)
+        return (np.linalg.norm(d[..., :3] - a[..., :3], axis=-1),
+                np.linalg.norm(orientation_error(d[..., 3:], a[..., 3:]), axis=-1))
+
+    def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
+        if self.goal_conditioned:  # from the float32 goals, so that compute_reward reproduces it exactly
+            dp, ang = self._pose_distances(self.solution.pose.astype(np.float32), self.goal.astype(np.float32))
+        else:
+            dp, ang = self.pose_errors()
+        rate = np.asarray(action, dtype=float) - self._previous_action
+        return {"position": float(-self.position_weight * dp), "orientation": float(-self.orientation_weight * ang),
+                "action_rate": -self.action_rate_weight * float(rate @ rate)}
+
+    @property
+    def compute_reward(self):
+        """``compute_reward(achieved_goal, desired_goal, info)``: the position and orientation terms
+        for (possibly relabelled) goals, vectorised. Only with ``goal_conditioned=True`` (tools
+        such as SB3 treat an env that has it as a goal env)."""
+        if not self.goal_conditioned:
+            raise AttributeError("compute_reward exists only with goal_conditioned=True")
+        return self._compute_reward
+
+    def _compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
+        dp, ang = self._pose_distances(achieved_goal, desired_goal)
+        return -self.position_weight * dp + -self.orientation_weight * ang
+
+    def _extra_info(self) -> dict[str, Any]:
+        dp, ang = self.pose_errors()
+        return {"position_error": dp, "angle_error": ang,
+                "is_success": bool(dp < self.position_threshold and ang < self.angle_threshold),
+                "solver_converged": self._converged, "inputs": self.solution.inputs.copy()}
+
+    # ------------------------------------------------------------------ rendering
+    def _camera(self) -> dict[str, Any]:
+        h = float(self.model.reference_solution().position[2])
+        return {"target": (0.0, 0.0, 0.45 * h), "distance": 1.7 * h + 0.12, "yaw": 35.0, "pitch": -22.0}
+
+    def _render_scene(self):
+        if self._render_client is None:
+            self._render_client = connect(gui=False)
+            self._build_render_scene(self._render_client)
+        self._update_render_scene(self._render_client)
+        return self._render_client
+
+    def _build_render_scene(self, client) -> None:
+        m = self.model
+        n_seg = 10
+        seg_len = m.L / n_seg
+        ids: dict[str, Any] = {"n_seg": n_seg}
+        base = client.createVisualShape(pybullet.GEOM_CYLINDER, radius=m.base_radius + 0.02, length=0.006,
+                                        rgbaColor=[0.35, 0.35, 0.4, 1.0])
+        client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=base, basePosition=[0, 0, -0.003])
+        plat = client.createVisualShape(pybullet.GEOM_CYLINDER, radius=m.platform_radius + 0.01, length=0.006,
+                                        rgbaColor=[0.2, 0.45, 0.85, 1.0])
+        ids["platform"] = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=plat)
+        ghost = client.createVisualShape(pybullet.GEOM_CYLINDER, radius=m.platform_radius + 0.01, length=0.002,
+                                         rgbaColor=[0.1, 0.8, 0.2, 0.35])
+        ids["goal"] = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=ghost)
+        rail = client.createVisualShape(pybullet.GEOM_BOX, halfExtents=[0.003, 0.003, m.input_limit + 0.01],
+                                        rgbaColor=[0.6, 0.6, 0.6, 1.0])
+        for a in m.base_points:
+            client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=rail, basePosition=a.tolist())
+        cap = client.createVisualShape(pybullet.GEOM_CAPSULE, radius=self.rod_render_radius, length=seg_len,
+                                       rgbaColor=[0.85, 0.55, 0.15, 1.0])
+        ids["segments"] = [[client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=cap) for _ in range(n_seg)]
+                           for _ in range(6)]
+        self._render_ids = ids
+
+    def _update_render_scene(self, client) -> None:
+        ids = self._render_ids
+        s = self.solution
+        rods = self.model.rod_states(s, n_steps=ids["n_seg"])
+        for i, rod in enumerate(rods):
+            for k, body in enumerate(ids["segments"][i]):
+                p0, p1 = rod.positions[k], rod.positions[k + 1]
+                q = rod.quaternions[k] + rod.quaternions[k + 1]  # mid-segment frame, z along the rod
+                q = q / np.linalg.norm(q)
+                client.resetBasePositionAndOrientation(body, (0.5 * (p0 + p1)).tolist(),
+                                                       [q[1], q[2], q[3], q[0]])
+        qp = s.quaternion
+        client.resetBasePositionAndOrientation(ids["platform"], s.position.tolist(), [qp[1], qp[2], qp[3], qp[0]])
+        g = self.goal
+        client.resetBasePositionAndOrientation(ids["goal"], g[:3].tolist(), [g[4], g[5], g[6], g[3]])

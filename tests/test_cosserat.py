@@ -1,0 +1,158 @@
+"""Kirchhoff-rod shooting solver against closed-form results (elastica, circular arc, Euler)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.integrate import quad
+from scipy.optimize import brentq
+from scipy.special import ellipe, ellipeinc, ellipk, ellipkinc
+
+from soft_envs.robots.cosserat import Rod, quaternion_matrix
+
+L = 0.4
+
+
+def make_rod(n_steps: int = 100) -> Rod:
+    return Rod(length=L, radius=0.00065, youngs_modulus=207e9, shear_modulus=79.3e9, n_steps=n_steps)
+
+
+def elastica_tip(load: float) -> tuple[float, float]:
+    """Cantilever with a dead tip force perpendicular to its clamped tangent, ``load = P L²/EI``:
+    tip deflection along the force and along the tangent, both over ``L`` (elliptic integrals)."""
+    def length_error(k):
+        phi0 = np.arcsin(1.0 / (k * np.sqrt(2.0)))
+        return ellipk(k * k) - ellipkinc(phi0, k * k) - np.sqrt(load)
+
+    k = brentq(length_error, 1 / np.sqrt(2) + 1e-15, 1 - 1e-15, xtol=1e-16, rtol=1e-15)
+    phi0 = np.arcsin(1.0 / (k * np.sqrt(2.0)))
+    across = 1.0 - 2.0 * (ellipe(k * k) - ellipeinc(phi0, k * k)) / np.sqrt(load)
+    along = np.sqrt(2.0 * (2.0 * k * k - 1.0)) / np.sqrt(load)
+    return across, along
+
+
+def test_elastica_reference_matches_quadrature():
+    """The closed form is checked against direct quadrature of θ' = sqrt(2λ(sin α − sin θ))."""
+    for load in (0.5, 3.0, 10.0):
+        across, along = elastica_tip(load)
+        # tip angle α from the length condition, then the two integrals
+        def length(alpha):
+            return quad(lambda t: 1 / np.sqrt(2 * load * (np.sin(alpha) - np.sin(t))), 0, alpha)[0] - 1.0
+        with np.errstate(divide="ignore"):
+            alpha = brentq(length, 1e-6, np.pi / 2 - 1e-12)
+        x = quad(lambda t: np.sin(t) / np.sqrt(2 * load * (np.sin(alpha) - np.sin(t))), 0, alpha)[0]
+        z = quad(lambda t: np.cos(t) / np.sqrt(2 * load * (np.sin(alpha) - np.sin(t))), 0, alpha)[0]
+        assert abs(x - across) < 1e-7 and abs(z - along) < 1e-7
+
+
+@pytest.mark.parametrize("load", [0.5, 2.0, 10.0])
+def test_cantilever_matches_elastica(load):
+    rod = make_rod(100)
+    P = load * rod.EI / L**2
+    state = rod.solve_clamped(tip_force=[P, 0.0, 0.0])
+    assert state.converged
+    across, along = elastica_tip(load)
+    expected = np.array([across * L, 0.0, along * L])
+    assert np.max(np.abs(state.tip_position - expected)) < 1e-6 * L
+    # the tip is moment-free and the force is the dead load everywhere
+    assert np.max(np.abs(state.moments[-1])) < 1e-9 * rod.EI / L
+    np.testing.assert_allclose(state.force, [P, 0.0, 0.0])
+
+
+def test_cantilever_in_another_direction_is_the_rotated_solution():
+    rod = make_rod(60)
+    P = 2.0 * rod.EI / L**2
+    a = rod.solve_clamped(tip_force=[P, 0.0, 0.0]).tip_position
+    b = rod.solve_clamped(tip_force=[0.0, -P, 0.0]).tip_position
+    np.testing.assert_allclose(b, [0.0, -a[0], a[2]], atol=1e-12)
+
+
+def test_pure_bending_is_a_circular_arc():
+    rod = make_rod(100)
+    M = 2.0 * rod.EI / L  # bends the rod by 2 rad
+    state = rod.solve_clamped(tip_moment=[0.0, M, 0.0])
+    assert state.converged
+    kappa = M / rod.EI
+    s = state.s
+    arc = np.stack(((1 - np.cos(kappa * s)) / kappa, np.zeros_like(s), np.sin(kappa * s) / kappa), axis=1)
+    assert np.max(np.abs(state.positions - arc)) < 1e-9 * L
+    np.testing.assert_allclose(state.curvatures[:, 1], kappa, rtol=1e-10)
+    np.testing.assert_allclose(state.moments, np.tile([0.0, M, 0.0], (len(s), 1)), atol=1e-12 * M)
+    assert state.energy == pytest.approx(M**2 * L / (2 * rod.EI), rel=1e-9)
+
+
+def test_twist_rotates_the_tip_about_the_axis():
+    rod = make_rod(50)
+    T = 0.5 * rod.GJ / L
+    state = rod.solve_clamped(tip_moment=[0.0, 0.0, T])
+    angle = T * L / rod.GJ
+    c, s = np.cos(angle), np.sin(angle)
+    np.testing.assert_allclose(state.tip_rotation, [[c, -s, 0], [s, c, 0], [0, 0, 1]], atol=1e-10)
+    np.testing.assert_allclose(state.tip_position, [0, 0, L], atol=1e-14)
+
+
+@pytest.mark.parametrize("boundary, mode, factor", [
+    ("clamped-free", 1, np.pi**2 / 4),
+    ("pinned-pinned", 1, np.pi**2),
+    ("pinned-pinned", 2, 4 * np.pi**2),
+])
+def test_euler_buckling_loads(boundary, mode, factor):
+    rod = make_rod(100)
+    P = rod.buckling_load(boundary, mode=mode)
+    assert P == pytest.approx(factor * rod.EI / L**2, rel=1e-3)  # the issue's 0.1 %
+    assert P == pytest.approx(factor * rod.EI / L**2, rel=1e-6)  # and in fact far better
+
+
+def test_rk4_converges_at_fourth_order():
+    load = 5.0
+    across, along = elastica_tip(load)
+    errors = []
+    for n in (20, 40):
+        rod = make_rod(n)
+        tip = rod.solve_clamped(tip_force=[load * rod.EI / L**2, 0, 0]).tip_position
+        errors.append(np.linalg.norm(tip - [across * L, 0, along * L]))
+    assert 12.0 < errors[0] / errors[1] < 20.0  # 2⁴ = 16
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.floats(-1.0, 1.0), min_size=6, max_size=6))
+def test_random_loads_satisfy_global_balance(values):
+    rod = make_rod(40)
+    F = np.array(values[:3]) * 3 * rod.EI / L**2
+    M = np.array(values[3:]) * 1.5 * rod.EI / L
+    state = rod.solve_clamped(tip_force=F, tip_moment=M)
+    assert state.converged
+    # moment balance of the whole rod: m(0) = M + (p(L) − p(0)) × F
+    np.testing.assert_allclose(state.moments[0], M + np.cross(state.tip_position, F), atol=1e-6 * rod.EI / L)
+    R = state.rotations
+    np.testing.assert_allclose(R @ np.swapaxes(R, 1, 2), np.broadcast_to(np.eye(3), R.shape), atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(state.quaternions, axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(np.diff(state.positions, axis=0), axis=1).sum(), L, rtol=1e-3)
+
+
+def test_quaternion_matrix_matches_seed_eq11_for_non_unit_quaternions():
+    q = np.array([0.3, -1.2, 0.5, 2.0])
+    R = quaternion_matrix(q)
+    np.testing.assert_allclose(R, quaternion_matrix(2.5 * q), atol=1e-15)
+    np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-14)
+
+
+@pytest.mark.parametrize("kwargs", [dict(length=-1.0), dict(radius=0.0), dict(youngs_modulus=np.nan),
+                                    dict(shear_modulus=-5.0), dict(n_steps=1)])
+def test_bad_parameters_raise(kwargs):
+    base = dict(length=L, radius=0.00065, youngs_modulus=207e9)
+    base.update(kwargs)
+    with pytest.raises(ValueError):
+        Rod(**base)
+
+
+def test_bad_loads_raise():
+    rod = make_rod(10)
+    with pytest.raises(ValueError):
+        rod.solve_clamped(tip_force=[np.nan, 0, 0])
+    with pytest.raises(ValueError):
+        rod.solve_clamped(tip_moment=[1.0, 2.0])
+    with pytest.raises(ValueError):
+        rod.buckling_load("free-free")
