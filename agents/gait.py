@@ -140,22 +140,7 @@ def demo(render_mode: str = "rgb_array", steps: int = 300, seed: int = 0) -> lis
     import gymnasium as gym
 
     import soft_envs  # noqa: F401
+    from soft_envs.agents import run_demo
 
     env = gym.make("soft_envs/QuadrupedWalk-v0", render_mode=render_mode)
-    controller = TrotController(env)
-    frames = []
-    obs, info = env.reset(seed=seed)
-    controller.reset(obs, info)
-    for _ in range(steps):
-        obs, reward, terminated, truncated, info = env.step(controller.act(obs))
-        if render_mode == "rgb_array":
-            frames.append(env.render())
-        elif render_mode == "human":
-            import time
-
-            time.sleep(env.unwrapped.dt)
-        if terminated or truncated:
-            obs, info = env.reset()
-            controller.reset(obs, info)
-    env.close()
-    return frames
+    return run_demo(env, TrotController(env), steps=steps, seed=seed)

@@ -68,17 +68,7 @@ def demo(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0) -> lis
     import gymnasium as gym
 
     import soft_envs  # noqa: F401
+    from soft_envs.agents import run_demo
 
     env = gym.make("soft_envs/HexapodPose-v0", render_mode=render_mode, max_episode_steps=max(steps, 1))
-    agent = HexapodJacobianAgent(env)
-    frames = []
-    obs, info = env.reset(seed=seed)
-    for k in range(steps):
-        if k and k % 30 == 0:
-            obs, info = env.reset(seed=seed + k)
-            agent.reset(obs, info)
-        obs, *_ = env.step(agent.act(obs))
-        if render_mode == "rgb_array":
-            frames.append(env.render())
-    env.close()
-    return frames
+    return run_demo(env, HexapodJacobianAgent(env), steps=steps, seed=seed, new_goal_every=30)

@@ -86,18 +86,7 @@ def demo(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, n_segm
     import gymnasium as gym
 
     import soft_envs  # noqa: F401
+    from soft_envs.agents import run_demo
 
     env = gym.make("soft_envs/PCCTrack-v0", n_segments=n_segments, trajectory=trajectory, render_mode=render_mode)
-    agent = PCCTrackingAgent(env)
-    obs, info = env.reset(seed=seed)
-    agent.reset(obs, info)
-    frames = []
-    for _ in range(steps):
-        obs, _, terminated, truncated, info = env.step(agent.act(obs))
-        if render_mode == "rgb_array":
-            frames.append(env.render())
-        if terminated or truncated:
-            obs, info = env.reset()
-            agent.reset(obs, info)
-    env.close()
-    return frames
+    return run_demo(env, PCCTrackingAgent(env), steps=steps, seed=seed)

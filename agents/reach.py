@@ -76,17 +76,7 @@ def demo(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, n_modu
     import gymnasium as gym
 
     import soft_envs  # noqa: F401
+    from soft_envs.agents import run_demo
 
     env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, render_mode=render_mode)
-    agent = TRRReachAgent(env)
-    frames = []
-    obs, info = env.reset(seed=seed)
-    for k in range(steps):
-        if k and k % 30 == 0:
-            obs, info = env.reset(seed=seed + k)
-            agent.reset(obs, info)
-        obs, *_ = env.step(agent.act(obs))
-        if render_mode == "rgb_array":
-            frames.append(env.render())
-    env.close()
-    return frames
+    return run_demo(env, TRRReachAgent(env), steps=steps, seed=seed, new_goal_every=30)

@@ -25,3 +25,14 @@ class InvalidActionError(SoftEnvsError, ValueError):
 
 class InvalidParameterError(SoftEnvsError, ValueError):
     """A model or environment parameter is out of its valid range."""
+
+
+def check_nonnegative(**values: float) -> None:
+    """Raise :class:`InvalidParameterError` unless every named value is a finite number ≥ 0."""
+    for name, value in values.items():
+        try:
+            ok = bool(value >= 0) and value == value and abs(value) != float("inf")
+        except TypeError:
+            ok = False
+        if not ok:
+            raise InvalidParameterError(f"{name} must be a finite number >= 0; got {value!r}")

@@ -153,8 +153,8 @@ def inference_rate(n_targets: int, seed: int) -> str:
             net.predict(x)
             single.append(time.perf_counter() - start)
         rows.append([n_modules, n_targets, f"{n_targets / best:,.0f}", f"{np.median(single) * 1e6:.0f}"])
-    return (f"`NeuralIK.predict`, numpy float32, best of 3 (batched) and median over 200 single calls; "
-            f"the paper: 92 ms per target.\n\n"
+    return ("`NeuralIK.predict`, numpy float32, best of 3 (batched) and median over 200 single calls; "
+            "the paper: 92 ms per target.\n\n"
             + markdown_table(["modules", "batch", "targets/s (batched)", "one target [µs]"], rows))
 
 

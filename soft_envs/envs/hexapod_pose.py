@@ -47,7 +47,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import SoftEnv
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution, _quat_conj, _quat_mul
 from soft_envs.sim.bullet import connect
 
@@ -102,10 +102,11 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
             position_threshold=position_threshold, angle_threshold=angle_threshold, goal_range=goal_range,
             max_input_step=max_input_step, n_steps=n_steps, render_mode=render_mode, time_step=time_step,
             frame_skip=frame_skip, width=width, height=height, rod_render_radius=rod_render_radius)
-        for name, value in (("position_weight", position_weight), ("orientation_weight", orientation_weight),
-                            ("action_rate_weight", action_rate_weight)):
-            if not np.isfinite(value) or value < 0:
-                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        check_nonnegative(
+            position_weight=position_weight,
+            orientation_weight=orientation_weight,
+            action_rate_weight=action_rate_weight,
+        )
         if not (0.0 < goal_range <= 1.0):
             raise InvalidParameterError(f"goal_range must be in (0, 1]; got {goal_range!r}")
         if not (position_threshold > 0 and angle_threshold > 0):

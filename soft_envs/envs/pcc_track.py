@@ -60,7 +60,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import SoftEnv
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.sim.pcc_body import PCCBody, PDFeedforward
 from soft_envs.trajectories import get_trajectory
@@ -133,9 +133,7 @@ class PCCTrackEnv(SoftEnv, EzPickle):
             frame_skip=frame_skip, width=width, height=height)
         if action_type not in ACTION_TYPES:
             raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
-        for name, value in (("tracking_weight", tracking_weight), ("action_rate_weight", action_rate_weight)):
-            if not np.isfinite(value) or value < 0:
-                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        check_nonnegative(tracking_weight=tracking_weight, action_rate_weight=action_rate_weight)
         if not np.isfinite(success_threshold) or success_threshold <= 0:
             raise InvalidParameterError(f"success_threshold must be > 0 [m]; got {success_threshold!r}")
         self.trajectory = get_trajectory(trajectory, time_scale=time_scale, scale=trajectory_scale)

@@ -41,7 +41,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import SoftEnv
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.bullet import connect
 from soft_envs.sim.peter_body import PeterBody, configure_physics
@@ -96,9 +96,7 @@ class PeterReachEnv(SoftEnv, EzPickle):
             time_step=time_step, frame_skip=frame_skip, width=width, height=height, radius=radius, gap=gap)
         if not kinematic and kinematics != "pcc":
             raise InvalidParameterError("the PyBullet body is the PCC arm: kinematics='tilted' needs kinematic=True")
-        for name, value in (("distance_weight", distance_weight), ("action_rate_weight", action_rate_weight)):
-            if not np.isfinite(value) or value < 0:
-                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        check_nonnegative(distance_weight=distance_weight, action_rate_weight=action_rate_weight)
         if not np.isfinite(success_threshold) or success_threshold <= 0:
             raise InvalidParameterError(f"success_threshold must be > 0 [m]; got {success_threshold!r}")
         self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,

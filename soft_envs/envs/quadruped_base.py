@@ -35,7 +35,7 @@ import pybullet
 from gymnasium import spaces
 
 from soft_envs.envs.base import SoftEnv
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import check_nonnegative
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 
 OBS_SIZE = 39
@@ -165,10 +165,11 @@ class QuadrupedBaseEnv(SoftEnv):
                  ground_friction: float = 1.0, solver_iterations: int = 50,
                  render_mode: str | None = None, time_step: float = 1.0 / 500.0, frame_skip: int = 5,
                  width: int = 320, height: int = 240) -> None:
-        for name, value in (("action_rate_weight", action_rate_weight), ("reset_noise_scale", reset_noise_scale),
-                            ("ground_friction", ground_friction)):
-            if not np.isfinite(value) or value < 0:
-                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        check_nonnegative(
+            action_rate_weight=action_rate_weight,
+            reset_noise_scale=reset_noise_scale,
+            ground_friction=ground_friction,
+        )
         self.model = Quadruped()
         super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip,
                          width=width, height=height)

@@ -38,7 +38,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv, quaternion_to_rpy
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.quadruped import rotation_rpy
 
 
@@ -78,9 +78,7 @@ class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
                           frame_skip=frame_skip, width=width, height=height)
         if not (np.isfinite(goal_range) and 0 <= goal_range <= np.radians(30.0)):
             raise InvalidParameterError(f"goal_range must be in [0, 30°] (radians); got {goal_range!r}")
-        for name, value in (("orientation_weight", orientation_weight), ("slip_weight", slip_weight)):
-            if not np.isfinite(value) or value < 0:
-                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        check_nonnegative(orientation_weight=orientation_weight, slip_weight=slip_weight)
         if not (np.isfinite(success_threshold) and success_threshold > 0):
             raise InvalidParameterError(f"success_threshold must be > 0 [rad]; got {success_threshold!r}")
         super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale,

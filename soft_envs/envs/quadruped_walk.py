@@ -27,7 +27,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv, quaternion_to_rpy
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import check_nonnegative
 
 
 class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
@@ -52,11 +52,13 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
                           reset_noise_scale=reset_noise_scale, ground_friction=ground_friction,
                           solver_iterations=solver_iterations, render_mode=render_mode, time_step=time_step,
                           frame_skip=frame_skip, width=width, height=height)
-        for name, value in (("forward_weight", forward_weight), ("healthy_reward", healthy_reward),
-                            ("lateral_weight", lateral_weight), ("orientation_weight", orientation_weight),
-                            ("torque_weight", torque_weight)):
-            if not np.isfinite(value) or value < 0:
-                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        check_nonnegative(
+            forward_weight=forward_weight,
+            healthy_reward=healthy_reward,
+            lateral_weight=lateral_weight,
+            orientation_weight=orientation_weight,
+            torque_weight=torque_weight,
+        )
         super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale,
                          ground_friction=ground_friction, solver_iterations=solver_iterations,
                          render_mode=render_mode, time_step=time_step, frame_skip=frame_skip, width=width,

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 import pybullet
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots._rotations import quaternion_to_matrix
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.sim.urdf import load_urdf_text
@@ -74,10 +74,7 @@ class PCCBody:
         rayleigh_stiffness: float = 8e-4,
         base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
     ) -> None:
-        for name, value in (("gravity", gravity), ("rayleigh_mass", rayleigh_mass),
-                            ("rayleigh_stiffness", rayleigh_stiffness)):
-            if not np.isfinite(value) or value < 0:
-                raise InvalidParameterError(f"{name} must be >= 0; got {value!r}")
+        check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
         self.client = client
         self.model = model
         self.gravity = float(gravity)
