@@ -77,10 +77,20 @@ def section(name: str, title: str, body: str, command: str, seconds: float) -> s
             f"<!-- /bench:{name} -->")
 
 
+_SECTION = re.compile(r"<!-- bench:(\w+) -->.*?<!-- /bench:\1 -->", re.S)
+
+
 def update_file(path: str, name: str, text: str) -> None:
-    """Replace (or append) the section ``name`` of the markdown file ``path``."""
+    """Replace (or add) the section ``name`` of the markdown file ``path``.
+
+    The text before the first section is kept; sections are kept in the order of
+    :data:`BENCHES` (unknown ones after), so the file reads the same however it was built.
+    """
     old = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)
-    new = pattern.sub(lambda _: text, old) if pattern.search(old) else old.rstrip() + "\n\n" + text + "\n"
+    first = _SECTION.search(old)
+    head = (old[:first.start()] if first else old).rstrip() + "\n"
+    sections = {m.group(1): m.group(0) for m in _SECTION.finditer(old)}
+    sections[name] = text
+    order = [n for n in BENCHES if n in sections] + [n for n in sections if n not in BENCHES]
     with open(path, "w") as fh:
-        fh.write(new)
+        fh.write(head + "".join("\n" + sections[n] + "\n" for n in order))

@@ -217,8 +217,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         "`calculateInverseKinematics(body, link, position, orientation)` from the same start, default "
         "parameters (its DLS, 20 iterations), once; and looped (joints reset to its answer, called again until "
         "within half the tolerances, ≤ 100 calls — the maintainer's `accurateCalculateInverseKinematics`, "
-        "https://github.com/bulletphysics/bullet3/issues/1380). Times are wall time per target in Python on a busy shared "
-        "2-core machine (pessimistic); TRAC-IK's are its published C++ figures (SPEC section 5), not run here.\n\n"
+        "https://github.com/bulletphysics/bullet3/issues/1380). Times are wall time per target in Python on the machine named above; TRAC-IK's are its published C++ figures (SPEC section 5), not run here.\n\n"
         + table
     )
     if plot_dir:

@@ -109,8 +109,7 @@ def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
             "residual, i.e. 2.5e-11 m on the joints). *Warm*: a random walk of the six inputs with 1 mm "
             "steps, each solve started from the previous solution (tangent predictor + Newton, one "
             "batched integration of 42 rods per Jacobian). *Cold*: random inputs in the full ±20 mm "
-            "range from the zero-input solution (continuation in ≤ 10 mm steps). Times in ms on a shared, "
-            "busy 2-core machine (pessimistic).\n\n"
+            "range from the zero-input solution (continuation in ≤ 10 mm steps). Times in ms on the machine named above.\n\n"
             + markdown_table(["RK4 steps/rod", "warm median [ms]", "warm p90 [ms]", "warm Newton it.", "warm converged",
                               "cold median [ms]", "cold Newton it."], rows)
             + "\n\nFor comparison (other robots, other machines): "
