@@ -9,7 +9,8 @@ import pytest
 import soft_envs  # noqa: F401
 from soft_envs.agents.body_pose import BodyPoseController
 from soft_envs.agents.gait import TrotController, demo
-from soft_envs.envs.quadruped_base import quaternion_matrix, quaternion_to_rpy
+from soft_envs.envs.quadruped_base import quaternion_to_rpy
+from soft_envs.robots._rotations import quaternion_to_matrix
 from soft_envs.robots.quadruped import rotation_rpy
 
 
@@ -32,7 +33,7 @@ def test_rotation_conventions_agree():
     import pybullet
 
     quat = pybullet.getQuaternionFromEuler(rpy)  # PyBullet: R = Rz(yaw) Ry(pitch) Rx(roll)
-    np.testing.assert_allclose(quaternion_matrix(quat), rotation_rpy(*rpy), atol=1e-12)
+    np.testing.assert_allclose(quaternion_to_matrix(np.asarray(quat)), rotation_rpy(*rpy), atol=1e-12)
     np.testing.assert_allclose(quaternion_to_rpy(quat), rpy, atol=1e-12)
 
 

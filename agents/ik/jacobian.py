@@ -43,7 +43,7 @@ import numpy as np
 from soft_envs.agents.ik.result import IKResult
 from soft_envs.exceptions import InvalidParameterError, InvalidTargetError
 from soft_envs.robots.base import KinematicModel, check_target
-from soft_envs.robots._rotations import matrix_to_quaternion
+from soft_envs.robots._rotations import matrix_to_quaternion, quaternion_to_matrix
 
 METHODS = ("pinv", "dls", "transpose")
 
@@ -70,15 +70,6 @@ def check_orientation(orientation: np.ndarray) -> np.ndarray:
     return arr / norm
 
 
-def _quaternion_matrix(q: np.ndarray) -> np.ndarray:
-    x, y, z, w = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def orientation_error(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, float]:
     """``(ε, angle)``: ``ε`` the vector part of ``Q_d ∗ Q^{-1}`` (scalar part ≥ 0) and the error
     rotation's angle [rad], from rotation matrices ``R_d`` and ``R`` (both base frame)."""
@@ -98,7 +89,7 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                gain: np.ndarray) -> _Evaluator:
     """The error, Jacobian and the cost ``‖e_p‖² + angle²`` at ``q``, for this model and target."""
     fast = getattr(model, "_pose_and_jacobian", None)
-    R_desired = None if quat is None else _quaternion_matrix(quat)
+    R_desired = None if quat is None else quaternion_to_matrix(quat)
     if quat is None:
         if fast is not None:
             def evaluate(q: np.ndarray):
@@ -124,7 +115,7 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
 
         def pose_jac(q: np.ndarray):
             p, qt = model.forward_pose(q)
-            return p, _quaternion_matrix(qt), model.pose_jacobian(q)
+            return p, quaternion_to_matrix(qt), model.pose_jacobian(q)
 
     def evaluate_pose(q: np.ndarray):
         p, R, J = pose_jac(q)

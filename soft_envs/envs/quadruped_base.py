@@ -37,6 +37,7 @@ from gymnasium import spaces
 from soft_envs.envs.base import SoftEnv
 from soft_envs.exceptions import check_nonnegative
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
+from soft_envs.robots._rotations import quaternion_to_matrix
 
 OBS_SIZE = 39
 GRAVITY = 9.81
@@ -140,16 +141,6 @@ def quaternion_to_rpy(quaternion: np.ndarray) -> np.ndarray:
     return np.array([roll, pitch, yaw])
 
 
-def quaternion_matrix(quaternion: np.ndarray) -> np.ndarray:
-    """Rotation matrix (3, 3) of an ``(x, y, z, w)`` unit quaternion."""
-    x, y, z, w = quaternion
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 class QuadrupedBaseEnv(SoftEnv):
     """Common base of ``QuadrupedWalk-v0`` and ``QuadrupedPose-v0`` (spaces and physics above).
 
@@ -212,7 +203,7 @@ class QuadrupedBaseEnv(SoftEnv):
     def _read_state(self) -> None:
         pos, orn = self.body.base_pose()
         lin, ang = self.body.base_velocity()
-        rot = quaternion_matrix(orn)
+        rot = quaternion_to_matrix(np.asarray(orn))
         q, qd, tau = self.body.joint_state()
         self._cache = {"position": pos, "quaternion": orn, "rotation": rot, "linear": lin, "angular": ang,
                        "q": q, "qd": qd, "torque": tau, "contacts": self.body.foot_contacts(self.ground),

@@ -280,17 +280,38 @@ class Rod:
         M = np.asarray(tip_moment, dtype=float).reshape(-1)
         if F.shape != (3,) or M.shape != (3,) or not (np.all(np.isfinite(F)) and np.all(np.isfinite(M))):
             raise InvalidParameterError("tip_force and tip_moment must be finite 3-vectors [N], [N m]")
+        linear = (M + np.cross([0.0, 0.0, self.length], F)) / np.array([self.EI, self.EI, self.GJ])
         if isinstance(guess, RodState):
-            u = guess.curvatures[0].copy()
+            starts = [guess.curvatures[0].copy()]
         elif guess is not None:
-            u = np.asarray(guess, dtype=float).reshape(3).copy()
+            starts = [np.asarray(guess, dtype=float).reshape(3).copy()]
         else:  # linear guess: base moment with the tip load acting at L e3
-            u = (M + np.cross([0.0, 0.0, self.length], F)) / np.array([self.EI, self.EI, self.GJ])
+            starts = [linear]
+        # Past the buckling load the continuation from one start can stall at a spurious
+        # minimum of the residual; the straight rod and the mirrored linear guess lead to the
+        # other branches. They are tried only when the previous start failed.
+        starts += [np.zeros(3), -linear]
         steps = self.n_steps if n_steps is None else int(n_steps)
         total_it = 0
-        done, inc = 0.0, 1.0
-        x = u * self.length
-        res = np.inf
+        best = None
+        for u in starts:
+            x, res, done, it = self._continue_clamped(u * self.length, F, M, tol, max_iter, steps)
+            total_it += it
+            if best is None or res < best[1]:
+                best = (x, res, done)
+            if done >= 1.0:
+                break
+        x, res, done = best
+        return self.state(x / self.length, F, n_steps=steps, residual=float(res), converged=done >= 1.0,
+                          iterations=total_it)
+
+    def _continue_clamped(self, x: np.ndarray, F: np.ndarray, M: np.ndarray, tol: float, max_iter: int,
+                          steps: int) -> tuple[np.ndarray, float, float, int]:
+        """Natural continuation of the load from 0 (step halved when Newton fails).
+
+        Returns ``(x, residual, load fraction reached, Newton iterations)``.
+        """
+        total_it, done, inc, res = 0, 0.0, 1.0, np.inf
         while done < 1.0:
             target = min(1.0, done + inc)
             x_new, res, it, ok = self._newton_clamped(x, target * F, target * M, tol, max_iter, steps)
@@ -302,9 +323,7 @@ class Rod:
                 inc *= 0.5
                 if inc < 1e-4:
                     break
-        state = self.state(x / self.length, F, n_steps=steps, residual=float(res), converged=done >= 1.0,
-                           iterations=total_it)
-        return state
+        return x, res, done, total_it
 
     def _newton_clamped(self, x: np.ndarray, F: np.ndarray, M: np.ndarray, tol: float, max_iter: int,
                         steps: int) -> tuple[np.ndarray, float, int, bool]:
