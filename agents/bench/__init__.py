@@ -94,3 +94,25 @@ def update_file(path: str, name: str, text: str) -> None:
     order = [n for n in BENCHES if n in sections] + [n for n in sections if n not in BENCHES]
     with open(path, "w") as fh:
         fh.write(head + "".join("\n" + sections[n] + "\n" for n in order))
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the headless Agg backend (the ``plot`` extra), or a clear error."""
+    try:
+        import matplotlib
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise SystemExit("--plot needs matplotlib: pip install 'soft_envs[plot]'") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, plot_dir: str, filename: str, dpi: int = 120) -> str:
+    """Lay out, write ``plot_dir/filename`` and close ``fig``; returns the path."""
+    os.makedirs(plot_dir, exist_ok=True)
+    path = os.path.join(plot_dir, filename)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    return path

@@ -16,7 +16,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table
+from soft_envs.agents.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
 from soft_envs.robots.bullet_chain import BulletChain
 
@@ -83,9 +83,9 @@ def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, l
     looped: set the joints to the answer and call again until the pose is within the
     tolerances or ``max_calls`` calls. ``(solutions, seconds)``."""
     import pybullet
-    from pybullet_utils.bullet_client import BulletClient
+    from soft_envs.sim.bullet import connect
 
-    client = BulletClient(connection_mode=pybullet.DIRECT)
+    client = connect()
     try:
         body = client.loadURDF(chain.urdf_path, useFixedBase=True)
         movable = [j for j in range(client.getNumJoints(body)) if client.getJointInfo(body, j)[2] != pybullet.JOINT_FIXED]
@@ -180,14 +180,8 @@ def singularity_table() -> str:
 
 
 def _plot_times(times: dict, plot_dir: str) -> None:
-    import os
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(plot_dir, exist_ok=True)
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(ROBOTS), figsize=(10, 3.5), sharey=True)
     for ax, robot in zip(np.atleast_1d(axes), ROBOTS):
         for (r, solver), secs in times.items():
@@ -197,9 +191,7 @@ def _plot_times(times: dict, plot_dir: str) -> None:
         ax.set_xlabel("log10 solve time [ms]")
     np.atleast_1d(axes)[0].set_ylabel("targets")
     np.atleast_1d(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(plot_dir, "chain_ik_times.png"), dpi=120)
-    plt.close(fig)
+    save_figure(fig, plot_dir, "chain_ik_times.png")
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:

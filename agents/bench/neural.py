@@ -13,7 +13,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table
+from soft_envs.agents.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.bench.peter import PAPER_TRR, table1_targets
 from soft_envs.agents.ik.trust_region import trr, trr_batch
 from soft_envs.agents.nn import NeuralIK
@@ -159,12 +159,7 @@ def inference_rate(n_targets: int, seed: int) -> str:
 
 
 def _plot(errors: dict[int, dict[str, np.ndarray]], plot_dir: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(plot_dir, exist_ok=True)
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(errors), figsize=(4.2 * len(errors), 3.6), sharey=True)
     for ax, (n_modules, by_method) in zip(np.atleast_1d(axes), errors.items()):
         labels = list(by_method)
@@ -176,9 +171,7 @@ def _plot(errors: dict[int, dict[str, np.ndarray]], plot_dir: str) -> None:
         ax.set_title(f"{n_modules} modules")
     np.atleast_1d(axes)[0].set_ylabel("log10 tip error [mm]")
     np.atleast_1d(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(plot_dir, "peter_nn_errors.png"), dpi=120)
-    plt.close(fig)
+    save_figure(fig, plot_dir, "peter_nn_errors.png")
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:

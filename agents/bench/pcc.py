@@ -8,7 +8,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table
+from soft_envs.agents.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.sqp import sqp, sqp_trajectory
 from soft_envs.agents.ik.trust_region import trr
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
@@ -196,14 +196,8 @@ def physics_table(full: bool, seed: int, plot_dir: str | None) -> str:
 
 
 def _plot_paths(paths: dict, plot_dir: str) -> None:
-    import os
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(plot_dir, exist_ok=True)
+    plt = pyplot()
     n = len(paths)
     fig = plt.figure(figsize=(4.2 * n, 4.2))
     for k, (label, out) in enumerate(paths.items(), start=1):
@@ -217,9 +211,7 @@ def _plot_paths(paths: dict, plot_dir: str) -> None:
         ax.set_zlabel("z [mm]")
         if k == 1:
             ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(plot_dir, "pcc_tracking.png"), dpi=110)
-    plt.close(fig)
+    save_figure(fig, plot_dir, "pcc_tracking.png", dpi=110)
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:

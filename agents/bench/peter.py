@@ -8,7 +8,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table
+from soft_envs.agents.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.trust_region import trr, trr_batch
 from soft_envs.robots.peter import Peter
 
@@ -79,14 +79,8 @@ def table1(n_targets: int, n_naive: int, seed: int, plot_dir: str | None) -> str
 
 
 def _plot_errors(errors: dict[int, np.ndarray], plot_dir: str) -> None:
-    import os
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(plot_dir, exist_ok=True)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for n, e in errors.items():
         ax.hist(np.log10(np.maximum(e * 1e3, 1e-12)), bins=40, alpha=0.5, label=f"{n} modules")
@@ -94,9 +88,7 @@ def _plot_errors(errors: dict[int, np.ndarray], plot_dir: str) -> None:
     ax.set_ylabel("targets")
     ax.set_title("TRR on PETER (tilted-plane model)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(os.path.join(plot_dir, "peter_trr_errors.png"), dpi=120)
-    plt.close(fig)
+    save_figure(fig, plot_dir, "peter_trr_errors.png")
 
 
 def physics(n_episodes: int, seed: int, n_modules: int = 2, settle_steps: int = 40) -> str:
@@ -161,7 +153,7 @@ def step_rate(n_steps: int, seed: int, n_modules: int = 2, block: int = 20) -> s
     configure_physics(client, time_step=unwrapped.time_step, solver_iterations=unwrapped.solver_iterations)
     body = PeterBody(client, unwrapped.model)
     body.reset(np.zeros(unwrapped.model.n_dof))
-    targets, previous = [], body._targets
+    targets, previous = [], body.targets
     for a in actions:  # the same joint-space representation the env's body chooses
         previous = body.model.body_joint_positions(unwrapped.action_to_times(a), reference=previous)
         targets.append(previous.tolist())
@@ -177,8 +169,8 @@ def step_rate(n_steps: int, seed: int, n_modules: int = 2, block: int = 20) -> s
         start = time.perf_counter()
         for target in targets[lo:lo + block]:
             client.setJointMotorControlArray(body.body, body.joints, pybullet.POSITION_CONTROL,
-                                             targetPositions=target, forces=body._forces,
-                                             positionGains=body._kp, velocityGains=body._kd)
+                                             targetPositions=target, forces=body.forces,
+                                             positionGains=body.position_gains, velocityGains=body.velocity_gains)
             for _ in range(unwrapped.frame_skip):
                 step_bare()
         bare_block = time.perf_counter() - start

@@ -141,26 +141,18 @@ def newton_raphson(
     Returns:
         :class:`IKResult` with ``iterations`` = Newton steps taken over all sub-moves.
     """
-    _check_options(iterations, max_step, tol, tolerance)
     target = check_target(target)
     if target.ndim != 1:
         raise InvalidParameterError("newton_raphson takes one target (3,); use newton_raphson_batch")
-    q = 0.5 * (model.lower + model.upper) if q0 is None else model.check_configuration(q0)
-    if q.ndim != 1:
+    if q0 is not None and model.check_configuration(q0).ndim != 1:
         raise InvalidParameterError("q0 must be one configuration (n_dof,)")
-    start = time.perf_counter()
-    step = model_step(model)
-    lower, upper = (model.lower, model.upper) if respect_bounds else (None, None)
-    q_out, iters = _newton_core(model.forward, step, q[None, :].astype(float), target[None, :],
-                                int(iterations), max_step, float(tol), lower, upper)
-    seconds = time.perf_counter() - start
-    solution = q_out[0]
-    error = float(np.linalg.norm(target - model.forward(solution)))
-    success = bool(error <= tolerance)
+    batch = newton_raphson_batch(model, target[None, :], q0, iterations=iterations, max_step=max_step,
+                                 tol=tol, tolerance=tolerance, respect_bounds=respect_bounds)
+    error, success = float(batch.errors[0]), bool(batch.success[0])
     message = "converged" if success else ("unreachable or singular target: best effort"
                                            if np.isfinite(error) else "diverged")
-    return IKResult(solution=solution, error=error, success=success, iterations=int(iters[0]),
-                    seconds=seconds, message=message)
+    return IKResult(solution=batch.solutions[0], error=error, success=success,
+                    iterations=int(batch.iterations[0]), seconds=batch.seconds, message=message)
 
 
 def newton_raphson_batch(

@@ -44,10 +44,6 @@ class KinematicModel(ABC):
     def jacobian(self, q: np.ndarray) -> np.ndarray:
         """Analytic Jacobian of :meth:`forward`, ``(3, n_dof)`` or ``(B, 3, n_dof)``."""
 
-    def clip(self, q: np.ndarray) -> np.ndarray:
-        """``q`` clipped into the bounds."""
-        return np.clip(q, self.lower, self.upper)
-
     def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
         """Uniformly random configurations within the bounds, ``(n_dof,)`` or ``(size, n_dof)``."""
         shape = (self.n_dof,) if size is None else (size, self.n_dof)

@@ -230,9 +230,9 @@ class BulletChain(KinematicModel):
     def _bullet_indices(self) -> tuple[int, ...]:
         """Load the URDF in a private DIRECT client; return the movable joints' PyBullet indices."""
         import pybullet
-        from pybullet_utils.bullet_client import BulletClient
+        from soft_envs.sim.bullet import connect
 
-        client = BulletClient(connection_mode=pybullet.DIRECT)
+        client = connect()
         try:
             try:
                 body = client.loadURDF(self.urdf_path, useFixedBase=True)

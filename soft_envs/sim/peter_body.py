@@ -34,6 +34,10 @@ class PeterBody:
     gravity and a tip ``payload`` [kg]. ``position_gain`` is the fraction of the joint error
     the motors close per physics step (0.2: a ~20 ms time constant at 1/240 s). Use it with
     :func:`configure_physics`.
+
+    Attributes:
+        targets: current joint targets (:meth:`Peter.body_joint_positions`) [rad, m].
+        forces, position_gains, velocity_gains: the per-joint motor settings [N m or N, -, -].
     """
 
     def __init__(
@@ -57,27 +61,27 @@ class PeterBody:
         self.tip_link = self.n_joints - 1
         self.base_position = np.asarray(base_position, dtype=float)
         kinds = self.model.body_joint_kinds()
-        self._forces = [max_force if k == "prismatic_z" else max_torque for k in kinds]
-        self._kp = [position_gain] * self.n_joints
-        self._kd = [velocity_gain] * self.n_joints
-        self._targets = self.model.body_joint_positions(np.zeros(self.model.n_dof))
+        self.forces = [max_force if k == "prismatic_z" else max_torque for k in kinds]
+        self.position_gains = [position_gain] * self.n_joints
+        self.velocity_gains = [velocity_gain] * self.n_joints
+        self.targets = self.model.body_joint_positions(np.zeros(self.model.n_dof))
 
     def reset(self, t: np.ndarray) -> None:
         """Teleport the joints to the PCC shape of ``t`` (zero velocity) and hold it there."""
-        self._targets = self.model.body_joint_positions(t)
-        for j, value in zip(self.joints, self._targets):
+        self.targets = self.model.body_joint_positions(t)
+        for j, value in zip(self.joints, self.targets):
             self.client.resetJointState(self.body, j, float(value), 0.0)
         self._send()
 
     def command(self, t: np.ndarray) -> None:
         """Set the motor targets to the PCC shape of inflation times ``t`` [s]."""
-        self._targets = self.model.body_joint_positions(t, reference=self._targets)
+        self.targets = self.model.body_joint_positions(t, reference=self.targets)
         self._send()
 
     def _send(self) -> None:
         self.client.setJointMotorControlArray(
-            self.body, self.joints, pybullet.POSITION_CONTROL, targetPositions=self._targets.tolist(),
-            forces=self._forces, positionGains=self._kp, velocityGains=self._kd)
+            self.body, self.joints, pybullet.POSITION_CONTROL, targetPositions=self.targets.tolist(),
+            forces=self.forces, positionGains=self.position_gains, velocityGains=self.velocity_gains)
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] in the arm's base frame."""

@@ -13,13 +13,13 @@ def _vec(v) -> str:
 
 @dataclass
 class Visual:
-    """A visual (and optionally collision) shape: ``geometry`` is URDF XML, e.g. ``<sphere radius="0.01"/>``."""
+    """A visual shape: ``geometry`` is URDF XML, e.g. ``<sphere radius="0.01"/>`` (the generated
+    bodies move in free space, so they carry no collision shapes)."""
 
     geometry: str
     xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
     rgba: tuple[float, float, float, float] = (0.8, 0.8, 0.8, 1.0)
-    collision: bool = False
 
 
 @dataclass
@@ -67,8 +67,6 @@ def urdf_text(robot_name: str, links: list[Link], joints: list[Joint]) -> str:
                 f"    <visual>{origin}<geometry>{vis.geometry}</geometry>"
                 f'<material name="c_{link.name}"><color rgba="{_vec(vis.rgba)}"/></material></visual>'
             )
-            if vis.collision:
-                out.append(f"    <collision>{origin}<geometry>{vis.geometry}</geometry></collision>")
         out.append("  </link>")
     for j in joints:
         out.append(f'  <joint name="{j.name}" type="{j.kind}">')
