@@ -14,7 +14,8 @@ import numpy as np
 
 from soft_envs.agents.ik.newton import legs_solve
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots.quadruped import Quadruped, rotation_rpy
+from soft_envs.geometry import rpy_to_matrix
+from soft_envs.robots.quadruped import Quadruped
 
 
 def body_pose_foot_targets(robot: Quadruped, rpy: np.ndarray, translation: np.ndarray = (0.0, 0.0, 0.0),
@@ -27,7 +28,7 @@ def body_pose_foot_targets(robot: Quadruped, rpy: np.ndarray, translation: np.nd
         translation: body displacement ``d`` [m] in the standing body frame (``+z`` raises it).
         height: standing height the feet were placed at (default the model's).
     """
-    rot = rotation_rpy(*np.asarray(rpy, dtype=float))
+    rot = rpy_to_matrix(*np.asarray(rpy, dtype=float))
     standing = robot.bases + robot.neutral_feet(height)  # feet in the standing body frame
     return (standing - np.asarray(translation, dtype=float)) @ rot - robot.bases
 
@@ -53,7 +54,7 @@ def foot_orientations(robot: Quadruped, q: np.ndarray, rpy: np.ndarray = (0.0, 0
     joints ``q`` (4, 3): ``R_body · Rx(−side · q0) · Ry(q1 + q2)`` (the URDF's joint axes)."""
     q = np.asarray(q, dtype=float).reshape(4, 3)
     legs = _rotation_x(-robot.sides * q[:, 0]) @ _rotation_y(q[:, 1] + q[:, 2])
-    return rotation_rpy(*np.asarray(rpy, dtype=float)) @ legs
+    return rpy_to_matrix(*np.asarray(rpy, dtype=float)) @ legs
 
 
 def rolling_offsets(robot: Quadruped, q: np.ndarray, rpy: np.ndarray, q_ref: np.ndarray) -> np.ndarray:
@@ -130,7 +131,7 @@ class BodyPoseController:
             self.correction = np.clip(self.correction, -0.1, 0.1)
         targets = body_pose_foot_targets(self.robot, self.command, self.translation)
         if self.roll_feet:  # one fixed-point pass: the rolling depends on the solution
-            rot = rotation_rpy(*self.command)
+            rot = rpy_to_matrix(*self.command)
             q_guess, _ = legs_solve(self.robot, self.q, targets, iterations=self.iterations, max_step=self.max_step)
             targets = targets + rolling_offsets(self.robot, q_guess, self.command, self.q_standing) @ rot
         self.q, _ = legs_solve(self.robot, self.q, targets, iterations=self.iterations, max_step=self.max_step)

@@ -26,6 +26,7 @@ import numpy as np
 
 from soft_envs.agents.ik.newton import legs_solve
 from soft_envs.exceptions import InvalidParameterError
+from soft_envs.geometry import quaternion_yaw
 
 
 def bezier(control_points: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -122,8 +123,7 @@ class TrotController:
     def act(self, obs) -> np.ndarray:
         """Normalised joint targets for the next step (advances the gait by ``dt``)."""
         obs = np.asarray(obs, dtype=float)
-        x, y, z, w = obs[0:4]
-        yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        yaw = quaternion_yaw(obs[0:4])  # the body quaternion (x, y, z, w)
         # Lateral position from the body velocity rotated into the world (heading only).
         v_body = obs[7:10]
         self.lateral += (np.sin(yaw) * v_body[0] + np.cos(yaw) * v_body[1]) * self.dt
@@ -133,14 +133,3 @@ class TrotController:
         self.q, self.last_iterations = legs_solve(self.robot, self.q, targets, iterations=self.iterations,
                                                   max_step=self.max_step)
         return self.env.joints_to_action(self.q)
-
-
-def demo(render_mode: str = "rgb_array", steps: int = 300, seed: int = 0) -> list:
-    """The Bézier trot walking in ``QuadrupedWalk-v0``; returns rgb frames (none in a GUI)."""
-    import gymnasium as gym
-
-    import soft_envs  # noqa: F401
-    from soft_envs.agents import run_demo
-
-    env = gym.make("soft_envs/QuadrupedWalk-v0", render_mode=render_mode)
-    return run_demo(env, TrotController(env), steps=steps, seed=seed)

@@ -61,14 +61,3 @@ class HexapodJacobianAgent:
             step *= self.max_step / big
         rho_new = np.clip(rho + step, self.model.lower, self.model.upper)
         return self.env.inputs_to_action(rho_new)
-
-
-def demo(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0) -> list:
-    """The Jacobian agent reaching a new random goal pose every 30 steps; returns rgb frames."""
-    import gymnasium as gym
-
-    import soft_envs  # noqa: F401
-    from soft_envs.agents import run_demo
-
-    env = gym.make("soft_envs/HexapodPose-v0", render_mode=render_mode, max_episode_steps=max(steps, 1))
-    return run_demo(env, HexapodJacobianAgent(env), steps=steps, seed=seed, new_goal_every=30)

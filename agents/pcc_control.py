@@ -78,15 +78,3 @@ def track(env, agent: PCCTrackingAgent, n_steps: int, seed: int = 0) -> dict[str
             break
     return {"desired": np.array(desired), "tracked": np.array(tracked), "errors": np.array(errors),
             "ik_errors": np.array(ik_errors)}
-
-
-def demo(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, n_segments: int = 2,
-         trajectory: str = "spiral") -> list:
-    """The IK + PD/feed-forward pipeline on ``PCCTrack-v0``; returns rgb frames (``rgb_array``)."""
-    import gymnasium as gym
-
-    import soft_envs  # noqa: F401
-    from soft_envs.agents import run_demo
-
-    env = gym.make("soft_envs/PCCTrack-v0", n_segments=n_segments, trajectory=trajectory, render_mode=render_mode)
-    return run_demo(env, PCCTrackingAgent(env), steps=steps, seed=seed)

@@ -69,14 +69,3 @@ class TRRReachAgent:
             if speed < self.settle_speed and np.linalg.norm(miss) > self.feedback_tolerance:
                 self._plan(self._aim + miss)
         return self.env.times_to_action(self._solution)
-
-
-def demo(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, n_modules: int = 3) -> list:
-    """TRR reaching a new random goal every 30 steps in ``PeterReach-v0``; returns rgb frames."""
-    import gymnasium as gym
-
-    import soft_envs  # noqa: F401
-    from soft_envs.agents import run_demo
-
-    env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, render_mode=render_mode)
-    return run_demo(env, TRRReachAgent(env), steps=steps, seed=seed, new_goal_every=30)

@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import os
 import sys
 import time
 
-# demo name -> "module:function"; the function takes (render_mode, steps, seed) and returns
-# the list of rgb frames (empty when it rendered to a GUI window).
-DEMOS: dict[str, str] = {
-    "peter": "soft_envs.agents.reach:demo",
-    "pcc": "soft_envs.agents.pcc_control:demo",
-    "quadruped": "soft_envs.agents.gait:demo",
-    "hexapod": "soft_envs.agents.hexapod_control:demo",
-}
-
-
 # What `soft-envs bench` runs with no names: the IK controllers of PETER side by side
 # (TRR, the naive TRR, the neural network and the hybrid, in the model and in physics).
 DEFAULT_BENCHES = ("peter", "nn")
-
-
-def _available_demos() -> list[str]:
-    return [n for n, ep in DEMOS.items() if importlib.util.find_spec(ep.split(":")[0]) is not None]
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -37,15 +21,17 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for env_id in soft_envs.ENV_IDS:
         spec = gym.spec(env_id)
         print(f"  {env_id:32s} max_episode_steps={spec.max_episode_steps}")
-    from soft_envs.agents import bench
+    from soft_envs import bench
 
     print("Benchmarks: " + ", ".join(bench.available()))
-    print("Demos:      " + ", ".join(_available_demos()))
+    from soft_envs.demos import DEMOS
+
+    print("Demos:      " + ", ".join(DEMOS))
     return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from soft_envs.agents import bench
+    from soft_envs import bench
 
     names = args.names or [n for n in DEFAULT_BENCHES if n in bench.available()]
     if names == ["all"]:
@@ -71,13 +57,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from soft_envs.demos import DEMOS
     from soft_envs.sim.bullet import has_display
 
     if args.name not in DEMOS:
-        print(f"unknown demo {args.name!r}; choose from {', '.join(_available_demos())}", file=sys.stderr)
+        print(f"unknown demo {args.name!r}; choose from {', '.join(DEMOS)}", file=sys.stderr)
         return 2
-    module_name, func_name = DEMOS[args.name].split(":")
-    demo = getattr(importlib.import_module(module_name), func_name)
+    demo = DEMOS[args.name]
     gui = has_display() and not args.output
     frames = demo(render_mode="human" if gui else "rgb_array", steps=args.steps, seed=args.seed)
     if gui:
@@ -94,9 +80,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_ik(args: argparse.Namespace) -> int:
-    if importlib.util.find_spec("soft_envs.agents.nn.train") is None:
-        print("training is not available in this installation", file=sys.stderr)
-        return 2
     from soft_envs.agents.nn import train
 
     return train.main(args)

@@ -27,6 +27,19 @@ class InvalidParameterError(SoftEnvsError, ValueError):
     """A model or environment parameter is out of its valid range."""
 
 
+class ConvergenceError(SoftEnvsError, RuntimeError):
+    """A numerical solve that must succeed for the object to be usable (e.g. a reference
+    equilibrium) did not converge. Solvers that can give a best effort return it instead."""
+
+
+class MissingDependencyError(SoftEnvsError, ImportError):
+    """An optional dependency (an extra such as ``plot`` or ``learn``) is not installed."""
+
+
+class ClosedEnvironmentError(SoftEnvsError, RuntimeError):
+    """A method of an environment was called after :meth:`close`."""
+
+
 def check_nonnegative(**values: float) -> None:
     """Raise :class:`InvalidParameterError` unless every named value is a finite number ≥ 0."""
     for name, value in values.items():

@@ -43,7 +43,7 @@ import numpy as np
 from soft_envs.agents.ik.result import IKResult
 from soft_envs.exceptions import InvalidParameterError, InvalidTargetError
 from soft_envs.robots.base import KinematicModel, check_target
-from soft_envs.robots._rotations import matrix_to_quaternion, quaternion_to_matrix
+from soft_envs.geometry import matrix_to_quaternion, quaternion_error, quaternion_to_matrix
 
 METHODS = ("pinv", "dls", "transpose")
 
@@ -68,21 +68,6 @@ def check_orientation(orientation: np.ndarray) -> np.ndarray:
     if abs(norm - 1.0) > 1e-3:
         raise InvalidTargetError(f"orientation quaternion must have unit norm; got norm {norm:.6g}")
     return arr / norm
-
-
-def orientation_error(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, float]:
-    """``(ε, angle)``: ``ε`` the vector part of ``Q_d ∗ Q^{-1}`` (scalar part ≥ 0) and the error
-    rotation's angle [rad], from rotation matrices ``R_d`` and ``R`` (both base frame)."""
-    Re = R_desired @ R.T
-    tr = Re[0, 0] + Re[1, 1] + Re[2, 2]
-    vex = np.array((Re[2, 1] - Re[1, 2], Re[0, 2] - Re[2, 0], Re[1, 0] - Re[0, 1]))
-    if tr > -0.5:  # w ≥ 0.35: no cancellation in ε = vex / 4w
-        w = 0.5 * math.sqrt(1.0 + tr)
-        eps = vex / (4.0 * w)
-    else:
-        quat = matrix_to_quaternion(Re)
-        eps, w = quat[:3], float(quat[3])
-    return eps, 2.0 * math.atan2(math.sqrt(float(eps @ eps)), w)
 
 
 def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | None,
@@ -120,7 +105,7 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
     def evaluate_pose(q: np.ndarray):
         p, R, J = pose_jac(q)
         ep = position - p
-        eo, angle = orientation_error(R_desired, R)
+        eo, angle = quaternion_error(R_desired, R)
         err = math.sqrt(float(ep @ ep))
         return gain * np.concatenate((ep, eo)), J, err, angle, err * err + angle * angle
 

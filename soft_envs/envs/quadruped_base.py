@@ -37,7 +37,7 @@ from gymnasium import spaces
 from soft_envs.envs.base import SoftEnv
 from soft_envs.exceptions import check_nonnegative
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
-from soft_envs.robots._rotations import quaternion_to_matrix
+from soft_envs.geometry import quaternion_to_matrix
 
 OBS_SIZE = 39
 GRAVITY = 9.81
@@ -130,15 +130,6 @@ class QuadrupedBody:
         """True when anything but a foot (body, thighs, shins) touches ``ground``."""
         feet = set(self.foot_ids)
         return any(c[3] not in feet for c in self.client.getContactPoints(self.id, ground))
-
-
-def quaternion_to_rpy(quaternion: np.ndarray) -> np.ndarray:
-    """``(roll, pitch, yaw)`` [rad] with ``R = Rz(yaw) Ry(pitch) Rx(roll)`` of an ``(x, y, z, w)`` quaternion."""
-    x, y, z, w = quaternion
-    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
-    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return np.array([roll, pitch, yaw])
 
 
 class QuadrupedBaseEnv(SoftEnv):

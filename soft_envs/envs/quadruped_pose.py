@@ -37,20 +37,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.quadruped_base import QuadrupedBaseEnv, quaternion_to_rpy
+from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
-from soft_envs.robots.quadruped import rotation_rpy
-
-
-def rotation_angle(r_a: np.ndarray, r_b: np.ndarray) -> float:
-    """Angle [rad] of the rotation ``r_aᵀ r_b`` (geodesic distance of two rotation matrices).
-
-    ``atan2(sin, cos)`` from the skew and the trace parts: accurate near 0, where the usual
-    ``arccos((tr − 1)/2)`` loses half the digits."""
-    m = r_a.T @ r_b
-    sin = 0.5 * np.sqrt((m[2, 1] - m[1, 2]) ** 2 + (m[0, 2] - m[2, 0]) ** 2 + (m[1, 0] - m[0, 1]) ** 2)
-    cos = 0.5 * (np.trace(m) - 1.0)
-    return float(np.arctan2(sin, cos))
+from soft_envs.geometry import quaternion_to_rpy, rotation_angle, rpy_to_matrix
 
 
 class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
@@ -122,7 +111,7 @@ class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
             if goal.shape != (3,) or not np.all(np.isfinite(goal)):
                 raise InvalidParameterError(f"options['goal'] must be (roll, pitch, yaw) [rad]; got {goal!r}")
             self.goal = goal
-        self._goal_rotation = rotation_rpy(*self.goal)
+        self._goal_rotation = rpy_to_matrix(*self.goal)
         self.client.performCollisionDetection()
         self._read_state()
         self._feet_reference = self._cache["feet"].copy()
@@ -166,8 +155,8 @@ class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
         return np.concatenate([base, goal, rpy]).astype(np.float32)
 
     def _orientation_term(self, achieved_rpy: np.ndarray, desired_rpy: np.ndarray) -> float:
-        return -self.orientation_weight * rotation_angle(rotation_rpy(*np.asarray(desired_rpy, dtype=float)),
-                                                         rotation_rpy(*np.asarray(achieved_rpy, dtype=float)))
+        return -self.orientation_weight * rotation_angle(rpy_to_matrix(*np.asarray(desired_rpy, dtype=float)),
+                                                         rpy_to_matrix(*np.asarray(achieved_rpy, dtype=float)))
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         if self.goal_conditioned:  # from the observed (float32) goals, exactly as compute_reward

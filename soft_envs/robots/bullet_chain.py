@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots._rotations import cross, matrix_to_quaternion
+from soft_envs.geometry import cross, matrix_to_quaternion, rpy_to_matrix
 from soft_envs.robots.base import KinematicModel
 
 _MOVABLE = ("revolute", "continuous", "prismatic")
@@ -49,17 +49,6 @@ class ChainJoint:
     axis: np.ndarray  # (3,) unit axis in the child link frame (zeros for fixed joints)
     lower: float
     upper: float
-
-
-def _rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF ``rpy``: ``Rz(yaw) Ry(pitch) Rx(roll)``."""
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch),
-                              math.cos(yaw), math.sin(yaw))
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
 
 
 def _floats(text: str | None, default: tuple[float, ...], what: str) -> np.ndarray:
@@ -94,7 +83,7 @@ def parse_urdf_joints(urdf_text: str) -> tuple[dict[str, ChainJoint], set[str]]:
         xyz = _floats(None if origin_el is None else origin_el.get("xyz"), (0.0, 0.0, 0.0), f"joint {name} xyz")
         rpy = _floats(None if origin_el is None else origin_el.get("rpy"), (0.0, 0.0, 0.0), f"joint {name} rpy")
         origin = np.eye(4)
-        origin[:3, :3] = _rpy_matrix(*rpy)
+        origin[:3, :3] = rpy_to_matrix(*rpy)
         origin[:3, 3] = xyz
         axis = np.zeros(3)
         lower, upper = 0.0, 0.0

@@ -55,7 +55,7 @@ def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product of ``(..., 4)`` quaternions ``(w, x, y, z)``."""
     aw, av = a[..., :1], a[..., 1:]
     bw, bv = b[..., :1], b[..., 1:]
-    from soft_envs.robots._rotations import cross
+    from soft_envs.geometry import cross
 
     return np.concatenate((aw * bw - np.sum(av * bv, axis=-1, keepdims=True), aw * bv + bw * av + cross(av, bv)),
                           axis=-1)
@@ -75,7 +75,7 @@ def _rotation_quaternion(axis_angle: np.ndarray) -> np.ndarray:
 
 def _matrix_quaternion(R: np.ndarray) -> np.ndarray:
     """Quaternion ``(w, x, y, z)``, ``w ≥ 0``, of one rotation matrix."""
-    from soft_envs.robots._rotations import matrix_to_quaternion
+    from soft_envs.geometry import matrix_to_quaternion
 
     x, y, z, w = matrix_to_quaternion(R)
     return np.array([w, x, y, z])
@@ -577,7 +577,7 @@ class Hexapod6PFS:
 
     def _assemble(self, Z: np.ndarray, tips: np.ndarray) -> np.ndarray:
         """Scaled residuals ``(Q, 43)`` from variables ``(Q, 49)`` and rod tip states ``(Q, 6, 11)``."""
-        from soft_envs.robots._rotations import cross
+        from soft_envs.geometry import cross
 
         L, EI = self.L, self.EI
         Q = len(Z)
@@ -779,7 +779,7 @@ class Hexapod6PFS:
     # ------------------------------------------------------------------ one warm-started solve
     def _input_derivative(self, z: np.ndarray, rho: np.ndarray) -> np.ndarray:
         """``∂g/∂ρ`` ``(43, 6)`` (analytic: a guide translates its whole rod along the guide)."""
-        from soft_envs.robots._rotations import skew
+        from soft_envs.geometry import skew
 
         L, EI = self.L, self.EI
         G = np.zeros((43, 6))
@@ -792,7 +792,7 @@ class Hexapod6PFS:
 
     def _load_derivative(self, z: np.ndarray) -> np.ndarray:
         """``∂g/∂(scaled load)`` ``(43, 6)``."""
-        from soft_envs.robots._rotations import skew
+        from soft_envs.geometry import skew
 
         G = np.zeros((43, 6))
         G[36:39, 0:3] = -np.eye(3)
@@ -987,7 +987,7 @@ class Hexapod6PFS:
         clamped at both ends (sign changes of ``det ∂(p(s), θ(s))/∂(u(0), n)`` along ``s``): a rod
         with one is unstable even with both ends held, which the family alone cannot see.
         """
-        from soft_envs.robots._rotations import skew
+        from soft_envs.geometry import skew
 
         z, rho = sol.z, sol.inputs
         g, J, tips, ex = self._jacobian(z[None], rho[None], np.arange(49), h=h, store=True)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots._rotations import bend_functions, bend_rotation, chain_frames, skew
+from soft_envs.geometry import bend_functions, bend_rotation, chain_frames, skew
 from soft_envs.robots.base import KinematicModel
 from soft_envs.sim.urdf import Joint, Link, Visual, cylinder_inertia, urdf_text
 

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots._rotations import bend_functions, chain_frames, cross, skew
+from soft_envs.geometry import bend_functions, chain_frames, cross, skew
 from soft_envs.robots.base import KinematicModel
 from soft_envs.sim.urdf import Joint, Link, Visual, cylinder_inertia, urdf_text
 

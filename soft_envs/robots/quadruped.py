@@ -31,7 +31,6 @@ inertias, limits documented in its README); a test checks that its geometry equa
 
 from __future__ import annotations
 
-import math
 from importlib import resources
 
 import numpy as np
@@ -303,14 +302,3 @@ class Quadruped:
         """URDF name of a foot link, e.g. ``front_left_foot``."""
         return f"{leg}_foot"
 
-
-def rotation_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """``Rz(yaw) Ry(pitch) Rx(roll)`` (3, 3): body axes in the world for roll/pitch/yaw [rad]."""
-    cr, sr = math.cos(roll), math.sin(roll)
-    cp, sp = math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])

@@ -40,7 +40,7 @@ import numpy as np
 import pybullet
 
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
-from soft_envs.robots._rotations import quaternion_to_matrix
+from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.sim.urdf import load_urdf_text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pybullet
 
-from soft_envs.robots._rotations import quaternion_to_matrix
+from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.urdf import load_urdf_text
 

@@ -228,10 +228,3 @@ def test_rendered_rods_follow_the_model():
             np.testing.assert_allclose(pos, mid, atol=1e-9)
     env.close()
     assert u._render_client is None
-
-
-def test_demo_returns_frames():
-    from soft_envs.agents.hexapod_control import demo
-
-    frames = demo("rgb_array", steps=2, seed=0)
-    assert len(frames) == 2 and frames[0].shape == (240, 320, 3)

@@ -16,7 +16,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table, pyplot, save_figure
+from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
 from soft_envs.robots.bullet_chain import BulletChain
 

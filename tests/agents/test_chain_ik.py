@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from pybullet_utils.bullet_client import BulletClient
 
 from soft_envs.agents.ik import ik_step, jacobian_ik, trr
-from soft_envs.agents.ik.jacobian import orientation_error
+from soft_envs.geometry import quaternion_error
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots import BulletChain, Peter
-from soft_envs.robots._rotations import quaternion_to_matrix
-from soft_envs.robots._rotations import matrix_to_quaternion
+from soft_envs.geometry import quaternion_to_matrix
+from soft_envs.geometry import matrix_to_quaternion
 
 DATA = pybullet_data.getDataPath()
 IIWA = (f"{DATA}/kuka_iiwa/model.urdf", "lbr_iiwa_link_7")
@@ -45,7 +45,7 @@ def _connected_clients() -> int:
 
 def _rotation_vector(R: np.ndarray) -> np.ndarray:
     """Rotation vector θn of a rotation matrix (small angles)."""
-    eps, angle = orientation_error(R, np.eye(3))
+    eps, angle = quaternion_error(R, np.eye(3))
     norm = np.linalg.norm(eps)
     return np.zeros(3) if norm == 0 else eps / norm * angle
 
@@ -193,7 +193,7 @@ def test_full_pose_ik_on_iiwa_and_panda(chain, method):
         assert np.all(res.solution >= chain.lower) and np.all(res.solution <= chain.upper)
         p_sol, q_sol = chain.forward_pose(res.solution)
         assert np.linalg.norm(p_sol - p) == pytest.approx(res.error, abs=1e-12)
-        assert orientation_error(quaternion_to_matrix(quat), quaternion_to_matrix(q_sol))[1] \
+        assert quaternion_error(quaternion_to_matrix(quat), quaternion_to_matrix(q_sol))[1] \
             == pytest.approx(res.orientation_error, abs=1e-9)
 
 
@@ -325,7 +325,7 @@ def test_invalid_ik_step_raises(iiwa):
 
 
 def test_bench_comparison_table_shape():
-    from soft_envs.agents.bench.chain_ik import comparison
+    from soft_envs.bench.chain_ik import comparison
 
     table, success = comparison(n_targets=3, n_transpose=1, seed=0)
     lines = table.splitlines()

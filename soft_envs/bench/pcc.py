@@ -8,7 +8,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table, pyplot, save_figure
+from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.sqp import sqp, sqp_trajectory
 from soft_envs.agents.ik.trust_region import trr
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm

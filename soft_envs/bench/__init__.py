@@ -1,6 +1,7 @@
 """Benchmarks behind ``soft-envs bench``: each module returns a markdown section.
 
-A bench module ``soft_envs.agents.bench.<name>`` defines ``TITLE`` and
+Harness code on top of the layers: benches may use every layer (models, bodies, envs, agents).
+A bench module ``soft_envs.bench.<name>`` defines ``TITLE`` and
 ``run(full: bool, seed: int, plot_dir: str | None) -> str`` (markdown tables, figures in SI
 or in the papers' mm/ms). ``soft-envs bench NAME --update BENCHMARKS.md`` rewrites only that
 bench's section (between ``<!-- bench:NAME -->`` markers) with the machine it ran on.
@@ -15,14 +16,16 @@ import platform
 import re
 import time
 
+from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+
 # name -> module; a bench whose module is not installed is listed but skipped.
 BENCHES: dict[str, str] = {
-    "peter": "soft_envs.agents.bench.peter",
-    "nn": "soft_envs.agents.bench.neural",
-    "pcc": "soft_envs.agents.bench.pcc",
-    "quadruped": "soft_envs.agents.bench.quadruped",
-    "ik": "soft_envs.agents.bench.chain_ik",
-    "hexapod": "soft_envs.agents.bench.hexapod",
+    "peter": "soft_envs.bench.peter",
+    "nn": "soft_envs.bench.neural",
+    "pcc": "soft_envs.bench.pcc",
+    "quadruped": "soft_envs.bench.quadruped",
+    "ik": "soft_envs.bench.chain_ik",
+    "hexapod": "soft_envs.bench.hexapod",
 }
 
 
@@ -34,7 +37,7 @@ def available() -> list[str]:
 def load(name: str):
     """The bench module called ``name``."""
     if name not in BENCHES:
-        raise ValueError(f"unknown bench {name!r}; choose from {sorted(BENCHES)}")
+        raise InvalidParameterError(f"unknown bench {name!r}; choose from {sorted(BENCHES)}")
     return importlib.import_module(BENCHES[name])
 
 
@@ -101,7 +104,7 @@ def pyplot():
     try:
         import matplotlib
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise SystemExit("--plot needs matplotlib: pip install 'soft_envs[plot]'") from exc
+        raise MissingDependencyError("--plot needs matplotlib: pip install 'soft_envs[plot]'") from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -7,7 +7,7 @@ import timeit
 import numpy as np
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table
+from soft_envs.bench import markdown_table
 from soft_envs.agents.ik.newton import legs_solve, newton_raphson, newton_raphson_legs
 from soft_envs.robots.quadruped import QuadrupedLeg, Quadruped
 

@@ -8,10 +8,8 @@ import pytest
 
 import soft_envs  # noqa: F401
 from soft_envs.agents.body_pose import BodyPoseController
-from soft_envs.agents.gait import TrotController, demo
-from soft_envs.envs.quadruped_base import quaternion_to_rpy
-from soft_envs.robots._rotations import quaternion_to_matrix
-from soft_envs.robots.quadruped import rotation_rpy
+from soft_envs.agents.gait import TrotController
+from soft_envs.geometry import quaternion_to_matrix, quaternion_to_rpy, rpy_to_matrix
 
 
 @pytest.fixture
@@ -33,7 +31,7 @@ def test_rotation_conventions_agree():
     import pybullet
 
     quat = pybullet.getQuaternionFromEuler(rpy)  # PyBullet: R = Rz(yaw) Ry(pitch) Rx(roll)
-    np.testing.assert_allclose(quaternion_to_matrix(np.asarray(quat)), rotation_rpy(*rpy), atol=1e-12)
+    np.testing.assert_allclose(quaternion_to_matrix(np.asarray(quat)), rpy_to_matrix(*rpy), atol=1e-12)
     np.testing.assert_allclose(quaternion_to_rpy(quat), rpy, atol=1e-12)
 
 
@@ -127,8 +125,3 @@ def test_pose_reward_terms_goal_conditioned_and_bad_options():
         gym.make("soft_envs/QuadrupedPose-v0", goal_range=1.0)
     with pytest.raises(ValueError):
         gym.make("soft_envs/QuadrupedWalk-v0", forward_weight=-1.0)
-
-
-def test_demo_writes_frames():
-    frames = demo(render_mode="rgb_array", steps=3, seed=0)
-    assert len(frames) == 3 and frames[0].shape == (240, 320, 3) and frames[0].dtype == np.uint8

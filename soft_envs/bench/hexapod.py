@@ -9,7 +9,7 @@ from scipy.optimize import brentq
 from scipy.special import ellipe, ellipeinc, ellipk, ellipkinc
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table
+from soft_envs.bench import markdown_table
 from soft_envs.robots.cosserat import Hexapod6PFS, Rod
 
 TITLE = "6-PFS flexible hexapod — Cosserat rod shooting, forward kinematics, assembly modes, stability"

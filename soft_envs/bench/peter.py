@@ -8,7 +8,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table, pyplot, save_figure
+from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.trust_region import trr, trr_batch
 from soft_envs.robots.peter import Peter
 

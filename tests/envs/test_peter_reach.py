@@ -8,7 +8,7 @@ import pytest
 
 import soft_envs  # noqa: F401
 from soft_envs.agents.ik import trr
-from soft_envs.agents.reach import TRRReachAgent, demo
+from soft_envs.agents.reach import TRRReachAgent
 from soft_envs.robots import Peter
 
 
@@ -110,8 +110,3 @@ def test_many_envs_open_and_close_without_leaking_clients():
         ids.append(env.unwrapped.client._client)
         env.close()
     assert all(not pybullet.isConnected(physicsClientId=i) for i in ids)
-
-
-def test_demo_renders_frames():
-    frames = demo(render_mode="rgb_array", steps=3, seed=0, n_modules=2)
-    assert len(frames) == 3 and frames[0].ndim == 3

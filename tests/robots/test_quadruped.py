@@ -16,7 +16,8 @@ from soft_envs.agents.gait import bezier, swing_control_points, trot_cycle
 from soft_envs.agents.ik import newton_raphson, newton_raphson_batch, newton_raphson_legs
 from soft_envs.agents.ik.newton import legs_solve
 from soft_envs.robots import Quadruped
-from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, rotation_rpy
+from soft_envs.geometry import rpy_to_matrix
+from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES
 from soft_envs.sim.bullet import connect
 
 ROBOT = Quadruped()
@@ -286,7 +287,7 @@ def test_batch_and_all_legs_solves_equal_single_solves():
 
 
 def test_table2_shape_error_probability_falls_with_the_initial_distance():
-    from soft_envs.agents.bench.quadruped import table2_probabilities
+    from soft_envs.bench.quadruped import table2_probabilities
 
     probabilities = table2_probabilities(n_targets=40, seed=1)
     near, far = probabilities[0.6], probabilities[5.0]
@@ -317,7 +318,7 @@ def test_body_pose_targets_keep_the_feet_fixed():
     rpy, d = np.radians([8.0, -6.0, 10.0]), np.array([0.005, -0.003, -0.005])
     targets = body_pose_foot_targets(ROBOT, rpy, d)
     assert all(ROBOT.legs[n].reachable(t) for n, t in zip(LEG_NAMES, targets))
-    rot = rotation_rpy(*rpy)
+    rot = rpy_to_matrix(*rpy)
     feet = (ROBOT.bases + targets) @ rot.T + d  # back into the standing body frame
     np.testing.assert_allclose(feet, ROBOT.bases + ROBOT.neutral_feet(), atol=1e-15)
     q, _ = legs_solve(ROBOT, ROBOT.standing_configuration(), targets)

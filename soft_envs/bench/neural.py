@@ -1,7 +1,7 @@
 """Neural-network IK for PETER: paper Table 1 side by side (network, hybrid, TRR) and inference speed.
 
 Every column runs on the same targets as the TRR column of ``bench peter``
-(:func:`~soft_envs.agents.bench.peter.table1_targets`). Errors are tip errors on the paper's
+(:func:`~soft_envs.bench.peter.table1_targets`). Errors are tip errors on the paper's
 tilted-plane model, ``‖x(t) − x_d‖``, for the times ``t`` each method returns.
 """
 
@@ -13,8 +13,8 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from soft_envs.agents.bench import markdown_table, pyplot, save_figure
-from soft_envs.agents.bench.peter import PAPER_TRR, table1_targets
+from soft_envs.bench import markdown_table, pyplot, save_figure
+from soft_envs.bench.peter import PAPER_TRR, table1_targets
 from soft_envs.agents.ik.trust_region import trr, trr_batch
 from soft_envs.agents.nn import NeuralIK
 
