@@ -2,13 +2,28 @@
 
 A kinematic model maps a configuration vector ``q`` (actuator inputs or joint values, in the
 model's SI units) to an end-effector position in the model's base frame [m], and gives the
-analytic Jacobian ``d position / d q``. IK solvers only use this interface (plus optional
-extras such as ``intermediate_points``), so every solver works on every model.
+analytic Jacobian ``d position / d q``. IK solvers only use this interface, so every solver
+works on every model.
+
+Optional capabilities are the documented protocols below (checked with ``isinstance``, never
+by probing private methods): a solver uses one when the model offers it and says so in its
+docstring.
+
+==========================  ==============================================================
+protocol                    used by
+==========================  ==============================================================
+:class:`ModulePoints`       ``trr`` shape control (intermediate module points)
+:class:`PoseKinematics`     ``jacobian_ik`` with an orientation (full-pose IK)
+:class:`SmoothCoordinates`  ``sqp`` (solves in singularity-free coordinates)
+:class:`TipAngle`           ``sqp``'s tip-angle secondary task
+:class:`JacobianSolve`      ``newton_raphson`` (closed-form ``J⁻¹ r``)
+==========================  ==============================================================
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -25,6 +40,9 @@ class KinematicModel(ABC):
 
     lower: np.ndarray
     upper: np.ndarray
+    #: Size of the robot [m] (e.g. the straight arm's length), or ``None``: targets more than
+    #: 100 reaches away are rejected as a unit mistake (:func:`check_target`).
+    reach: float | None = None
 
     @property
     def n_dof(self) -> int:
@@ -91,3 +109,72 @@ def check_target(target: np.ndarray, dim: int = 3, reach: float | None = None) -
                 f"target is {far:.3g} m from the base but the robot reaches about {reach:.3g} m: "
                 "targets are in metres (millimetres given?)")
     return arr
+
+
+# ---------------------------------------------------------------------------------------------
+# Optional capabilities (structural protocols)
+# ---------------------------------------------------------------------------------------------
+@runtime_checkable
+class ModulePoints(Protocol):
+    """A model with intermediate points along its body (PETER: the top of every module)."""
+
+    n_modules: int
+
+    def module_points_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Points ``(N, 3)`` [m] and their Jacobians ``(N, 3, n_dof)``, the last point the tip."""
+
+
+@runtime_checkable
+class PoseKinematics(Protocol):
+    """A model whose end effector has an orientation (rigid chains)."""
+
+    def forward_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Position ``(3,)`` [m] and quaternion ``(x, y, z, w)`` of the end effector."""
+
+    def pose_jacobian(self, q: np.ndarray) -> np.ndarray:
+        """Geometric Jacobian ``(6, n_dof)``: linear then angular velocity, base frame."""
+
+    def pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For a batch ``(B, n_dof)``: positions ``(B, 3)``, rotations ``(B, 3, 3)``, Jacobians ``(B, 6, n_dof)``."""
+
+
+@runtime_checkable
+class SmoothCoordinates(Protocol):
+    """A model with singularity-free coordinates ``u`` (PCC arms: ``(ΔL, θ cos φ, θ sin φ)``)."""
+
+    smooth_lower: np.ndarray
+    smooth_upper: np.ndarray
+
+    def to_smooth(self, q: np.ndarray) -> np.ndarray:
+        """Configuration -> smooth coordinates."""
+
+    def from_smooth(self, u: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+        """Smooth coordinates -> configuration (the one nearest ``reference``)."""
+
+    def smooth_kinematics(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Tip ``(3,)`` [m] and its Jacobian ``(3, n_dof)`` with respect to ``u``."""
+
+    def project_smooth(self, u: np.ndarray) -> np.ndarray:
+        """The nearest ``u`` within the bounds."""
+
+    def smooth_constraint(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Inequality constraints ``g(u) >= 0`` and their Jacobian (SLSQP form)."""
+
+
+@runtime_checkable
+class TipAngle(Protocol):
+    """A model with a scalar tip angle [rad] and its gradient (the planar PCC arm: ``Σ θ_i``)."""
+
+    def tip_angle(self, q: np.ndarray) -> np.ndarray:
+        """Tip angle [rad]."""
+
+    def tip_angle_gradient(self, q: np.ndarray | None = None) -> np.ndarray:
+        """``d tip_angle / d q`` ``(n_dof,)``."""
+
+
+@runtime_checkable
+class JacobianSolve(Protocol):
+    """A square model with a closed-form Newton step (the quadruped leg)."""
+
+    def jacobian_solve(self, q: np.ndarray, residual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(J(q)⁻¹ residual, det J(q))``, batched over leading axes."""
