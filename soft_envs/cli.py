@@ -11,16 +11,41 @@ import time
 # (TRR, the naive TRR, the neural network and the hybrid, in the model and in physics).
 DEFAULT_BENCHES = ("peter", "nn")
 
+# The main keyword variants of each environment (``gym.make(id, **kwargs)``), shown by `list`.
+ENV_VARIANTS: dict[str, tuple[str, ...]] = {
+    "soft_envs/PeterReach-v0": (
+        "n_modules=1..4",
+        "kinematic=True (analytic model, no PyBullet; fast learning)",
+        "kinematics='pcc'|'tilted' (the paper's model, with kinematic=True)",
+        "goal_conditioned=True (achieved_goal/desired_goal dict)",
+        "payload=kg, links_per_module=m",
+    ),
+    "soft_envs/PCCTrack-v0": (
+        "n_segments=N, links_per_segment=m",
+        "trajectory={trajectories}",
+        "action_type='configuration'|'torque'",
+        "kp=80, kv=3 (the paper's PD + feed-forward gains), stiffness_error=e",
+        "goal_conditioned=True",
+    ),
+    "soft_envs/QuadrupedWalk-v0": ("reset_noise_scale=rad, ground_friction=mu",),
+    "soft_envs/QuadrupedPose-v0": ("goal_range=rad", "goal_conditioned=True"),
+    "soft_envs/HexapodPose-v0": ("goal_range=fraction of the input limit", "goal_conditioned=True"),
+}
+
 
 def _cmd_list(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import soft_envs
 
-    print("Environments:")
+    from soft_envs.trajectories import TRAJECTORIES
+
+    print("Environments (gym.make(id, **variant)):")
     for env_id in soft_envs.ENV_IDS:
         spec = gym.spec(env_id)
         print(f"  {env_id:32s} max_episode_steps={spec.max_episode_steps}")
+        for variant in ENV_VARIANTS.get(env_id, ()):
+            print(f"      {variant.format(trajectories='|'.join(sorted(TRAJECTORIES)))}")
     from soft_envs import bench
 
     print("Benchmarks: " + ", ".join(bench.available()))

@@ -19,6 +19,7 @@ SOURCES = {"soft_envs": ROOT / "soft_envs", "soft_envs.agents": ROOT / "agents"}
 # Layer of each top-level part of the package (the part after ``soft_envs.``).
 LAYER = {
     "exceptions": "base",
+    "console": "base",
     "geometry": "geometry",
     "robots": "robots",
     "trajectories": "robots",  # task definitions in SI units, no simulator

@@ -8,6 +8,8 @@ import numpy as np
 import pybullet
 from pybullet_utils.bullet_client import BulletClient
 
+from soft_envs.console import quiet_native_output
+
 
 def has_display() -> bool:
     """True when a GUI window can be opened (an X display is set)."""
@@ -16,7 +18,8 @@ def has_display() -> bool:
 
 def connect(gui: bool = False) -> BulletClient:
     """A new physics client owned by the caller (``DIRECT`` unless ``gui``); never the global one."""
-    client = BulletClient(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
+    with quiet_native_output():  # PyBullet prints "argv[0]=" on connect
+        client = BulletClient(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
     if gui:
         client.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
     return client

@@ -1,0 +1,63 @@
+"""A dead ``AsyncVectorEnv`` worker gives an error, not a hang (README, "Vector environments").
+
+Gymnasium leaves a plain ``close()`` waiting forever on a worker that died mid-step; the
+pattern the README recommends — ``step_wait(timeout=…)`` and ``close(terminate=True)`` on any
+error — must end in seconds with every worker process gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import warnings
+
+import gymnasium as gym
+import pytest
+
+import soft_envs  # noqa: F401
+
+
+def _call_with_deadline(fn, seconds: float):
+    """Run ``fn`` in a thread; fail the test (instead of hanging the suite) if it takes longer."""
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"call did not return within {seconds} s"
+    return outcome
+
+
+@pytest.mark.parametrize("when", ["before_step", "during_step"])
+def test_killed_worker_raises_and_close_terminates(when):
+    envs = gym.make_vec("soft_envs/PeterReach-v0", num_envs=2, vectorization_mode="async", kinematic=True)
+    envs.reset(seed=0)
+    victim = envs.processes[1]
+    if when == "during_step":
+        envs.step_async(envs.action_space.sample())
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(5.0)
+
+    def step():
+        if when == "before_step":
+            envs.step_async(envs.action_space.sample())
+        return envs.step_wait(timeout=10.0)
+
+    start = time.perf_counter()
+    outcome = _call_with_deadline(step, 20.0)
+    assert isinstance(outcome.get("error"), (OSError, EOFError)), outcome
+    assert time.perf_counter() - start < 10.0
+    with warnings.catch_warnings():  # gymnasium warns about closing during a pending step
+        warnings.simplefilter("ignore")
+        closed = _call_with_deadline(lambda: envs.close(terminate=True), 20.0)
+    assert "error" not in closed, closed
+    assert not any(p.is_alive() for p in envs.processes)
+
