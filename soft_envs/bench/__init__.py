@@ -26,6 +26,7 @@ BENCHES: dict[str, str] = {
     "quadruped": "soft_envs.bench.quadruped",
     "ik": "soft_envs.bench.chain_ik",
     "hexapod": "soft_envs.bench.hexapod",
+    "reliability": "soft_envs.bench.reliability",
 }
 
 

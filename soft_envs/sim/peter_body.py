@@ -6,6 +6,7 @@ import numpy as np
 import pybullet
 
 from soft_envs.geometry import quaternion_to_matrix
+from soft_envs.console import quiet_native_output
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.urdf import load_urdf_text
 
@@ -21,8 +22,9 @@ def configure_physics(client, *, time_step: float, gravity: bool = True, solver_
     """
     client.setTimeStep(time_step)
     client.setGravity(0.0, 0.0, -9.81 if gravity else 0.0)
-    client.setPhysicsEngineParameter(numSolverIterations=solver_iterations,
-                                     constraintSolverType=pybullet.CONSTRAINT_SOLVER_LCP_DANTZIG)
+    with quiet_native_output():  # PyBullet prints the solver switch
+        client.setPhysicsEngineParameter(numSolverIterations=solver_iterations,
+                                         constraintSolverType=pybullet.CONSTRAINT_SOLVER_LCP_DANTZIG)
 
 
 class PeterBody:
