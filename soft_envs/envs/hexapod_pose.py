@@ -14,9 +14,9 @@ Observation (flat ``Box``, float32, world frame, SI):
 slice           content
 ==============  ===========================================================
 ``[0:3]``       platform position ``p_P`` [m]
-``[3:7]``       platform quaternion ``(w, x, y, z)``, ``w ≥ 0``
+``[3:7]``       platform quaternion ``(x, y, z, w)``, ``w ≥ 0``
 ``[7:10]``      goal position [m]
-``[10:14]``     goal quaternion ``(w, x, y, z)``
+``[10:14]``     goal quaternion ``(x, y, z, w)``, ``w ≥ 0``
 ``[14:17]``     goal − platform position [m]
 ``[17:20]``     orientation error: rotation vector of ``goal ⊗ platform⁻¹`` [rad]
 ``[20:38]``     force of each rod on the platform ``(6 × 3)`` [N]
@@ -24,7 +24,7 @@ slice           content
 ==============  ===========================================================
 
 With ``goal_conditioned=True``: a ``Dict`` with ``observation`` (pose, forces, inputs),
-``achieved_goal`` and ``desired_goal`` (7-vectors: position, quaternion), and
+``achieved_goal`` and ``desired_goal`` (7-vectors: position [m], quaternion ``(x, y, z, w)``), and
 :meth:`HexapodPoseEnv.compute_reward`.
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
@@ -48,18 +48,9 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
-from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution, _quat_conj, _quat_mul
+from soft_envs.geometry import rotation_vector_error
+from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
 from soft_envs.sim.bullet import connect
-
-
-def orientation_error(goal_q: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Rotation vector [rad] of ``goal ⊗ q⁻¹`` (quaternions ``(..., 4)`` scalar first), shortest way."""
-    d = _quat_mul(np.asarray(goal_q, float), _quat_conj(np.asarray(q, float)))
-    d = np.where(d[..., :1] < 0, -d, d)
-    v = d[..., 1:]
-    s = np.linalg.norm(v, axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(s, d[..., :1])
-    return np.where(s > 1e-12, v / np.maximum(s, 1e-300) * angle, 2.0 * v)
 
 
 class HexapodPoseEnv(SoftEnv, EzPickle):
@@ -178,7 +169,7 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
     def pose_errors(self) -> tuple[float, float]:
         """``(position error [m], angle error [rad])`` to the goal."""
         dp = float(np.linalg.norm(self.goal[:3] - self.solution.position))
-        ang = float(np.linalg.norm(orientation_error(self.goal[3:], self.solution.quaternion)))
+        ang = float(np.linalg.norm(rotation_vector_error(self.goal[3:], self.solution.quaternion)))
         return dp, ang
 
     def _observation(self):
@@ -189,14 +180,14 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
             return {"observation": np.concatenate((s.pose, forces, setpoints)).astype(np.float32),
                     "achieved_goal": s.pose.astype(np.float32), "desired_goal": self.goal.astype(np.float32)}
         return np.concatenate((s.position, s.quaternion, self.goal[:3], self.goal[3:], self.goal[:3] - s.position,
-                               orientation_error(self.goal[3:], s.quaternion), forces, setpoints)).astype(np.float32)
+                               rotation_vector_error(self.goal[3:], s.quaternion), forces, setpoints)).astype(np.float32)
 
     @staticmethod
     def _pose_distances(achieved: np.ndarray, desired: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = np.asarray(achieved, dtype=float)
         d = np.asarray(desired, dtype=float)
         return (np.linalg.norm(d[..., :3] - a[..., :3], axis=-1),
-                np.linalg.norm(orientation_error(d[..., 3:], a[..., 3:]), axis=-1))
+                np.linalg.norm(rotation_vector_error(d[..., 3:], a[..., 3:]), axis=-1))
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         if self.goal_conditioned:  # from the float32 goals, so that compute_reward reproduces it exactly
@@ -269,11 +260,9 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
         for i, rod in enumerate(rods):
             for k, body in enumerate(ids["segments"][i]):
                 p0, p1 = rod.positions[k], rod.positions[k + 1]
-                q = rod.quaternions[k] + rod.quaternions[k + 1]  # mid-segment frame, z along the rod
+                q = rod.quaternions[k] + rod.quaternions[k + 1]  # mid-segment frame (x, y, z, w), z along the rod
                 q = q / np.linalg.norm(q)
-                client.resetBasePositionAndOrientation(body, (0.5 * (p0 + p1)).tolist(),
-                                                       [q[1], q[2], q[3], q[0]])
-        qp = s.quaternion
-        client.resetBasePositionAndOrientation(ids["platform"], s.position.tolist(), [qp[1], qp[2], qp[3], qp[0]])
+                client.resetBasePositionAndOrientation(body, (0.5 * (p0 + p1)).tolist(), q.tolist())
+        client.resetBasePositionAndOrientation(ids["platform"], s.position.tolist(), s.quaternion.tolist())
         g = self.goal
-        client.resetBasePositionAndOrientation(ids["goal"], g[:3].tolist(), [g[4], g[5], g[6], g[3]])
+        client.resetBasePositionAndOrientation(ids["goal"], g[:3].tolist(), g[3:7].tolist())
