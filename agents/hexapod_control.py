@@ -56,4 +56,4 @@ class HexapodJacobianAgent:
         if big > self.max_step:
             step *= self.max_step / big
         rho_new = np.clip(rho + step, self.model.lower, self.model.upper)
-        return self.env.inputs_to_action(rho_new)
+        return self.env.model_to_action(rho_new)

@@ -17,7 +17,8 @@ reset / close order. Subclasses fill the hooks:
   previous action of an episode's first step);
 * ``_terminated()``, ``_extra_info()``, ``_camera()`` (orbit-camera parameters, no side
   effects) and ``_render_scene()`` (brings the scene to draw up to date, returns its client);
-* ``_physics_parameters()`` — gravity and solver settings of the client (set once by the base);
+* ``_physics_parameters()`` — gravity and solver settings of the client, applied once by the
+  base constructor (so a subclass sets what it reads before calling ``super().__init__``);
 * ``_action_to_model(a)`` / ``_model_to_action(q)`` — only where the mapping is not the plain
   box between the model's ``lower`` and ``upper`` bounds.
 

@@ -39,7 +39,6 @@ from soft_envs.exceptions import check_nonnegative
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.geometry import quaternion_to_matrix
 
-OBS_SIZE = 39
 GRAVITY = 9.81
 
 

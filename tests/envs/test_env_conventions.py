@@ -200,7 +200,7 @@ def test_success_threshold_is_one_name(env_id):
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
-def test_closed_env_raises_and_opens_nothing(env_id):
+def test_closed_env_raises(env_id):
     env = gym.make(env_id, render_mode="rgb_array", width=32, height=24)
     env.reset(seed=0)
     env.close()
