@@ -135,4 +135,4 @@ class BodyPoseController:
             q_guess, _ = legs_solve(self.robot, self.q, targets, iterations=self.iterations, max_step=self.max_step)
             targets = targets + rolling_offsets(self.robot, q_guess, self.command, self.q_standing) @ rot
         self.q, _ = legs_solve(self.robot, self.q, targets, iterations=self.iterations, max_step=self.max_step)
-        return self.env.joints_to_action(self.q)
+        return self.env.model_to_action(self.q)

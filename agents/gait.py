@@ -132,4 +132,4 @@ class TrotController:
         targets = self.foot_targets(self.time, yaw - desired_yaw)
         self.q, self.last_iterations = legs_solve(self.robot, self.q, targets, iterations=self.iterations,
                                                   max_step=self.max_step)
-        return self.env.joints_to_action(self.q)
+        return self.env.model_to_action(self.q)

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from soft_envs.geometry import rotation_vector_error
 from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
-
-
-def _rotation_error(goal_q: np.ndarray, q: np.ndarray) -> np.ndarray:
-    from soft_envs.envs.hexapod_pose import orientation_error
-
-    return orientation_error(goal_q, q)
 
 
 class HexapodJacobianAgent:
@@ -40,7 +35,8 @@ class HexapodJacobianAgent:
 
     @staticmethod
     def parse(obs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(pose (7,), goal pose (7,), normalised inputs (6,))`` from either observation form."""
+        """``(pose (7,), goal pose (7,), normalised inputs (6,))`` from either observation form; a pose
+        is position [m] then quaternion ``(x, y, z, w)``."""
         if isinstance(obs, dict):
             o = np.asarray(obs["observation"], float)
             return np.asarray(obs["achieved_goal"], float), np.asarray(obs["desired_goal"], float), o[25:31]
@@ -52,7 +48,7 @@ class HexapodJacobianAgent:
         rho = a * self.model.input_limit
         self._solution = self.model.solve(rho, self._solution)
         S = self.model.input_jacobian(self._solution)
-        e = np.concatenate((goal[:3] - pose[:3], _rotation_error(goal[3:], pose[3:])))
+        e = np.concatenate((goal[:3] - pose[:3], rotation_vector_error(goal[3:], pose[3:])))
         w = np.concatenate((np.ones(3), np.full(3, self.length_scale**2)))
         A = S.T @ (w[:, None] * S) + self.damping**2 * np.eye(6) * np.max(np.abs(S)) ** 2
         step = self.gain * np.linalg.solve(A, S.T @ (w * e))
@@ -60,4 +56,4 @@ class HexapodJacobianAgent:
         if big > self.max_step:
             step *= self.max_step / big
         rho_new = np.clip(rho + step, self.model.lower, self.model.upper)
-        return self.env.inputs_to_action(rho_new)
+        return self.env.model_to_action(rho_new)

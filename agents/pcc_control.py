@@ -60,7 +60,7 @@ class PCCTrackingAgent:
             options.setdefault("tip_angle", self.tip_angle)
         self.last_result = sqp(self.model, target, self._solution, **options)
         self._solution = self.last_result.solution
-        return self.env.configuration_to_action(self._solution)
+        return self.env.model_to_action(self._solution)
 
 
 def track(env, agent: PCCTrackingAgent, n_steps: int, seed: int = 0) -> dict[str, np.ndarray]:

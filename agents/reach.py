@@ -68,4 +68,4 @@ class TRRReachAgent:
             miss, speed = obs[6:9], np.linalg.norm(obs[9:12])
             if speed < self.settle_speed and np.linalg.norm(miss) > self.feedback_tolerance:
                 self._plan(self._aim + miss)
-        return self.env.times_to_action(self._solution)
+        return self.env.model_to_action(self._solution)

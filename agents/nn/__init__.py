@@ -258,7 +258,7 @@ class NeuralReachAgent:
                 error = float(np.linalg.norm(self.model.forward(guess) - goal))
             self.last_result = IKResult(solution, error, error < 1e-6, iterations, time.perf_counter() - start)
             self._goal, self._solution = goal, solution
-        return self.env.times_to_action(self._solution)
+        return self.env.model_to_action(self._solution)
 
 
 __all__ = ["NeuralIK", "NeuralReachAgent", "gelu", "weights_path"]

@@ -145,7 +145,7 @@ def assembly_modes(full: bool, seed: int) -> str:
     for s in sols:
         if s.stable:
             stable_rows.append([str(s.modes), f"({s.position[0] * 1e3:.1f}, {s.position[1] * 1e3:.1f}, "
-                                f"{s.position[2] * 1e3:.1f})", f"{np.degrees(2 * np.arccos(min(1, s.quaternion[0]))):.1f}",
+                                f"{s.position[2] * 1e3:.1f})", f"{np.degrees(2 * np.arccos(min(1, s.quaternion[3]))):.1f}",
                                 f"{s.energy:.4f}"])
     neg = [int(np.sum(s.stability["energy_hessian_eigenvalues"] < 0)) for s in sols
            if s.stability["stiffness_criterion"] and not s.stability["energy_criterion"]]

@@ -155,7 +155,7 @@ def step_rate(n_steps: int, seed: int, n_modules: int = 2, block: int = 20) -> s
     body.reset(np.zeros(unwrapped.model.n_dof))
     targets, previous = [], body.targets
     for a in actions:  # the same joint-space representation the env's body chooses
-        previous = body.model.body_joint_positions(unwrapped.action_to_times(a), reference=previous)
+        previous = body.model.body_joint_positions(unwrapped.action_to_model(a), reference=previous)
         targets.append(previous.tolist())
     step_bare = client.stepSimulation
     env_seconds = bare_seconds = 0.0

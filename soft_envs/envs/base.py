@@ -1,14 +1,29 @@
-"""The base environment: owns the PyBullet client, validates actions, sums named reward terms.
+"""The base environment: owns the PyBullet client and the work every environment shares.
 
-Subclasses fill the hooks (in the style of Gymnasium's ``MujocoEnv``):
+:class:`SoftEnv` (in the style of Gymnasium's ``MujocoEnv``) owns the physics client and its
+settings, validates and clips actions, maps normalised actions to model units and back
+(:meth:`SoftEnv.action_to_model`, :meth:`SoftEnv.model_to_action`), keeps the previous action
+and adds the ``action_rate`` reward term, sums the named reward terms, and enforces the
+reset / close order. Subclasses fill the hooks:
 
 * ``_apply_action(action)`` — send the (validated, clipped) action to the robot;
 * ``_observation()`` — the observation, built in one place;
-* ``_reward_terms(action)`` — ``{name: value}``; the reward is their sum and each appears in
-  ``info`` as ``reward_<name>``;
-* ``_terminated()`` and ``_extra_info()``;
-* ``_camera()`` — orbit-camera parameters for ``rgb_array`` rendering;
-* ``_reset_model()`` — put the robot and task in their initial state using ``self.np_random``.
+* ``_reward_terms(action)`` — the task's ``{name: value}``; the base appends
+  ``action_rate = −action_rate_weight · ‖a − a_prev‖²``, the reward is the sum of all terms
+  in that order and each appears in ``info`` as ``reward_<name>``;
+* ``_reset_model(options)`` — put the robot and task in their initial state using
+  ``self.np_random`` (``options`` is ``reset``'s dict, empty when none was given);
+* ``_command()`` — the command the robot holds, in model units (its normalised form is the
+  previous action of an episode's first step);
+* ``_terminated()``, ``_extra_info()``, ``_camera()`` (orbit-camera parameters, no side
+  effects) and ``_render_scene()`` (brings the scene to draw up to date, returns its client);
+* ``_physics_parameters()`` — gravity and solver settings of the client, applied once by the
+  base constructor (so a subclass sets what it reads before calling ``super().__init__``);
+* ``_action_to_model(a)`` / ``_model_to_action(q)`` — only where the mapping is not the plain
+  box between the model's ``lower`` and ``upper`` bounds.
+
+Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
+one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
 
 A subclass that runs without physics (``use_physics=False``) has ``self.client = None`` and
 advances its own state in ``_apply_action``.
@@ -16,13 +31,45 @@ advances its own state in ``_apply_action``.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.error import ResetNeeded
 
-from soft_envs.exceptions import InvalidActionError, InvalidParameterError
-from soft_envs.sim.bullet import connect, disconnect, has_display, render_rgb
+from soft_envs.exceptions import (
+    ClosedEnvironmentError,
+    InvalidActionError,
+    InvalidParameterError,
+    check_nonnegative,
+)
+from soft_envs.sim.bullet import configure_physics, connect, disconnect, has_display, render_rgb
+
+MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
+MAX_FRAME_SKIP = 10_000  # physics steps per env.step
+TIME_STEP_RANGE = (1e-6, 1.0)  # s, physics time step
+MAX_SOLVER_ITERATIONS = 100_000
+
+
+def check_count(name: str, value: Any, maximum: int) -> int:
+    """``value`` as an ``int`` if it is an integer in ``[1, maximum]``, else :class:`InvalidParameterError`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= maximum:
+        raise InvalidParameterError(f"{name} must be an integer from 1 to {maximum}; got {value!r}")
+    return int(value)
+
+
+def check_positive(name: str, value: Any, maximum: float = np.inf) -> float:
+    """``value`` as a ``float`` if it is a finite number in ``(0, maximum]``, else :class:`InvalidParameterError`."""
+    try:
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value <= maximum \
+            and np.isfinite(value)
+    except TypeError:
+        ok = False
+    if not ok:
+        bound = "" if maximum == np.inf else f" and <= {maximum:g}"
+        raise InvalidParameterError(f"{name} must be a finite number > 0{bound}; got {value!r}")
+    return float(value)
 
 
 class SoftEnv(gym.Env):
@@ -30,10 +77,17 @@ class SoftEnv(gym.Env):
 
     Args:
         render_mode: ``None``, ``"human"`` (GUI window) or ``"rgb_array"`` (headless images).
-        time_step: physics time step [s].
-        frame_skip: physics steps per ``env.step`` (control period ``time_step * frame_skip``).
-        use_physics: create a PyBullet client (False for analytic/kinematic variants).
-        width, height: size of ``rgb_array`` images [px].
+        time_step: physics time step [s], in ``[1e-6, 1]``.
+        frame_skip: physics steps per ``env.step`` (control period ``time_step * frame_skip``),
+            1 to 10 000.
+        width, height: size of ``rgb_array`` images [px], 1 to 4096.
+        action_rate_weight: weight of the ``action_rate`` reward term (>= 0).
+        use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
+            the subclass, not a user keyword.
+
+    Subclasses pass their users' remaining keywords (``**kwargs``) on to this constructor, as
+    Gymnasium's ``ant_v5`` does; the defaults of ``time_step`` and ``frame_skip`` are the
+    subclass's.
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 20}
@@ -44,25 +98,31 @@ class SoftEnv(gym.Env):
         render_mode: str | None = None,
         time_step: float = 1.0 / 240.0,
         frame_skip: int = 12,
-        use_physics: bool = True,
         width: int = 320,
         height: int = 240,
+        action_rate_weight: float = 0.0,
+        use_physics: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidParameterError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}; got {render_mode!r}")
-        if not (np.isfinite(time_step) and time_step > 0) or int(frame_skip) != frame_skip or frame_skip < 1:
-            raise InvalidParameterError("time_step must be > 0 [s] and frame_skip a positive integer")
+        self.time_step = check_positive("time_step [s]", time_step, TIME_STEP_RANGE[1])
+        if self.time_step < TIME_STEP_RANGE[0]:
+            raise InvalidParameterError(f"time_step must be >= {TIME_STEP_RANGE[0]:g} s; got {time_step!r}")
+        self.frame_skip = check_count("frame_skip", frame_skip, MAX_FRAME_SKIP)
+        self.width = check_count("width [px]", width, MAX_IMAGE_SIZE)
+        self.height = check_count("height [px]", height, MAX_IMAGE_SIZE)
+        check_nonnegative(action_rate_weight=action_rate_weight)
+        self.action_rate_weight = float(action_rate_weight)
         self.render_mode = render_mode
-        self.time_step = float(time_step)
-        self.frame_skip = int(frame_skip)
-        self.width, self.height = int(width), int(height)
         self.use_physics = bool(use_physics)
+        self._closed = False
+        self._previous_action: np.ndarray | None = None  # None until the first reset
+        self._render_client = None  # for rendering a physics-free env
         gui = render_mode == "human" and has_display()
         self.client = connect(gui=gui) if use_physics else None
-        self._render_client = None  # for rendering a physics-free env
         if self.client is not None:
-            self.client.setTimeStep(self.time_step)
+            configure_physics(self.client, time_step=self.time_step, **self._physics_parameters())
         self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.dt)))
 
     @property
@@ -70,7 +130,18 @@ class SoftEnv(gym.Env):
         """Control period [s]."""
         return self.time_step * self.frame_skip
 
+    @property
+    def previous_action(self) -> np.ndarray | None:
+        """The last step's clipped action (at reset: the action that holds the reset command),
+        float64; ``None`` before the first reset."""
+        return None if self._previous_action is None else self._previous_action.copy()
+
     # ------------------------------------------------------------------ hooks
+    def _physics_parameters(self) -> dict[str, Any]:
+        """Keywords of :func:`~soft_envs.sim.bullet.configure_physics` besides the time step
+        (gravity [m/s²], solver iterations, direct solver). Called once, by the constructor."""
+        return {}
+
     def _apply_action(self, action: np.ndarray) -> None:
         raise NotImplementedError
 
@@ -89,12 +160,41 @@ class SoftEnv(gym.Env):
     def _camera(self) -> dict[str, Any]:
         return {"target": (0.0, 0.0, 0.1), "distance": 0.6}
 
-    def _reset_model(self) -> None:
+    def _reset_model(self, options: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _command(self) -> np.ndarray:
         raise NotImplementedError
 
     def _render_scene(self):
-        """The client to render from (subclasses without physics override it)."""
+        """The client to render from, brought up to date (subclasses without physics override it)."""
         return self.client
+
+    def _action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Model units at the action box's low and high corners (default: the model's bounds)."""
+        return self.model.lower, self.model.upper
+
+    def _action_to_model(self, action: np.ndarray) -> np.ndarray:
+        low, high = self._action_bounds()
+        return low + (action + 1.0) * 0.5 * (high - low)
+
+    def _model_to_action(self, q: np.ndarray) -> np.ndarray:
+        low, high = self._action_bounds()
+        return 2.0 * (q - low) / (high - low) - 1.0
+
+    # ------------------------------------------------------------------ conversions
+    def action_to_model(self, action: Any) -> np.ndarray:
+        """Normalised action (clipped into the action box) -> command in model units (float64).
+
+        The units are the env's: inflation times [s], configuration set-point, joint targets
+        [rad], guide inputs [m] or generalised forces; see the env's docstring."""
+        low, high = self.action_space.low, self.action_space.high
+        return self._action_to_model(np.clip(np.asarray(action, dtype=float), low, high))
+
+    def model_to_action(self, q: Any) -> np.ndarray:
+        """Command in model units -> normalised action, clipped into the action box (float32)."""
+        low, high = self.action_space.low, self.action_space.high
+        return np.clip(self._model_to_action(np.asarray(q, dtype=float)), low, high).astype(np.float32)
 
     # ------------------------------------------------------------------ gym API
     def validate_action(self, action: Any) -> tuple[np.ndarray, bool]:
@@ -116,24 +216,36 @@ class SoftEnv(gym.Env):
         for _ in range(self.frame_skip if n_steps is None else n_steps):
             step()
 
+    def _check_open(self, method: str) -> None:
+        if self._closed:
+            raise ClosedEnvironmentError(f"{type(self).__name__}.{method}() called after close()")
+
     def step(self, action):
+        self._check_open("step")
+        if self._previous_action is None:
+            raise ResetNeeded(f"{type(self).__name__}.step() called before reset()")
         action, clipped = self.validate_action(action)
         self._apply_action(action)
         self.simulate()
         obs = self._observation()
         terms = self._reward_terms(action)
+        rate = action - self._previous_action
+        terms["action_rate"] = -self.action_rate_weight * float(rate @ rate)
         reward = float(sum(terms.values()))
         info = {f"reward_{name}": float(value) for name, value in terms.items()}
         info["action_clipped"] = clipped
         info.update(self._extra_info())
         terminated = bool(self._terminated())
+        self._previous_action = action
         if self.render_mode == "human":
             self.render()
         return obs, reward, terminated, False, info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self._check_open("reset")
         super().reset(seed=seed)
-        self._reset_model()
+        self._reset_model({} if options is None else options)
+        self._previous_action = self.model_to_action(self._command()).astype(np.float64)
         obs = self._observation()
         info = self._extra_info()
         if self.render_mode == "human":
@@ -141,6 +253,7 @@ class SoftEnv(gym.Env):
         return obs, info
 
     def render(self):
+        self._check_open("render")
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode= to gym.make")
             return None
@@ -150,8 +263,7 @@ class SoftEnv(gym.Env):
                 self._warned_no_display = True
             return None  # the GUI window (when there is one) shows the scene
         client = self._render_scene()
-        cam = self._camera()
-        return render_rgb(client, width=self.width, height=self.height, **cam)
+        return render_rgb(client, width=self.width, height=self.height, **self._camera())
 
     def close(self) -> None:
         # (No __del__: a BulletClient disconnects itself when garbage-collected, and
@@ -160,4 +272,67 @@ class SoftEnv(gym.Env):
         disconnect(self._render_client)
         self.client = None
         self._render_client = None
+        self._closed = True
         super().close()
+
+
+class GoalConditionedMixin:
+    """The ``compute_reward`` contract of every goal-reaching env (with a :class:`SoftEnv`).
+
+    With ``goal_conditioned=True`` the env's observation is a ``Dict`` with ``achieved_goal``
+    and ``desired_goal`` and it has ``compute_reward(achieved_goal, desired_goal, info)``:
+    the goal-dependent reward terms recomputed for (possibly relabelled) goals plus the
+    goal-independent terms read from ``info`` (its ``reward_<name>`` entries, e.g.
+    ``reward_action_rate``), summed in the step's order, vectorised over leading axes
+    (``info`` a dict, a sequence / object array of dicts, or ``None`` for the goal terms
+    alone). For the step's own float32 goals it equals the step's reward exactly. Without
+    ``goal_conditioned`` there is no ``compute_reward`` at all (learners such as SB3 take
+    its presence to mean a goal-conditioned env).
+
+    The env fills:
+
+    * ``_goal_terms(achieved_goal, desired_goal)`` — ``{name: value}`` of the goal-dependent
+      terms, vectorised over leading axes of the float arrays;
+    * ``_observed_goals()`` — ``(achieved_goal, desired_goal)`` as the observation shows them
+      (float32); the step computes its goal terms from these (:meth:`_step_goal_terms`).
+    """
+
+    goal_conditioned: bool = False
+
+    def _goal_terms(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _step_goal_terms(self) -> dict[str, float]:
+        """The goal terms of the current state, from the observed (float32) goals."""
+        return {name: float(value) for name, value in self._goal_terms(*self._observed_goals()).items()}
+
+    @property
+    def compute_reward(self):
+        """``compute_reward(achieved_goal, desired_goal, info)`` (see the class docstring)."""
+        if not self.goal_conditioned:
+            raise AttributeError("compute_reward exists only with goal_conditioned=True")
+        return self._compute_reward
+
+    def _compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
+        goal_terms = self._goal_terms(np.asarray(achieved_goal), np.asarray(desired_goal))
+        batch = np.shape(next(iter(goal_terms.values())))
+        if info is None:
+            infos = None
+        elif isinstance(info, dict):
+            infos = [info]
+        else:
+            infos = list(np.broadcast_to(np.asarray(info, dtype=object), batch).ravel())
+        names = [key[len("reward_"):] for key in (infos[0] if infos else {}) if key.startswith("reward_")]
+        names = [name for name in goal_terms if name not in names] + names
+        terms = []
+        for name in names:
+            if name in goal_terms:
+                terms.append(goal_terms[name])
+            elif isinstance(info, dict):
+                terms.append(info[f"reward_{name}"])
+            else:
+                terms.append(np.reshape([inf.get(f"reward_{name}", 0.0) for inf in infos], batch))
+        return sum(terms)

@@ -14,9 +14,9 @@ Observation (flat ``Box``, float32, world frame, SI):
 slice           content
 ==============  ===========================================================
 ``[0:3]``       platform position ``p_P`` [m]
-``[3:7]``       platform quaternion ``(w, x, y, z)``, ``w ≥ 0``
+``[3:7]``       platform quaternion ``(x, y, z, w)``, ``w ≥ 0``
 ``[7:10]``      goal position [m]
-``[10:14]``     goal quaternion ``(w, x, y, z)``
+``[10:14]``     goal quaternion ``(x, y, z, w)``, ``w ≥ 0``
 ``[14:17]``     goal − platform position [m]
 ``[17:20]``     orientation error: rotation vector of ``goal ⊗ platform⁻¹`` [rad]
 ``[20:38]``     force of each rod on the platform ``(6 × 3)`` [N]
@@ -24,15 +24,18 @@ slice           content
 ==============  ===========================================================
 
 With ``goal_conditioned=True``: a ``Dict`` with ``observation`` (pose, forces, inputs),
-``achieved_goal`` and ``desired_goal`` (7-vectors: position, quaternion), and
-:meth:`HexapodPoseEnv.compute_reward`.
+``achieved_goal`` and ``desired_goal`` (7-vectors: position [m], quaternion ``(x, y, z, w)``), and
+``compute_reward`` recomputes the reward for relabelled goals (the position and orientation terms
+from the goals, the action-rate term from ``info``; see
+:class:`~soft_envs.envs.base.GoalConditionedMixin`).
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``position = −position_weight · ‖Δp‖`` [m], ``orientation = −orientation_weight · angle``
-[rad] and ``action_rate = −action_rate_weight · ‖a − a_prev‖²``. ``info["is_success"]`` when
-the position error is below ``position_threshold`` (1 mm) and the angle below
-``angle_threshold`` (1°). Goals are the poses of uniformly random inputs within
-``goal_range · input_limit`` (always reachable on the starting branch), from the env's RNG.
+[rad] and ``action_rate = −action_rate_weight · ‖a − a_prev‖²``. ``info`` carries
+``position_error`` [m], ``angle_error`` [rad] and ``is_success``: the position error below
+``success_threshold`` (1 mm) and the angle below ``success_angle_threshold`` (1°). Goals are
+the poses of uniformly random inputs within ``goal_range · input_limit`` (always reachable on
+the starting branch), from the env's RNG.
 ``info["solver_converged"]`` is False when the branch could not be followed to the commanded
 inputs (the robot then rests at the last equilibrium reached, ``info["inputs"]``).
 """
@@ -46,35 +49,29 @@ import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import SoftEnv
+from soft_envs.envs.base import GoalConditionedMixin, SoftEnv, check_positive
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
-from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution, _quat_conj, _quat_mul
+from soft_envs.geometry import rotation_vector_error
+from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
 from soft_envs.sim.bullet import connect
 
 
-def orientation_error(goal_q: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Rotation vector [rad] of ``goal ⊗ q⁻¹`` (quaternions ``(..., 4)`` scalar first), shortest way."""
-    d = _quat_mul(np.asarray(goal_q, float), _quat_conj(np.asarray(q, float)))
-    d = np.where(d[..., :1] < 0, -d, d)
-    v = d[..., 1:]
-    s = np.linalg.norm(v, axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(s, d[..., :1])
-    return np.where(s > 1e-12, v / np.maximum(s, 1e-300) * angle, 2.0 * v)
-
-
-class HexapodPoseEnv(SoftEnv, EzPickle):
+class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Reach a platform pose with the 6-PFS hexapod (see the module docstring).
 
     Args:
         goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
-        position_weight, orientation_weight, action_rate_weight: reward weights.
-        position_threshold [m], angle_threshold [rad]: success thresholds.
+        position_weight, orientation_weight: reward weights.
+        success_threshold: position error counted as success [m].
+        success_angle_threshold: angle error counted as success [rad] (both must hold).
         goal_range: goals come from inputs uniform in ``±goal_range · input_limit``.
         max_input_step: continuation step of the solver [m].
         n_steps: RK4 steps per rod in the solver.
-        render_mode, width, height: see :class:`SoftEnv` (``time_step``·``frame_skip`` is the
-            nominal control period, 0.05 s).
+        time_step, frame_skip: their product is the nominal control period (0.05 s); no
+            physics is stepped.
         rod_render_radius: drawn rod radius [m] (the real 0.65 mm would be invisible).
+        **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
+            ``action_rate_weight`` = 0).
     """
 
     def __init__(
@@ -83,46 +80,35 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
         goal_conditioned: bool = False,
         position_weight: float = 10.0,
         orientation_weight: float = 1.0,
-        action_rate_weight: float = 0.0,
-        position_threshold: float = 1e-3,
-        angle_threshold: float = np.deg2rad(1.0),
+        success_threshold: float = 1e-3,
+        success_angle_threshold: float = np.deg2rad(1.0),
         goal_range: float = 0.5,
         max_input_step: float = 0.01,
         n_steps: int = 32,
-        render_mode: str | None = None,
         time_step: float = 0.05,
         frame_skip: int = 1,
-        width: int = 320,
-        height: int = 240,
         rod_render_radius: float = 0.003,
+        **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
             self, goal_conditioned=goal_conditioned, position_weight=position_weight,
-            orientation_weight=orientation_weight, action_rate_weight=action_rate_weight,
-            position_threshold=position_threshold, angle_threshold=angle_threshold, goal_range=goal_range,
-            max_input_step=max_input_step, n_steps=n_steps, render_mode=render_mode, time_step=time_step,
-            frame_skip=frame_skip, width=width, height=height, rod_render_radius=rod_render_radius)
-        check_nonnegative(
-            position_weight=position_weight,
-            orientation_weight=orientation_weight,
-            action_rate_weight=action_rate_weight,
-        )
+            orientation_weight=orientation_weight, success_threshold=success_threshold,
+            success_angle_threshold=success_angle_threshold, goal_range=goal_range, max_input_step=max_input_step,
+            n_steps=n_steps, time_step=time_step, frame_skip=frame_skip, rod_render_radius=rod_render_radius,
+            **kwargs)
+        check_nonnegative(position_weight=position_weight, orientation_weight=orientation_weight)
         if not (0.0 < goal_range <= 1.0):
             raise InvalidParameterError(f"goal_range must be in (0, 1]; got {goal_range!r}")
-        if not (position_threshold > 0 and angle_threshold > 0):
-            raise InvalidParameterError("success thresholds must be > 0")
-        self.model = Hexapod6PFS(n_steps=n_steps)
-        super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip, use_physics=False,
-                         width=width, height=height)
         self.goal_conditioned = bool(goal_conditioned)
         self.position_weight = float(position_weight)
         self.orientation_weight = float(orientation_weight)
-        self.action_rate_weight = float(action_rate_weight)
-        self.position_threshold = float(position_threshold)
-        self.angle_threshold = float(angle_threshold)
+        self.success_threshold = check_positive("success_threshold [m]", success_threshold)
+        self.success_angle_threshold = check_positive("success_angle_threshold [rad]", success_angle_threshold)
         self.goal_range = float(goal_range)
-        self.max_input_step = float(max_input_step)
-        self.rod_render_radius = float(rod_render_radius)
+        self.max_input_step = check_positive("max_input_step [m]", max_input_step)
+        self.rod_render_radius = check_positive("rod_render_radius [m]", rod_render_radius)
+        self.model = Hexapod6PFS(n_steps=n_steps)
+        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=False, **kwargs)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(6,), dtype=np.float32)
         pos_b, q_b, f_b = np.full(3, 1.0), np.ones(4), np.full(18, 1e3)
         err_b = np.concatenate((np.full(3, 2.0), np.full(3, np.pi)))
@@ -138,23 +124,19 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
             self.observation_space = spaces.Box(-flat_high, flat_high, dtype=np.float32)
         self.solution: HexapodSolution = self.model.reference_solution()
         self.goal = self.solution.pose.copy()
-        self._previous_action = np.zeros(6)
         self._converged = True
         self._render_ids: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ conversions
-    def action_to_inputs(self, action: np.ndarray) -> np.ndarray:
-        """Normalised action in [−1, 1] -> guide inputs [m]."""
-        return np.asarray(action, dtype=float) * self.model.input_limit
+    def _action_to_model(self, action: np.ndarray) -> np.ndarray:
+        return action * self.model.input_limit  # guide inputs ρ = a · input_limit [m]
 
-    def inputs_to_action(self, rho: np.ndarray) -> np.ndarray:
-        """Guide inputs [m] -> normalised action (float32)."""
-        return (np.asarray(rho, dtype=float) / self.model.input_limit).astype(np.float32)
+    def _model_to_action(self, q: np.ndarray) -> np.ndarray:
+        return q / self.model.input_limit
 
     # ------------------------------------------------------------------ hooks
-    def _reset_model(self) -> None:
+    def _reset_model(self, options: dict[str, Any]) -> None:
         self.solution = self.model.reference_solution()
-        self._previous_action = np.zeros(6)
         self._converged = True
         limit = self.goal_range * self.model.input_limit
         for _ in range(10):  # goals on the starting branch (a failed path is re-drawn)
@@ -164,66 +146,55 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
                 break
         self.goal = goal_sol.pose.copy()
 
+    def _command(self) -> np.ndarray:
+        return self.solution.inputs
+
     def _apply_action(self, action: np.ndarray) -> None:
-        rho = self.action_to_inputs(action)
+        rho = self.action_to_model(action)
         sol = self.model.solve(rho, self.solution, max_input_step=self.max_input_step)
         self._converged = bool(sol.converged)
         self.solution = sol
 
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        self._previous_action = np.clip(np.asarray(action, dtype=float), -1.0, 1.0)
-        return obs, reward, terminated, truncated, info
-
     def pose_errors(self) -> tuple[float, float]:
         """``(position error [m], angle error [rad])`` to the goal."""
         dp = float(np.linalg.norm(self.goal[:3] - self.solution.position))
-        ang = float(np.linalg.norm(orientation_error(self.goal[3:], self.solution.quaternion)))
+        ang = float(np.linalg.norm(rotation_vector_error(self.goal[3:], self.solution.quaternion)))
         return dp, ang
 
     def _observation(self):
         s = self.solution
         forces = self.model.tip_forces(s).reshape(18)
-        setpoints = self.inputs_to_action(s.inputs)
+        setpoints = self.model_to_action(s.inputs)
         if self.goal_conditioned:
             return {"observation": np.concatenate((s.pose, forces, setpoints)).astype(np.float32),
                     "achieved_goal": s.pose.astype(np.float32), "desired_goal": self.goal.astype(np.float32)}
         return np.concatenate((s.position, s.quaternion, self.goal[:3], self.goal[3:], self.goal[:3] - s.position,
-                               orientation_error(self.goal[3:], s.quaternion), forces, setpoints)).astype(np.float32)
+                               rotation_vector_error(self.goal[3:], s.quaternion), forces, setpoints)).astype(np.float32)
 
     @staticmethod
     def _pose_distances(achieved: np.ndarray, desired: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = np.asarray(achieved, dtype=float)
         d = np.asarray(desired, dtype=float)
         return (np.linalg.norm(d[..., :3] - a[..., :3], axis=-1),
-                np.linalg.norm(orientation_error(d[..., 3:], a[..., 3:]), axis=-1))
+                np.linalg.norm(rotation_vector_error(d[..., 3:], a[..., 3:]), axis=-1))
+
+    def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.solution.pose.astype(np.float32), self.goal.astype(np.float32)
+
+    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+        dp, ang = self._pose_distances(achieved_goal, desired_goal)
+        return {"position": -self.position_weight * dp, "orientation": -self.orientation_weight * ang}
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         if self.goal_conditioned:  # from the float32 goals, so that compute_reward reproduces it exactly
-            dp, ang = self._pose_distances(self.solution.pose.astype(np.float32), self.goal.astype(np.float32))
-        else:
-            dp, ang = self.pose_errors()
-        rate = np.asarray(action, dtype=float) - self._previous_action
-        return {"position": float(-self.position_weight * dp), "orientation": float(-self.orientation_weight * ang),
-                "action_rate": -self.action_rate_weight * float(rate @ rate)}
-
-    @property
-    def compute_reward(self):
-        """``compute_reward(achieved_goal, desired_goal, info)``: the position and orientation terms
-        for (possibly relabelled) goals, vectorised. Only with ``goal_conditioned=True`` (tools
-        such as SB3 treat an env that has it as a goal env)."""
-        if not self.goal_conditioned:
-            raise AttributeError("compute_reward exists only with goal_conditioned=True")
-        return self._compute_reward
-
-    def _compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
-        dp, ang = self._pose_distances(achieved_goal, desired_goal)
-        return -self.position_weight * dp + -self.orientation_weight * ang
+            return self._step_goal_terms()
+        dp, ang = self.pose_errors()
+        return {"position": float(-self.position_weight * dp), "orientation": float(-self.orientation_weight * ang)}
 
     def _extra_info(self) -> dict[str, Any]:
         dp, ang = self.pose_errors()
         return {"position_error": dp, "angle_error": ang,
-                "is_success": bool(dp < self.position_threshold and ang < self.angle_threshold),
+                "is_success": bool(dp < self.success_threshold and ang < self.success_angle_threshold),
                 "solver_converged": self._converged, "inputs": self.solution.inputs.copy()}
 
     # ------------------------------------------------------------------ rendering
@@ -269,11 +240,9 @@ class HexapodPoseEnv(SoftEnv, EzPickle):
         for i, rod in enumerate(rods):
             for k, body in enumerate(ids["segments"][i]):
                 p0, p1 = rod.positions[k], rod.positions[k + 1]
-                q = rod.quaternions[k] + rod.quaternions[k + 1]  # mid-segment frame, z along the rod
+                q = rod.quaternions[k] + rod.quaternions[k + 1]  # mid-segment frame (x, y, z, w), z along the rod
                 q = q / np.linalg.norm(q)
-                client.resetBasePositionAndOrientation(body, (0.5 * (p0 + p1)).tolist(),
-                                                       [q[1], q[2], q[3], q[0]])
-        qp = s.quaternion
-        client.resetBasePositionAndOrientation(ids["platform"], s.position.tolist(), [qp[1], qp[2], qp[3], qp[0]])
+                client.resetBasePositionAndOrientation(body, (0.5 * (p0 + p1)).tolist(), q.tolist())
+        client.resetBasePositionAndOrientation(ids["platform"], s.position.tolist(), s.quaternion.tolist())
         g = self.goal
-        client.resetBasePositionAndOrientation(ids["goal"], g[:3].tolist(), [g[4], g[5], g[6], g[3]])
+        client.resetBasePositionAndOrientation(ids["goal"], g[:3].tolist(), g[3:7].tolist())

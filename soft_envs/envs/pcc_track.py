@@ -16,7 +16,9 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   force [N], bending moments [N m]), normalised by :attr:`PCCTrackEnv.torque_limits`
   (1.5 × the elastic force at the bounds), held over the control period.
 
-Out-of-box actions are clipped (``info["action_clipped"]``).
+Out-of-box actions are clipped (``info["action_clipped"]``). :meth:`~SoftEnv.action_to_model`
+and :meth:`~SoftEnv.model_to_action` convert between the action and the set-point (``φ``
+wrapped into its bounds) or the generalised forces, as ``action_type`` says.
 
 Observation (flat ``Box``, float32, base frame, SI units; clipped into its bounds):
 
@@ -34,7 +36,8 @@ slice                  content
 
 With ``goal_conditioned=True`` the observation is a ``Dict``: ``observation`` (the flat one
 from ``[9:]``), ``achieved_goal`` (tip) and ``desired_goal`` (goal), and
-``env.compute_reward`` recomputes the reward for relabelled goals.
+``env.compute_reward`` recomputes the reward for relabelled goals (the tracking term from the
+goals, the action-rate term from ``info``; see :class:`~soft_envs.envs.base.GoalConditionedMixin`).
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``tracking = −tracking_weight · ‖goal − tip‖`` [m] and
@@ -59,7 +62,7 @@ import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import SoftEnv
+from soft_envs.envs.base import GoalConditionedMixin, SoftEnv, check_positive
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.sim.pcc_body import PCCBody, PDFeedforward
@@ -69,7 +72,7 @@ ACTION_TYPES = ("configuration", "torque")
 _START_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 
-class PCCTrackEnv(SoftEnv, EzPickle):
+class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Track a trajectory with a PCC arm (see the module docstring for spaces and rewards).
 
     Args:
@@ -88,10 +91,12 @@ class PCCTrackEnv(SoftEnv, EzPickle):
         rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s].
         random_start: random start phase on the trajectory.
         start_straight: start from the straight, relaxed arm instead of the IK start.
-        tracking_weight, action_rate_weight: reward weights.
+        tracking_weight: weight of the tracking term.
         success_threshold: tracking error counted as success [m].
         goal_conditioned: ``Dict`` observation with ``achieved_goal`` (tip) / ``desired_goal``.
-        render_mode, time_step, frame_skip, width, height: see :class:`SoftEnv`.
+        time_step: physics time step [s]; frame_skip: physics steps per ``env.step``.
+        **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
+            ``action_rate_weight`` = 0).
     """
 
     def __init__(
@@ -113,43 +118,35 @@ class PCCTrackEnv(SoftEnv, EzPickle):
         random_start: bool = True,
         start_straight: bool = False,
         tracking_weight: float = 1.0,
-        action_rate_weight: float = 0.0,
         success_threshold: float = 3e-3,
         goal_conditioned: bool = False,
-        render_mode: str | None = None,
         time_step: float = 2e-3,
         frame_skip: int = 25,
-        width: int = 320,
-        height: int = 240,
+        **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
             self, n_segments, links_per_segment=links_per_segment, segment_length=segment_length,
             trajectory=trajectory, time_scale=time_scale, trajectory_scale=trajectory_scale,
             action_type=action_type, kp=kp, kv=kv, compensate_damping=compensate_damping,
-            stiffness_error=stiffness_error, gravity=gravity,
-            rayleigh_stiffness=rayleigh_stiffness, random_start=random_start, start_straight=start_straight,
-            tracking_weight=tracking_weight, action_rate_weight=action_rate_weight,
-            success_threshold=success_threshold, goal_conditioned=goal_conditioned, render_mode=render_mode, time_step=time_step,
-            frame_skip=frame_skip, width=width, height=height)
+            stiffness_error=stiffness_error, gravity=gravity, rayleigh_stiffness=rayleigh_stiffness,
+            random_start=random_start, start_straight=start_straight, tracking_weight=tracking_weight,
+            success_threshold=success_threshold, goal_conditioned=goal_conditioned, time_step=time_step,
+            frame_skip=frame_skip, **kwargs)
         if action_type not in ACTION_TYPES:
             raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
-        check_nonnegative(tracking_weight=tracking_weight, action_rate_weight=action_rate_weight)
-        if not np.isfinite(success_threshold) or success_threshold <= 0:
-            raise InvalidParameterError(f"success_threshold must be > 0 [m]; got {success_threshold!r}")
+        check_nonnegative(tracking_weight=tracking_weight, rayleigh_stiffness=rayleigh_stiffness)
+        self.tracking_weight = float(tracking_weight)
+        self.success_threshold = check_positive("success_threshold [m]", success_threshold)
         self.trajectory = get_trajectory(trajectory, time_scale=time_scale, scale=trajectory_scale)
         arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
         self.model = arm_class(n_segments, links_per_segment, segment_length)
         self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=compensate_damping,
                                         stiffness_error=stiffness_error)
-        super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip,
-                         use_physics=True, width=width, height=height)
         self.action_type = action_type
         self.random_start = bool(random_start)
         self.start_straight = bool(start_straight)
-        self.tracking_weight = float(tracking_weight)
-        self.action_rate_weight = float(action_rate_weight)
-        self.success_threshold = float(success_threshold)
         self.gravity = bool(gravity)
+        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, **kwargs)
         self.body = PCCBody(self.client, self.model, gravity=9.81 if gravity else 0.0,
                             rayleigh_stiffness=rayleigh_stiffness)
         marker = self.client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.003, rgbaColor=[1.0, 0.1, 0.1, 0.9])
@@ -174,31 +171,33 @@ class PCCTrackEnv(SoftEnv, EzPickle):
             rest = high[9:]
             self.observation_space = spaces.Dict({"observation": spaces.Box(-rest, rest, dtype=np.float32),
                                                   "achieved_goal": point, "desired_goal": point})
-            self.compute_reward = self._goal_reward
         else:
             self.observation_space = spaces.Box(-high, high, dtype=np.float32)
         self.time = 0.0
         self.setpoint = np.zeros(n)
         self._previous_setpoint = np.zeros(n)
         self._torque = np.zeros(n)
-        self._previous_action = self.configuration_to_action(self.setpoint).astype(float)
         self.goal = self.trajectory.position(0.0)
         self.tip, self.tip_velocity = self.body.tip_state()
 
+    def _physics_parameters(self) -> dict[str, Any]:
+        # PCCBody integrates the arm itself; the client's gravity enters its inverse dynamics.
+        return {"gravity": 9.81 if self.gravity else 0.0}
+
     # ------------------------------------------------------------------ conversions
 
-    def action_to_configuration(self, action: np.ndarray) -> np.ndarray:
-        """Normalised action in [−1, 1] -> configuration set-point (model units)."""
-        low, high = self.model.lower, self.model.upper
-        return low + (np.asarray(action, dtype=float) + 1.0) * 0.5 * (high - low)
+    def _action_to_model(self, action: np.ndarray) -> np.ndarray:
+        if self.action_type == "torque":
+            return action * self.torque_limits
+        return super()._action_to_model(action)
 
-    def configuration_to_action(self, c: np.ndarray) -> np.ndarray:
-        """Configuration -> normalised action (float32; ``φ`` wrapped into the bounds)."""
-        low, high = self.model.lower, self.model.upper
-        c = np.array(c, dtype=float)
-        if not self.model.planar:
-            c[2::3] = np.angle(np.exp(1j * c[2::3]))
-        return np.clip(2.0 * (c - low) / (high - low) - 1.0, -1.0, 1.0).astype(np.float32)
+    def _model_to_action(self, q: np.ndarray) -> np.ndarray:
+        if self.action_type == "torque":
+            return q / self.torque_limits
+        c = np.array(q, dtype=float)
+        if not self.model.planar:  # φ wrapped into its bounds
+            c[..., 2::3] = np.angle(np.exp(1j * c[..., 2::3]))
+        return super()._model_to_action(c)
 
     # ------------------------------------------------------------------ start configurations
 
@@ -221,7 +220,7 @@ class PCCTrackEnv(SoftEnv, EzPickle):
 
     # ------------------------------------------------------------------ hooks
 
-    def _reset_model(self) -> None:
+    def _reset_model(self, options: dict[str, Any]) -> None:
         t0 = float(self.np_random.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
         c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
         self.body.reset(c0)
@@ -229,15 +228,17 @@ class PCCTrackEnv(SoftEnv, EzPickle):
         self.setpoint = self.body.configuration
         self._previous_setpoint = self.setpoint.copy()
         self._torque = np.zeros(self.model.n_dof)
-        self._previous_action = self.configuration_to_action(self.setpoint).astype(float)
         self.goal = self.trajectory.position(self.time)
+
+    def _command(self) -> np.ndarray:
+        return self.setpoint if self.action_type == "configuration" else self._torque
 
     def _apply_action(self, action: np.ndarray) -> None:
         if self.action_type == "configuration":
             self._previous_setpoint = self.setpoint
-            self.setpoint = self.action_to_configuration(action)
+            self.setpoint = self.action_to_model(action)
         else:
-            self._torque = np.asarray(action, dtype=float) * self.torque_limits
+            self._torque = self.action_to_model(action)
 
     def simulate(self, n_steps: int | None = None) -> None:
         """Advance ``n_steps`` (default ``frame_skip``) physics steps under the current action."""
@@ -256,11 +257,6 @@ class PCCTrackEnv(SoftEnv, EzPickle):
         self.time += steps * self.time_step
         self.goal = self.trajectory.position(self.time)
 
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        self._previous_action = np.clip(np.asarray(action, dtype=float), -1.0, 1.0)
-        return obs, reward, terminated, truncated, info
-
     def _observation(self) -> np.ndarray:
         self.tip, self.tip_velocity = self.body.tip_state()
         state = self.controller.state(self.body.u)
@@ -277,24 +273,24 @@ class PCCTrackEnv(SoftEnv, EzPickle):
         """Current tip-to-goal distance [m] (goal-conditioned: from the float32 goals of the observation,
         so that :meth:`compute_reward` reproduces the reward exactly)."""
         if self.goal_conditioned:
-            d = self.goal.astype(np.float32).astype(float) - self.tip.astype(np.float32).astype(float)
-            return float(np.sqrt(d @ d))
+            return float(self._distances(*self._observed_goals()))
         return float(np.linalg.norm(self.goal - self.tip))
 
-    def _goal_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
-        """``compute_reward`` (set only when goal-conditioned, so that flat-observation users such as
-        SB3 do not take the env for a GoalEnv): the tracking term for (possibly relabelled)
-        goals, plus ``info``'s action-rate term when one info dict is given; vectorised."""
+    @staticmethod
+    def _distances(achieved_goal, desired_goal) -> np.ndarray:
         d = np.asarray(desired_goal, dtype=float) - np.asarray(achieved_goal, dtype=float)
-        reward = -self.tracking_weight * np.sqrt(np.sum(d * d, axis=-1))
-        if isinstance(info, dict) and "reward_action_rate" in info:
-            reward = reward + info["reward_action_rate"]
-        return reward
+        return np.sqrt(np.sum(d * d, axis=-1))
+
+    def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.tip.astype(np.float32), self.goal.astype(np.float32)
+
+    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+        return {"tracking": -self.tracking_weight * self._distances(achieved_goal, desired_goal)}
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
-        rate = np.asarray(action, dtype=float) - self._previous_action
-        return {"tracking": -self.tracking_weight * self.tracking_error(),
-                "action_rate": -self.action_rate_weight * float(rate @ rate)}
+        if self.goal_conditioned:
+            return self._step_goal_terms()
+        return {"tracking": -self.tracking_weight * self.tracking_error()}
 
     def _terminated(self) -> bool:
         return not bool(np.all(np.isfinite(self.body.u)))
@@ -306,8 +302,11 @@ class PCCTrackEnv(SoftEnv, EzPickle):
 
     # ------------------------------------------------------------------ rendering
 
-    def _camera(self) -> dict[str, Any]:
-        length = self.model.total_length
+    def _render_scene(self):
         self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
         self.body.sync_bullet()
+        return self.client
+
+    def _camera(self) -> dict[str, Any]:
+        length = self.model.total_length
         return {"target": (0.0, 0.0, 0.5 * length), "distance": 1.6 * length + 0.05, "yaw": 40.0, "pitch": -20.0}

@@ -17,7 +17,9 @@ slice                 content
 
 With ``goal_conditioned=True`` the observation is a ``Dict`` with ``observation`` (tip,
 velocity, set-points), ``achieved_goal`` (tip) and ``desired_goal`` (goal), and
-:meth:`PeterReachEnv.compute_reward` recomputes the distance term for relabelled goals.
+``compute_reward`` recomputes the reward for relabelled goals (the distance term from the
+goals, the action-rate term from ``info``; see
+:class:`~soft_envs.envs.base.GoalConditionedMixin`).
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``distance = −distance_weight · ‖goal − tip‖`` [m] and
@@ -27,8 +29,9 @@ inflation times (always reachable), drawn from the env's seeded RNG.
 
 Physics: the PyBullet PCC body (:class:`~soft_envs.sim.peter_body.PeterBody`), gravity on,
 ``time_step = 1/240`` s, ``frame_skip = 12`` (20 Hz control), PyBullet's direct MLCP
-(Dantzig) constraint solver (see :func:`~soft_envs.sim.peter_body.configure_physics`). ``kinematic=True`` runs the
-same spaces on the analytic model (``kinematics="pcc"`` or ``"tilted"``) with no simulator.
+(Dantzig) constraint solver (why: :func:`~soft_envs.sim.peter_body.configure_physics`).
+``kinematic=True`` runs the same spaces on the analytic model (``kinematics="pcc"`` or
+``"tilted"``) with no simulator.
 """
 
 from __future__ import annotations
@@ -40,14 +43,14 @@ import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import SoftEnv
+from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv, check_count, check_positive
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.bullet import connect
-from soft_envs.sim.peter_body import PeterBody, configure_physics
+from soft_envs.sim.peter_body import PeterBody
 
 
-class PeterReachEnv(SoftEnv, EzPickle):
+class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Reach a target with a PETER arm (see the module docstring for spaces and rewards).
 
     Args:
@@ -57,13 +60,14 @@ class PeterReachEnv(SoftEnv, EzPickle):
         kinematics: ``"pcc"`` (the body's kinematics) or ``"tilted"`` (the paper's model;
             only with ``kinematic=True``).
         goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
-        distance_weight, action_rate_weight: reward weights.
+        distance_weight: weight of the distance term.
         success_threshold: success distance [m].
         payload: tip payload [kg] (physics only).
         gravity: standard gravity on (physics only).
         solver_iterations: PyBullet constraint-solver iterations.
-        render_mode, time_step, frame_skip, width, height: see :class:`SoftEnv`.
         radius, gap: module geometry [m], passed to :class:`Peter`.
+        **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``time_step`` = 1/240 s,
+            ``frame_skip`` = 12, ``width``, ``height``, ``action_rate_weight`` = 0).
     """
 
     def __init__(
@@ -75,42 +79,32 @@ class PeterReachEnv(SoftEnv, EzPickle):
         kinematics: str = "pcc",
         goal_conditioned: bool = False,
         distance_weight: float = 1.0,
-        action_rate_weight: float = 0.0,
         success_threshold: float = 1e-3,
         payload: float = 0.0,
         gravity: bool = True,
         solver_iterations: int = 100,
-        render_mode: str | None = None,
-        time_step: float = 1.0 / 240.0,
-        frame_skip: int = 12,
-        width: int = 320,
-        height: int = 240,
         radius: float = 0.045,
         gap: float = 0.017,
+        **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
             self, n_modules, links_per_module=links_per_module, kinematic=kinematic, kinematics=kinematics,
             goal_conditioned=goal_conditioned, distance_weight=distance_weight,
-            action_rate_weight=action_rate_weight, success_threshold=success_threshold, payload=payload,
-            gravity=gravity, solver_iterations=solver_iterations, render_mode=render_mode,
-            time_step=time_step, frame_skip=frame_skip, width=width, height=height, radius=radius, gap=gap)
+            success_threshold=success_threshold, payload=payload, gravity=gravity,
+            solver_iterations=solver_iterations, radius=radius, gap=gap, **kwargs)
         if not kinematic and kinematics != "pcc":
             raise InvalidParameterError("the PyBullet body is the PCC arm: kinematics='tilted' needs kinematic=True")
-        check_nonnegative(distance_weight=distance_weight, action_rate_weight=action_rate_weight)
-        if not np.isfinite(success_threshold) or success_threshold <= 0:
-            raise InvalidParameterError(f"success_threshold must be > 0 [m]; got {success_threshold!r}")
+        check_nonnegative(distance_weight=distance_weight, payload=payload)
+        self.distance_weight = float(distance_weight)
+        self.success_threshold = check_positive("success_threshold [m]", success_threshold)
+        self.solver_iterations = check_count("solver_iterations", solver_iterations, MAX_SOLVER_ITERATIONS)
         self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,
                            links_per_module=links_per_module)
-        super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip,
-                         use_physics=not kinematic, width=width, height=height)
         self.kinematic = bool(kinematic)
         self.goal_conditioned = bool(goal_conditioned)
-        self.distance_weight = float(distance_weight)
-        self.action_rate_weight = float(action_rate_weight)
-        self.success_threshold = float(success_threshold)
         self.payload = float(payload)
         self.gravity = bool(gravity)
-        self.solver_iterations = int(solver_iterations)
+        super().__init__(use_physics=not kinematic, **kwargs)
         n_act = self.model.n_dof
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n_act,), dtype=np.float32)
         # Bounds: positions within the arm's reach, velocities within ±10 m/s, set-points ±1.
@@ -133,11 +127,13 @@ class PeterReachEnv(SoftEnv, EzPickle):
         self.goal = self.model.forward(self.inflation_times)
         self.tip = self.goal.copy()
         self.tip_velocity = np.zeros(3)
-        self._previous_action = -np.ones(n_act)
+
+    def _physics_parameters(self) -> dict[str, Any]:
+        # The direct (Dantzig) solver holds the chain of position motors stiff (see PeterBody).
+        return {"gravity": 9.81 if self.gravity else 0.0, "solver_iterations": self.solver_iterations,
+                "direct_solver": True}
 
     def _build_scene(self, client) -> PeterBody:
-        configure_physics(client, time_step=self.time_step, gravity=self.gravity,
-                          solver_iterations=self.solver_iterations)
         body = PeterBody(client, self.model, payload=self.payload)
         self._goal_marker = None
         if self.render_mode is not None:  # a red sphere at the goal, for pictures only
@@ -146,21 +142,9 @@ class PeterReachEnv(SoftEnv, EzPickle):
                                                        basePosition=[0.0, 0.0, -1.0])
         return body
 
-    # ------------------------------------------------------------------ conversions
-    def action_to_times(self, action: np.ndarray) -> np.ndarray:
-        """Normalised action in [−1, 1] -> inflation times [s]."""
-        low, high = self.model.lower, self.model.upper
-        return low + (np.asarray(action, dtype=float) + 1.0) * 0.5 * (high - low)
-
-    def times_to_action(self, times: np.ndarray) -> np.ndarray:
-        """Inflation times [s] -> normalised action in [−1, 1] (float32)."""
-        low, high = self.model.lower, self.model.upper
-        return (2.0 * (np.asarray(times, dtype=float) - low) / (high - low) - 1.0).astype(np.float32)
-
     # ------------------------------------------------------------------ hooks
-    def _reset_model(self) -> None:
+    def _reset_model(self, options: dict[str, Any]) -> None:
         self.inflation_times = np.zeros(self.model.n_dof)
-        self._previous_action = self.times_to_action(self.inflation_times).astype(float)
         self.goal = self.model.forward(self.model.sample(self.np_random))
         if self.body is not None:
             self.body.reset(self.inflation_times)
@@ -170,22 +154,20 @@ class PeterReachEnv(SoftEnv, EzPickle):
         else:
             self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)
 
+    def _command(self) -> np.ndarray:
+        return self.inflation_times
+
     def _apply_action(self, action: np.ndarray) -> None:
-        self.inflation_times = self.action_to_times(action)
+        self.inflation_times = self.action_to_model(action)
         if self.body is not None:
             self.body.command(self.inflation_times)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        self._previous_action = np.asarray(action, dtype=float).clip(-1.0, 1.0)
-        return obs, reward, terminated, truncated, info
 
     def _observation(self):
         if self.body is not None:
             self.tip, self.tip_velocity = self.body.tip_state()
         else:
             self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)
-        setpoints = self.times_to_action(self.inflation_times)
+        setpoints = self.model_to_action(self.inflation_times)
         if self.goal_conditioned:
             return {
                 "observation": np.concatenate((self.tip, self.tip_velocity, setpoints)).astype(np.float32),
@@ -201,31 +183,21 @@ class PeterReachEnv(SoftEnv, EzPickle):
         (So that ``compute_reward`` on the observation gives exactly the step's distance term,
         as goal-relabelling learners require; the rounding is below 1e-7 m.)
         """
-        return float(self._distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
+        return float(self._distances(*self._observed_goals()))
 
     @staticmethod
     def _distances(achieved_goal, desired_goal) -> np.ndarray:
         diff = np.asarray(desired_goal, dtype=np.float64) - np.asarray(achieved_goal, dtype=np.float64)
         return np.sqrt(np.sum(diff * diff, axis=-1))
 
+    def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.tip.astype(np.float32), self.goal.astype(np.float32)
+
+    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+        return {"distance": -self.distance_weight * self._distances(achieved_goal, desired_goal)}
+
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
-        rate = action - self._previous_action
-        return {
-            "distance": -self.distance_weight * self.distance(),
-            "action_rate": -self.action_rate_weight * float(rate @ rate),
-        }
-
-    @property
-    def compute_reward(self):
-        """``compute_reward(achieved_goal, desired_goal, info)``: the distance term for
-        (possibly relabelled) goals, vectorised over leading axes. Only in the goal-conditioned
-        form (learners such as SB3 take its presence to mean a goal-conditioned env)."""
-        if not self.goal_conditioned:
-            raise AttributeError("compute_reward exists only with goal_conditioned=True")
-        return self._compute_reward
-
-    def _compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
-        return -self.distance_weight * self._distances(achieved_goal, desired_goal)
+        return self._step_goal_terms()
 
     def _extra_info(self) -> dict[str, Any]:
         d = self.distance()

@@ -34,12 +34,11 @@ import numpy as np
 import pybullet
 from gymnasium import spaces
 
-from soft_envs.envs.base import SoftEnv
+from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, SoftEnv, check_count
 from soft_envs.exceptions import check_nonnegative
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.geometry import quaternion_to_matrix
 
-OBS_SIZE = 39
 GRAVITY = 9.81
 
 
@@ -136,38 +135,29 @@ class QuadrupedBaseEnv(SoftEnv):
     """Common base of ``QuadrupedWalk-v0`` and ``QuadrupedPose-v0`` (spaces and physics above).
 
     Args:
-        action_rate_weight: weight of the ``−‖a − a_prev‖²`` cost.
         reset_noise_scale: half-width of the uniform noise on the initial joint angles [rad].
         ground_friction: lateral friction of the ground (feet: 1.0; Bullet multiplies them).
         solver_iterations: PyBullet constraint-solver iterations.
-        render_mode, time_step, frame_skip, width, height: see :class:`SoftEnv`.
+        time_step: physics time step [s]; frame_skip: physics steps per ``env.step``.
+        **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
+            ``action_rate_weight``).
     """
 
-    def __init__(self, *, action_rate_weight: float = 0.0, reset_noise_scale: float = 0.0,
-                 ground_friction: float = 1.0, solver_iterations: int = 50,
-                 render_mode: str | None = None, time_step: float = 1.0 / 500.0, frame_skip: int = 5,
-                 width: int = 320, height: int = 240) -> None:
-        check_nonnegative(
-            action_rate_weight=action_rate_weight,
-            reset_noise_scale=reset_noise_scale,
-            ground_friction=ground_friction,
-        )
-        self.model = Quadruped()
-        super().__init__(render_mode=render_mode, time_step=time_step, frame_skip=frame_skip,
-                         width=width, height=height)
-        self.action_rate_weight = float(action_rate_weight)
+    def __init__(self, *, reset_noise_scale: float = 0.0, ground_friction: float = 1.0,
+                 solver_iterations: int = 50, time_step: float = 1.0 / 500.0, frame_skip: int = 5,
+                 **kwargs: Any) -> None:
+        check_nonnegative(reset_noise_scale=reset_noise_scale, ground_friction=ground_friction)
         self.reset_noise_scale = float(reset_noise_scale)
         self.ground_friction = float(ground_friction)
-        self.solver_iterations = int(solver_iterations)
+        self.solver_iterations = check_count("solver_iterations", solver_iterations, MAX_SOLVER_ITERATIONS)
+        self.model = Quadruped()
+        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, **kwargs)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(12,), dtype=np.float32)
         self._obs_high = np.concatenate([
             np.ones(4), np.full(3, 50.0), np.full(3, 10.0), np.full(12, np.pi), np.full(12, 100.0),
             np.ones(4), [2.0]]).astype(np.float32)
         self._obs_low = -self._obs_high
         self._obs_low[34:38] = 0.0
-        self.client.setTimeStep(self.time_step)
-        self.client.setGravity(0.0, 0.0, -GRAVITY)
-        self.client.setPhysicsEngineParameter(numSolverIterations=self.solver_iterations)
         plane = self.client.createCollisionShape(pybullet.GEOM_PLANE)
         plane_visual = self.client.createVisualShape(pybullet.GEOM_BOX, halfExtents=[20.0, 20.0, 0.0005],
                                                      visualFramePosition=[0, 0, -0.0005],
@@ -176,19 +166,14 @@ class QuadrupedBaseEnv(SoftEnv):
         self.client.changeDynamics(self.ground, -1, lateralFriction=self.ground_friction)
         self.body = QuadrupedBody(self.client, self.model)
         self.joint_targets = self.model.standing_configuration().ravel()
-        self._previous_action = self.joints_to_action(self.joint_targets).astype(float)
         self._cache: dict[str, Any] = {}
 
-    # ------------------------------------------------------------------ conversions
-    def action_to_joints(self, action: np.ndarray) -> np.ndarray:
-        """Normalised action (12,) in [−1, 1] -> joint targets [rad]."""
-        low, high = self.model.lower, self.model.upper
-        return low + (np.asarray(action, dtype=float) + 1.0) * 0.5 * (high - low)
+    def _physics_parameters(self) -> dict[str, Any]:
+        return {"gravity": GRAVITY, "solver_iterations": self.solver_iterations}
 
-    def joints_to_action(self, q: np.ndarray) -> np.ndarray:
-        """Joint targets (12,) or (4, 3) [rad] -> normalised action (float32)."""
-        low, high = self.model.lower, self.model.upper
-        return (2.0 * (np.asarray(q, dtype=float).ravel() - low) / (high - low) - 1.0).astype(np.float32)
+    # ------------------------------------------------------------------ conversions
+    def _model_to_action(self, q: np.ndarray) -> np.ndarray:
+        return super()._model_to_action(q.ravel())  # (4, 3) per leg or (12,)
 
     # ------------------------------------------------------------------ state
     def _read_state(self) -> None:
@@ -220,24 +205,17 @@ class QuadrupedBaseEnv(SoftEnv):
             q = np.clip(q + noise, self.model.lower, self.model.upper)
         self.joint_targets = q
         self.body.reset(q, position=(0.0, 0.0, self.model.stance_height + self.model.foot_radius))
-        self._previous_action = self.joints_to_action(q).astype(float)
+
+    def _command(self) -> np.ndarray:
+        return self.joint_targets
 
     def _apply_action(self, action: np.ndarray) -> None:
-        self.joint_targets = self.action_to_joints(action)
+        self.joint_targets = self.action_to_model(action)
         self.body.command(self.joint_targets)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = super().step(action)
-        self._previous_action = np.asarray(action, dtype=float).clip(-1.0, 1.0)
-        return obs, reward, terminated, truncated, info
 
     def simulate(self, n_steps: int | None = None) -> None:
         super().simulate(n_steps)
         self._read_state()
-
-    def _action_rate(self, action: np.ndarray) -> float:
-        rate = np.asarray(action, dtype=float) - self._previous_action
-        return -self.action_rate_weight * float(rate @ rate)
 
     def _camera(self) -> dict[str, Any]:
         pos = self._cache.get("position", np.zeros(3))

@@ -12,8 +12,9 @@ Observation (flat, float32): ``[0:39]`` the base observation, ``[39:42]`` goal r
 [rad], ``[42:45]`` current roll, pitch, yaw [rad]. With ``goal_conditioned=True`` a ``Dict`` with
 ``observation`` (the 39 values), ``achieved_goal`` (current roll, pitch, yaw) and
 ``desired_goal`` (goal roll, pitch, yaw); then ``compute_reward`` recomputes the reward for
-relabelled goals (the orientation term from the goals, the other terms from ``info``) and the
-orientation term is computed from the float32 goals so that both agree bit for bit.
+relabelled goals (the orientation term from the goals, the other terms from ``info``; see
+:class:`~soft_envs.envs.base.GoalConditionedMixin`) and the orientation term is computed from the
+float32 goals so that both agree bit for bit.
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 
@@ -37,48 +38,41 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
+from soft_envs.envs.base import GoalConditionedMixin, check_positive
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.geometry import quaternion_to_rpy, rotation_angle, rpy_to_matrix
 
 
-class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
+class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
     """Body orientation control with the feet on the ground (see the module docstring).
 
     Args:
         goal_range: half-width of the uniform goal distribution per axis [rad].
         goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
-        orientation_weight, slip_weight, action_rate_weight: reward weights (>= 0).
+        orientation_weight, slip_weight: reward weights (>= 0).
         success_threshold: orientation error counted as success [rad].
-        reset_noise_scale, ground_friction, solver_iterations, render_mode, time_step,
-            frame_skip, width, height: see :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv`.
+        **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
+            (``reset_noise_scale`` = 0, ``ground_friction``, ``solver_iterations``, ``time_step``,
+            ``frame_skip``) and :class:`~soft_envs.envs.base.SoftEnv` keywords (``render_mode``,
+            ``width``, ``height``, ``action_rate_weight`` = 0).
     """
 
     def __init__(self, *, goal_range: float = np.radians(10.0), goal_conditioned: bool = False,
-                 orientation_weight: float = 1.0, slip_weight: float = 10.0, action_rate_weight: float = 0.0,
-                 success_threshold: float = np.radians(1.0), reset_noise_scale: float = 0.0,
-                 ground_friction: float = 1.0, solver_iterations: int = 50, render_mode: str | None = None,
-                 time_step: float = 1.0 / 500.0, frame_skip: int = 5, width: int = 320, height: int = 240) -> None:
+                 orientation_weight: float = 1.0, slip_weight: float = 10.0,
+                 success_threshold: float = np.radians(1.0), **kwargs: Any) -> None:
         EzPickle.__init__(self, goal_range=goal_range, goal_conditioned=goal_conditioned,
                           orientation_weight=orientation_weight, slip_weight=slip_weight,
-                          action_rate_weight=action_rate_weight, success_threshold=success_threshold,
-                          reset_noise_scale=reset_noise_scale, ground_friction=ground_friction,
-                          solver_iterations=solver_iterations, render_mode=render_mode, time_step=time_step,
-                          frame_skip=frame_skip, width=width, height=height)
+                          success_threshold=success_threshold, **kwargs)
         if not (np.isfinite(goal_range) and 0 <= goal_range <= np.radians(30.0)):
             raise InvalidParameterError(f"goal_range must be in [0, 30°] (radians); got {goal_range!r}")
         check_nonnegative(orientation_weight=orientation_weight, slip_weight=slip_weight)
-        if not (np.isfinite(success_threshold) and success_threshold > 0):
-            raise InvalidParameterError(f"success_threshold must be > 0 [rad]; got {success_threshold!r}")
-        super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale,
-                         ground_friction=ground_friction, solver_iterations=solver_iterations,
-                         render_mode=render_mode, time_step=time_step, frame_skip=frame_skip, width=width,
-                         height=height)
         self.goal_range = float(goal_range)
         self.goal_conditioned = bool(goal_conditioned)
         self.orientation_weight = float(orientation_weight)
         self.slip_weight = float(slip_weight)
-        self.success_threshold = float(success_threshold)
+        self.success_threshold = check_positive("success_threshold [rad]", success_threshold)
+        super().__init__(**kwargs)
         angle_high = np.full(3, np.pi, dtype=np.float32)
         base = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
         if self.goal_conditioned:
@@ -93,19 +87,13 @@ class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
         self._goal_rotation = np.eye(3)
         self._feet_reference = np.zeros((4, 3))
         self._sliding = np.zeros((4, 2))
-        self._reset_options: dict | None = None
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._reset_options = options
-        return super().reset(seed=seed, options=options)
-
-    def _reset_model(self) -> None:
+    def _reset_model(self, options: dict[str, Any]) -> None:
         noise = None
         if self.reset_noise_scale > 0:
             noise = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 12)
         self._stand(noise)
         self.goal = self.np_random.uniform(-self.goal_range, self.goal_range, 3)
-        options = self._reset_options or {}
         if "goal" in options:
             goal = np.asarray(options["goal"], dtype=float)
             if goal.shape != (3,) or not np.all(np.isfinite(goal)):
@@ -158,44 +146,23 @@ class QuadrupedPoseEnv(QuadrupedBaseEnv, EzPickle):
         return -self.orientation_weight * rotation_angle(rpy_to_matrix(*np.asarray(desired_rpy, dtype=float)),
                                                          rpy_to_matrix(*np.asarray(achieved_rpy, dtype=float)))
 
+    def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.rpy().astype(np.float32), self.goal.astype(np.float32)
+
+    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+        achieved, desired = np.broadcast_arrays(np.asarray(achieved_goal), np.asarray(desired_goal))
+        if achieved.ndim == 1:
+            return {"orientation": self._orientation_term(achieved, desired)}
+        flat = [self._orientation_term(a, d) for a, d in zip(achieved.reshape(-1, 3), desired.reshape(-1, 3))]
+        return {"orientation": np.reshape(flat, achieved.shape[:-1])}
+
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         if self.goal_conditioned:  # from the observed (float32) goals, exactly as compute_reward
-            orientation = self._orientation_term(self.rpy().astype(np.float32), self.goal.astype(np.float32))
+            terms = self._step_goal_terms()
         else:
-            orientation = -self.orientation_weight * self.orientation_error()
-        return {
-            "orientation": orientation,
-            "slip": -self.slip_weight * float(np.mean(self.foot_slip())),
-            "action_rate": self._action_rate(action),
-        }
-
-    @property
-    def compute_reward(self):
-        """``compute_reward(achieved_goal, desired_goal, info)`` (goal-conditioned form only).
-
-        The orientation term for (possibly relabelled) roll/pitch/yaw goals [rad] plus the
-        goal-independent terms read from ``info`` (``reward_slip``, ``reward_action_rate``);
-        vectorised over a leading batch axis (``info`` then an array of dicts). Equal to the
-        step reward for the step's own goals. Absent without ``goal_conditioned`` (so that
-        tools do not mistake the flat env for a goal env).
-        """
-        if not self.goal_conditioned:
-            raise AttributeError("compute_reward exists only with goal_conditioned=True")
-        return self._compute_reward
-
-    def _compute_reward(self, achieved_goal, desired_goal, info):
-        def others(inf) -> list[float]:
-            if not isinstance(inf, dict):
-                return []
-            return [inf.get("reward_slip", 0.0), inf.get("reward_action_rate", 0.0)]
-
-        achieved, desired = np.asarray(achieved_goal), np.asarray(desired_goal)
-        if achieved.ndim == 1:
-            return float(sum([self._orientation_term(achieved, desired), *others(info)]))
-        infos = np.broadcast_to(np.asarray(info, dtype=object), achieved.shape[:1]) if info is not None \
-            else [None] * len(achieved)
-        return np.array([sum([self._orientation_term(a, d), *others(i)])
-                         for a, d, i in zip(achieved, desired, infos)])
+            terms = {"orientation": -self.orientation_weight * self.orientation_error()}
+        terms["slip"] = -self.slip_weight * float(np.mean(self.foot_slip()))
+        return terms
 
     def _terminated(self) -> bool:
         return self.fallen()

@@ -38,21 +38,18 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         forward_weight, healthy_reward, lateral_weight, orientation_weight, torque_weight,
             action_rate_weight: reward weights (all >= 0).
         reset_noise_scale: initial joint-angle noise half-width [rad].
-        ground_friction, solver_iterations, render_mode, time_step, frame_skip, width, height:
-            see :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv`.
+        **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
+            (``ground_friction``, ``solver_iterations``, ``time_step``, ``frame_skip``) and
+            :class:`~soft_envs.envs.base.SoftEnv` keywords (``render_mode``, ``width``, ``height``).
     """
 
     def __init__(self, *, forward_weight: float = 1.0, healthy_reward: float = 0.05, lateral_weight: float = 0.5,
                  orientation_weight: float = 0.1, torque_weight: float = 0.005, action_rate_weight: float = 0.01,
-                 reset_noise_scale: float = 0.02, ground_friction: float = 1.0, solver_iterations: int = 50,
-                 render_mode: str | None = None, time_step: float = 1.0 / 500.0, frame_skip: int = 5,
-                 width: int = 320, height: int = 240) -> None:
+                 reset_noise_scale: float = 0.02, **kwargs: Any) -> None:
         EzPickle.__init__(self, forward_weight=forward_weight, healthy_reward=healthy_reward,
                           lateral_weight=lateral_weight, orientation_weight=orientation_weight,
                           torque_weight=torque_weight, action_rate_weight=action_rate_weight,
-                          reset_noise_scale=reset_noise_scale, ground_friction=ground_friction,
-                          solver_iterations=solver_iterations, render_mode=render_mode, time_step=time_step,
-                          frame_skip=frame_skip, width=width, height=height)
+                          reset_noise_scale=reset_noise_scale, **kwargs)
         check_nonnegative(
             forward_weight=forward_weight,
             healthy_reward=healthy_reward,
@@ -60,19 +57,16 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             orientation_weight=orientation_weight,
             torque_weight=torque_weight,
         )
-        super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale,
-                         ground_friction=ground_friction, solver_iterations=solver_iterations,
-                         render_mode=render_mode, time_step=time_step, frame_skip=frame_skip, width=width,
-                         height=height)
         self.forward_weight = float(forward_weight)
         self.healthy_reward = float(healthy_reward)
         self.lateral_weight = float(lateral_weight)
         self.orientation_weight = float(orientation_weight)
         self.torque_weight = float(torque_weight)
+        super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale, **kwargs)
         self.observation_space = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
         self._previous_xy = np.zeros(2)
 
-    def _reset_model(self) -> None:
+    def _reset_model(self, options: dict[str, Any]) -> None:
         noise = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 12)
         self._stand(noise)
         self.client.performCollisionDetection()
@@ -97,7 +91,6 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             "lateral": -self.lateral_weight * abs(float(dy)),
             "orientation": -self.orientation_weight * float(roll**2 + pitch**2),
             "torque": -self.torque_weight * float(np.mean(torque**2)),
-            "action_rate": self._action_rate(action),
         }
 
     def _terminated(self) -> bool:

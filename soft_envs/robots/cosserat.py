@@ -9,9 +9,11 @@ gives ``n ≡ F``; ``m = R K u`` the internal moment [N m] (world frame).
 
     p' = R e3        q' = ½ q ⊗ (0, u)        u' = −K⁻¹(u × K u + e3 × Rᵀ n)
 
-with ``K = diag(EI, EI, GJ)`` and the orientation carried by a unit quaternion
-``q = (w, x, y, z)`` (scalar first, as in the seed; ``R(q)`` uses the ``1/|q|²`` form of the seed's
-eq. 11, so drift of ``|q|`` never shears the frame). The elastic energy
+with ``K = diag(EI, EI, GJ)`` and the orientation carried by a unit quaternion. Inside the
+integrator (a private detail) the state is ``q = (w, x, y, z)``, scalar first as in the seed, and
+``R(q)`` uses the ``1/|q|²`` form of the seed's eq. 11, so drift of ``|q|`` never shears the frame.
+Every public quaternion (arguments, :class:`RodState`, :class:`HexapodSolution`) is
+``(x, y, z, w)``, PyBullet's order, converted at the boundary. The elastic energy
 ``E = ½ ∫ uᵀ K u ds`` [J] is integrated alongside. Integration: classical Runge–Kutta 4 with a
 fixed number of steps, vectorised over any batch of rods (numpy).
 
@@ -34,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
+from soft_envs.geometry import quaternion_conjugate, quaternion_multiply
 
 __all__ = ["Rod", "RodState", "Hexapod6PFS", "HexapodSolution", "quaternion_matrix", "integrate_rods"]
 
@@ -63,6 +66,16 @@ def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _quat_conj(q: np.ndarray) -> np.ndarray:
     return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def _to_xyzw(q: np.ndarray) -> np.ndarray:
+    """Scalar-first ``(..., 4)`` ``(w, x, y, z)`` (the integrator's state) -> ``(x, y, z, w)``."""
+    return np.asarray(q)[..., [1, 2, 3, 0]]
+
+
+def _to_wxyz(q: np.ndarray) -> np.ndarray:
+    """``(..., 4)`` ``(x, y, z, w)`` (public order) -> scalar-first ``(w, x, y, z)``."""
+    return np.asarray(q)[..., [3, 0, 1, 2]]
 
 
 def _rotation_quaternion(axis_angle: np.ndarray) -> np.ndarray:
@@ -154,7 +167,7 @@ class RodState:
         s: arc length of the stations ``(N+1,)`` [m].
         positions: centreline ``(N+1, 3)`` [m], world frame.
         rotations: cross-section frames ``(N+1, 3, 3)`` (body → world).
-        quaternions: the same as unit quaternions ``(N+1, 4)`` ``(w, x, y, z)``.
+        quaternions: the same as unit quaternions ``(N+1, 4)`` ``(x, y, z, w)``.
         curvatures: ``u`` ``(N+1, 3)`` [1/m], body frame.
         force: internal force ``n`` ``(3,)`` [N], world frame (constant along the rod).
         moments: internal moment ``m = R K u`` ``(N+1, 3)`` [N m], world frame.
@@ -231,11 +244,24 @@ class Rod:
     def integrate(self, base_curvature: np.ndarray, force: np.ndarray, *, base_position: np.ndarray | None = None,
                   base_quaternion: np.ndarray | None = None, n_steps: int | None = None,
                   store: bool = False) -> np.ndarray:
-        """Integrate rods with given ``u(0)`` ``(..., 3)`` [1/m] and force ``n`` ``(..., 3)`` [N].
+        """Integrate rods with given ``u(0)`` ``(..., 3)`` [1/m] and force ``n`` ``(..., 3)`` [N] from
+        ``base_position`` [m] (default the origin) and ``base_quaternion`` ``(x, y, z, w)`` (default
+        the identity: tangent ``e3``).
 
-        Returns the state rows ``(p, q, u, E)`` at the tip, shape ``(..., 11)``, or with ``store``
-        every station ``(..., N+1, 11)``.
+        Returns the state rows ``p (0:3)`` [m], ``q (3:7)`` ``(x, y, z, w)`` (not renormalised),
+        ``u (7:10)`` [1/m], ``E (10)`` [J] at the tip, shape ``(..., 11)``, or with ``store`` every
+        station ``(..., N+1, 11)``.
         """
+        Y = self._integrate_wxyz(base_curvature, force, base_position=base_position,
+                                 base_quaternion=None if base_quaternion is None else _to_wxyz(base_quaternion),
+                                 n_steps=n_steps, store=store)
+        Y[..., 3:7] = _to_xyzw(Y[..., 3:7])
+        return Y
+
+    def _integrate_wxyz(self, base_curvature: np.ndarray, force: np.ndarray, *, base_position: np.ndarray | None = None,
+                        base_quaternion: np.ndarray | None = None, n_steps: int | None = None,
+                        store: bool = False) -> np.ndarray:
+        """:meth:`integrate` with the integrator's scalar-first quaternions ``(w, x, y, z)`` in and out."""
         u0 = np.asarray(base_curvature, dtype=float)
         n = np.broadcast_to(np.asarray(force, dtype=float), u0.shape)
         lead = u0.shape[:-1]
@@ -252,8 +278,11 @@ class Rod:
 
     def state(self, base_curvature: np.ndarray, force: np.ndarray, *, base_position: np.ndarray | None = None,
               base_quaternion: np.ndarray | None = None, n_steps: int | None = None, **extra: Any) -> RodState:
-        """The :class:`RodState` of one rod integrated from ``u(0)`` with force ``n``."""
-        Y = self.integrate(np.asarray(base_curvature, float)[None], np.asarray(force, float)[None],
+        """The :class:`RodState` of one rod integrated from ``u(0)`` with force ``n`` (``base_quaternion``
+        ``(x, y, z, w)``, default the identity)."""
+        if base_quaternion is not None:
+            base_quaternion = _to_wxyz(np.asarray(base_quaternion, float))
+        Y = self._integrate_wxyz(np.asarray(base_curvature, float)[None], np.asarray(force, float)[None],
                            base_position=None if base_position is None else np.asarray(base_position, float)[None],
                            base_quaternion=None if base_quaternion is None else np.asarray(base_quaternion,
                                                                                           float)[None],
@@ -263,7 +292,7 @@ class Rod:
         u = Y[:, 7:10]
         m = np.einsum("kij,kj->ki", R, u * np.array([self.EI, self.EI, self.GJ]))
         s = np.linspace(0.0, self.length, Y.shape[0])
-        return RodState(s=s, positions=Y[:, 0:3].copy(), rotations=R, quaternions=q, curvatures=u.copy(),
+        return RodState(s=s, positions=Y[:, 0:3].copy(), rotations=R, quaternions=_to_xyzw(q), curvatures=u.copy(),
                         force=np.asarray(force, float).copy(), moments=m, energy=float(Y[-1, 10]), **extra)
 
     # ------------------------------------------------------------------ clamped rod, dead tip load
@@ -386,12 +415,12 @@ class Rod:
         def indicator(P: float) -> float:
             n = np.array([[0.0, 0.0, -P], [0.0, 0.0, -P]])
             if boundary == "clamped-free":
-                Y = self.integrate(np.array([[0.0, 0.0, 0.0], [h / L, 0.0, 0.0]]), n, n_steps=steps)
+                Y = self._integrate_wxyz(np.array([[0.0, 0.0, 0.0], [h / L, 0.0, 0.0]]), n, n_steps=steps)
                 R = quaternion_matrix(Y[:, 3:7])
                 m = np.einsum("bij,bj->bi", R, Y[:, 7:10] * np.array([EI, EI, self.GJ]))
                 return float((m[1, 0] - m[0, 0]) / (h * EI / L) * 1.0)
             quat = np.array([[1.0, 0.0, 0.0, 0.0], [np.cos(h / 2), 0.0, np.sin(h / 2), 0.0]])
-            Y = self.integrate(np.zeros((2, 3)), n, base_quaternion=quat, n_steps=steps)
+            Y = self._integrate_wxyz(np.zeros((2, 3)), n, base_quaternion=quat, n_steps=steps)
             return float((Y[1, 0] - Y[0, 0]) / (h * L))
 
         # bracket: the k-th root lies near ((2k-1)π/2)² (clamped-free) or (kπ)² (pinned-pinned) EI/L²
@@ -420,7 +449,7 @@ class HexapodSolution:
     Attributes:
         inputs: guide inputs ``ρ`` ``(6,)`` [m].
         position: platform reference point ``p_P`` ``(3,)`` [m], world frame.
-        quaternion: platform orientation ``e`` ``(4,)`` ``(w, x, y, z)``, unit, ``w ≥ 0``.
+        quaternion: platform orientation ``e`` ``(4,)`` ``(x, y, z, w)``, unit, ``w ≥ 0``.
         base_curvatures: ``u_i(0)`` ``(6, 3)`` [1/m] (rod body frames).
         forces: ``n_i`` ``(6, 3)`` [N], world frame: the force the platform exerts on rod ``i``
             (the rod pushes the platform with ``−n_i``).
@@ -452,11 +481,11 @@ class HexapodSolution:
     @property
     def rotation(self) -> np.ndarray:
         """Platform rotation matrix (platform → world)."""
-        return quaternion_matrix(self.quaternion)
+        return quaternion_matrix(_to_wxyz(self.quaternion))
 
     @property
     def pose(self) -> np.ndarray:
-        """``(x, y, z, w, qx, qy, qz)``: position [m] and unit quaternion (scalar first)."""
+        """``(px, py, pz, qx, qy, qz, qw)``: position [m] and unit quaternion ``(x, y, z, w)``."""
         return np.concatenate((self.position, self.quaternion))
 
 
@@ -518,7 +547,8 @@ class Hexapod6PFS:
         self.guide_tilt = float(guide_tilt)
         self.guide_directions = np.cos(guide_tilt) * np.array([0.0, 0.0, 1.0]) + np.sin(guide_tilt) * tangent
         axis = np.cross([0.0, 0.0, 1.0], tangent)  # rotation e3 -> guide direction
-        self.base_quaternions = _rotation_quaternion(self.guide_tilt * axis)
+        self._base_q = _rotation_quaternion(self.guide_tilt * axis)  # (w, x, y, z), the integrator's order
+        self.base_quaternions = _to_xyzw(self._base_q)  # clamp frames (x, y, z, w)
         self.L, self.EI, self.GJ = self.rod.length, self.rod.EI, self.rod.GJ
         self._kdiag = np.array([self.EI, self.EI, self.GJ])
         self._reference: HexapodSolution | None = None
@@ -603,7 +633,7 @@ class Hexapod6PFS:
         """``(g (P, 43), tips (P, 6, 11))`` for variables ``Z (P, 49)`` and inputs ``rho (P, 6)``."""
         P = len(Z)
         Y = self._integrate(self._rod_vars(Z).reshape(P * 6, 6), self.base_positions(rho).reshape(P * 6, 3),
-                            np.broadcast_to(self.base_quaternions, (P, 6, 4)).reshape(P * 6, 4))
+                            np.broadcast_to(self._base_q, (P, 6, 4)).reshape(P * 6, 4))
         tips = Y.T.reshape(P, 6, 11)
         return self._assemble(Z, tips), tips
 
@@ -627,8 +657,8 @@ class Hexapod6PFS:
         pert[:, np.arange(nc), comp] += h
         allv = np.concatenate((rv, pert), axis=1).reshape(P * (6 + nc), 6)
         allb = np.concatenate((base, base[:, rod_of, :]), axis=1).reshape(P * (6 + nc), 3)
-        allq = np.concatenate((np.broadcast_to(self.base_quaternions, (P, 6, 4)),
-                               np.broadcast_to(self.base_quaternions[rod_of], (P, nc, 4))), axis=1).reshape(-1, 4)
+        allq = np.concatenate((np.broadcast_to(self._base_q, (P, 6, 4)),
+                               np.broadcast_to(self._base_q[rod_of], (P, nc, 4))), axis=1).reshape(-1, 4)
         Y = self._integrate(allv, allb, allq, store=store)
         Yt = (Y[-1] if store else Y).T.reshape(P, 6 + nc, 11)
         tips, tips_p = Yt[:, :6], Yt[:, 6:]
@@ -724,7 +754,7 @@ class Hexapod6PFS:
             _, tips = self._residual(z[None], rho[None])
             energy = float(tips[0, :, 10].sum())
         return HexapodSolution(
-            inputs=np.array(rho, float), position=z[_P] * self.L, quaternion=e,
+            inputs=np.array(rho, float), position=z[_P] * self.L, quaternion=_to_xyzw(e),
             base_curvatures=z[_U].reshape(6, 3) / self.L, forces=z[_N].reshape(6, 3) * (self.EI / self.L**2),
             load=self._unscale_load(z[43:49]), energy=energy, residual=float(residual), converged=bool(converged),
             iterations=int(iterations), seconds=float(seconds), modes=tuple(int(m) for m in modes), z=z)
@@ -742,7 +772,7 @@ class Hexapod6PFS:
         delta -= np.sum(delta * d, axis=1, keepdims=True) * d  # lateral part
         H = 3.0 * self.EI * delta / self.L**3  # lateral force of a linear cantilever [N]
         m0 = np.cross(self.L * d, H)
-        R0 = quaternion_matrix(self.base_quaternions)
+        R0 = quaternion_matrix(self._base_q)
         u0 = np.einsum("kji,kj->ki", R0, m0) / self.EI
         return self._pack(np.zeros(6), u0, H, [0.0, 0.0, height], [1.0, 0.0, 0.0, 0.0], np.zeros(6))
 
@@ -967,9 +997,9 @@ class Hexapod6PFS:
                     s = self.solve(sol.inputs, sol, load=load, tol=1e-12)
                     if not s.converged:
                         raise RuntimeError("re-solving under a small load failed")
-                    dq = _quat_mul(s.quaternion, _quat_conj(sol.quaternion))
-                    dq = dq if dq[0] >= 0 else -dq
-                    poses.append(np.concatenate((s.position - sol.position, 2.0 * dq[1:])))
+                    dq = quaternion_multiply(s.quaternion, quaternion_conjugate(sol.quaternion))  # (x, y, z, w)
+                    dq = dq if dq[3] >= 0 else -dq
+                    poses.append(np.concatenate((s.position - sol.position, 2.0 * dq[:3])))
                 C[:, k] = (poses[0] - poses[1]) / (2.0 * steps[k])
         else:
             raise InvalidParameterError("method must be 'linear' or 'resolve'")
@@ -1288,12 +1318,12 @@ class Hexapod6PFS:
             Bp = pose_sol.position + self.platform_points @ pose_sol.rotation.T
             starts = shapes.reshape(-1, 6)  # (S*6, 6): shape of rod i in solution s, for rod i
             idx = np.tile(np.arange(6), len(symmetric))
-            X, conv = self._solve_rods_to_points(starts, A[idx], self.base_quaternions[idx], Bp[idx])
+            X, conv = self._solve_rods_to_points(starts, A[idx], self._base_q[idx], Bp[idx])
             options: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(6)]
             for v, ok, i in zip(X, conv, idx):
                 if not ok or any(np.max(np.abs(v - w)) < 1e-6 for _, w in options[i]):
                     continue
-                Yr = self._integrate(v[None], A[i][None], self.base_quaternions[i][None], store=True)[:, :, 0]
+                Yr = self._integrate(v[None], A[i][None], self._base_q[i][None], store=True)[:, :, 0]
                 mode, _ = self._inflections(Yr, normals[i])
                 if mode <= max_mode:
                     options[i].append((mode, v))
@@ -1390,7 +1420,7 @@ class Hexapod6PFS:
         S = len(Z)
         A = self.base_positions(np.broadcast_to(rho, (S, 6))).reshape(S * 6, 3)
         Y = self._integrate(self._rod_vars(Z).reshape(S * 6, 6), A,
-                            np.broadcast_to(self.base_quaternions, (S, 6, 4)).reshape(S * 6, 4), store=True)
+                            np.broadcast_to(self._base_q, (S, 6, 4)).reshape(S * 6, 4), store=True)
         R = quaternion_matrix(np.moveaxis(Y[:, 3:7], 1, 2))  # (N+1, S*6, 3, 3)
         u_world = np.einsum("kbij,kbj->kbi", R, np.moveaxis(Y[:, 7:10], 1, 2))
         # in-plane curvature: the component along the plane normal of each rod's reference plane

@@ -25,6 +25,30 @@ def connect(gui: bool = False) -> BulletClient:
     return client
 
 
+def configure_physics(
+    client: BulletClient,
+    *,
+    time_step: float,
+    gravity: float | None = None,
+    solver_iterations: int | None = None,
+    direct_solver: bool = False,
+) -> None:
+    """Set the physics of ``client``: the time step [s] and, where given, standard gravity
+    [m/s², along the world's −z], the constraint-solver iterations and PyBullet's direct MLCP
+    (Dantzig) constraint solver instead of the iterative default (PGS). What is not given keeps
+    PyBullet's default (no gravity, 50 iterations, PGS)."""
+    client.setTimeStep(time_step)
+    if gravity is not None:
+        client.setGravity(0.0, 0.0, -gravity)
+    engine: dict[str, int] = {}
+    if solver_iterations is not None:
+        engine["numSolverIterations"] = int(solver_iterations)
+    if direct_solver:
+        engine["constraintSolverType"] = pybullet.CONSTRAINT_SOLVER_LCP_DANTZIG
+    if engine:
+        client.setPhysicsEngineParameter(**engine)
+
+
 def disconnect(client: BulletClient | None) -> None:
     """Disconnect ``client`` if it is still connected (idempotent)."""
     if client is None:

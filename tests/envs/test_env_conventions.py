@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import pickle
 import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import soft_envs
+from soft_envs.exceptions import ClosedEnvironmentError, InvalidParameterError
 
 ENV_IDS = list(soft_envs.ENV_IDS)
 N_STEPS = 5
@@ -131,3 +134,190 @@ def test_vector_envs(env_id, mode):
     envs.close()
     assert reward.shape == (2,)
     assert np.all(np.isfinite(reward))
+
+
+# ---------------------------------------------------------------------------- shared base-env contract
+def _env_class(env_id: str):
+    return gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
+
+
+def _takes(env_id: str, name: str) -> bool:
+    return name in inspect.signature(_env_class(env_id)).parameters
+
+
+GOAL_ENV_IDS = [env_id for env_id in ENV_IDS if _takes(env_id, "goal_conditioned")]
+
+BAD_BASE_KWARGS = [
+    dict(width=0), dict(width=5000), dict(width=64.0), dict(height=-1), dict(height=True),
+    dict(frame_skip=0), dict(frame_skip=1.5), dict(frame_skip=10**6),
+    dict(time_step=0.0), dict(time_step=-1e-3), dict(time_step=float("nan")), dict(time_step=1e-320),
+    dict(time_step=10.0), dict(action_rate_weight=-1.0), dict(action_rate_weight=float("inf")),
+]
+# Keywords of one env (sizes, steps, counts, thresholds, weights) that must be rejected.
+BAD_ENV_KWARGS = {
+    "soft_envs/PeterReach-v0": [dict(n_modules=0), dict(links_per_module=0), dict(solver_iterations=0),
+                                dict(success_threshold=0.0), dict(payload=-0.1), dict(distance_weight=-1.0)],
+    "soft_envs/PCCTrack-v0": [dict(n_segments=0), dict(links_per_segment=0), dict(segment_length=0.0),
+                              dict(success_threshold=-1.0), dict(tracking_weight=-1.0), dict(time_scale=0.0)],
+    "soft_envs/QuadrupedWalk-v0": [dict(solver_iterations=0), dict(solver_iterations=2.5),
+                                   dict(ground_friction=-1.0), dict(torque_weight=-1.0),
+                                   dict(reset_noise_scale=-0.1)],
+    "soft_envs/QuadrupedPose-v0": [dict(solver_iterations=-3), dict(success_threshold=0.0),
+                                   dict(slip_weight=-1.0), dict(goal_range=-0.1)],
+    "soft_envs/HexapodPose-v0": [dict(max_input_step=0.0), dict(max_input_step=-0.01), dict(n_steps=0),
+                                 dict(success_threshold=0.0), dict(success_angle_threshold=0.0),
+                                 dict(rod_render_radius=0.0), dict(position_weight=-1.0)],
+}
+
+
+def test_every_env_has_its_bad_keyword_cases():
+    assert set(BAD_ENV_KWARGS) == set(ENV_IDS)
+
+
+@pytest.mark.parametrize("kwargs", BAD_BASE_KWARGS, ids=lambda k: ",".join(f"{a}={v!r}" for a, v in k.items()))
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_bad_size_step_and_count_keywords_raise(env_id, kwargs):
+    with pytest.raises(InvalidParameterError):
+        gym.make(env_id, **kwargs)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_bad_env_keywords_raise(env_id):
+    for kwargs in BAD_ENV_KWARGS[env_id]:  # (a misspelt keyword would raise TypeError instead)
+        with pytest.raises(InvalidParameterError):
+            gym.make(env_id, **kwargs)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_success_threshold_is_one_name(env_id):
+    """Every env that reports ``is_success`` takes ``success_threshold``; none has another name for it."""
+    env = gym.make(env_id)
+    _, info = env.reset(seed=0)
+    env.close()
+    params = inspect.signature(_env_class(env_id)).parameters
+    assert ("is_success" in info) == ("success_threshold" in params)
+    assert "position_threshold" not in params
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_closed_env_raises(env_id):
+    env = gym.make(env_id, render_mode="rgb_array", width=32, height=24)
+    env.reset(seed=0)
+    env.close()
+    env.close()  # idempotent
+    with pytest.raises(ClosedEnvironmentError):
+        env.step(env.action_space.sample())
+    with pytest.raises(ClosedEnvironmentError):
+        env.reset(seed=0)
+    with pytest.raises(ClosedEnvironmentError):
+        env.render()
+    assert env.unwrapped.client is None
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_step_before_reset_is_a_clear_error(env_id):
+    env = gym.make(env_id).unwrapped
+    with pytest.raises(ResetNeeded, match="before reset"):
+        env.step(env.action_space.sample())
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_action_to_model_and_back(env_id):
+    env = gym.make(env_id).unwrapped
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-0.99, 0.99, (5, *env.action_space.shape)).astype(np.float32)
+    for action in actions:
+        q = env.action_to_model(action)
+        assert q.dtype == np.float64 and np.all(np.isfinite(q))
+        back = env.model_to_action(q)
+        assert back.dtype == np.float32
+        np.testing.assert_allclose(back, action, atol=1e-6)
+    np.testing.assert_array_equal(env.action_to_model(np.full(env.action_space.shape, 7.0)),
+                                  env.action_to_model(env.action_space.high))  # clipped into the box
+    far = env.action_to_model(env.action_space.high) * 10.0 + 1.0
+    assert np.all(np.abs(env.model_to_action(far)) <= 1.0)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_previous_action_and_action_rate_term(env_id):
+    env = gym.make(env_id, action_rate_weight=0.5)
+    u = env.unwrapped
+    assert u.previous_action is None
+    env.reset(seed=1)
+    previous = u.previous_action
+    assert previous.shape == env.action_space.shape and np.all(np.abs(previous) <= 1.0)
+    env.action_space.seed(1)
+    for _ in range(2):
+        action = env.action_space.sample()
+        _, reward, _, _, info = env.step(action)
+        expected = -0.5 * float(np.sum((action.astype(float) - previous) ** 2))
+        assert info["reward_action_rate"] == pytest.approx(expected, rel=1e-12)
+        assert [k for k in info if k.startswith("reward_")][-1] == "reward_action_rate"  # the base's term, last
+        np.testing.assert_array_equal(u.previous_action, action.astype(float))
+        previous = u.previous_action
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", GOAL_ENV_IDS)
+def test_compute_reward_contract(env_id):
+    """One ``compute_reward`` contract: exact for the step's own goals, goal-independent terms
+    from ``info``, vectorised over a batch of infos, absent in the flat form."""
+    flat = gym.make(env_id)
+    assert not hasattr(flat.unwrapped, "compute_reward")
+    flat.close()
+    env = gym.make(env_id, goal_conditioned=True, action_rate_weight=0.2)
+    obs, _ = env.reset(seed=2)
+    env.action_space.seed(2)
+    achieved, desired, infos, rewards = [], [], [], []
+    for _ in range(3):
+        obs, reward, _, _, info = env.step(env.action_space.sample())
+        assert env.unwrapped.compute_reward(obs["achieved_goal"], obs["desired_goal"], info) == reward
+        achieved.append(obs["achieved_goal"])
+        desired.append(obs["desired_goal"])
+        infos.append(info)
+        rewards.append(reward)
+    assert infos[-1]["reward_action_rate"] < 0
+    batch = env.unwrapped.compute_reward(np.array(achieved), np.array(desired), np.array(infos))
+    np.testing.assert_array_equal(batch, rewards)
+    batch_list = env.unwrapped.compute_reward(np.array(achieved), np.array(desired), infos)
+    np.testing.assert_array_equal(batch_list, rewards)
+    shifted = dict(infos[-1], reward_action_rate=infos[-1]["reward_action_rate"] - 1.0)
+    assert env.unwrapped.compute_reward(achieved[-1], desired[-1], shifted) == pytest.approx(rewards[-1] - 1.0)
+    goal_only = env.unwrapped.compute_reward(np.array(achieved), np.array(desired), None)
+    assert goal_only.shape == (3,) and np.all(goal_only > batch)  # without the (negative) action-rate term
+    relabelled = env.unwrapped.compute_reward(np.array(achieved), np.array(achieved), np.array(infos))
+    assert relabelled.shape == (3,) and np.all(relabelled > batch - 1e-12)  # reaching the goal pays best
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_rendering_does_not_change_the_episode(env_id):
+    """``render()`` only draws: an episode with renders equals one without (camera without side effects)."""
+    traces = []
+    for render in (False, True):
+        env = gym.make(env_id, render_mode="rgb_array", width=32, height=24)
+        obs, _ = env.reset(seed=5)
+        env.action_space.seed(5)
+        trace = [gym.spaces.utils.flatten(env.observation_space, obs)]
+        for _ in range(3):
+            if render:
+                env.render()
+            obs, reward, *_ = env.step(env.action_space.sample())
+            trace.append(np.append(gym.spaces.utils.flatten(env.observation_space, obs), reward))
+        env.close()
+        traces.append(np.concatenate(trace))
+    np.testing.assert_array_equal(traces[0], traces[1])
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_base_keywords_pass_through_and_survive_pickling(env_id):
+    env = gym.make(env_id, width=40, height=30, action_rate_weight=0.25, frame_skip=2)
+    clone = pickle.loads(pickle.dumps(env))
+    for e in (env, clone):
+        u = e.unwrapped
+        assert (u.width, u.height, u.action_rate_weight, u.frame_skip) == (40, 30, 0.25, 2)
+        e.close()
+    with pytest.raises(TypeError):
+        gym.make(env_id, not_a_keyword=1)

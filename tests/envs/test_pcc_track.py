@@ -87,7 +87,7 @@ def test_env_observation_layout_and_reward_terms():
     assert obs.shape == (14 + 2 * 6,)
     np.testing.assert_allclose(obs[3:6], unwrapped.trajectory.position(info["time"]), atol=1e-7)
     assert info["tracking_error"] < 1e-6  # starts at rest on the IK solution of the start point
-    action = unwrapped.configuration_to_action(info["setpoint"])
+    action = unwrapped.model_to_action(info["setpoint"])
     obs, reward, terminated, truncated, info = env.step(action)
     np.testing.assert_allclose(obs[3:6], unwrapped.trajectory.position(info["time"]), atol=1e-7)
     np.testing.assert_allclose(obs[6:9], obs[3:6] - obs[0:3], atol=1e-7)

@@ -62,7 +62,7 @@ def test_observation_layout_and_goals_are_reachable():
     action = np.linspace(-1, 1, 6).astype(np.float32)
     obs, *_ = env.step(action)
     np.testing.assert_allclose(obs[12:], action, atol=1e-6)
-    np.testing.assert_allclose(u.action_to_times(action), np.linspace(0, 2, 6), atol=1e-6)
+    np.testing.assert_allclose(u.action_to_model(action), np.linspace(0, 2, 6), atol=1e-6)
     for seed in range(5):
         env.reset(seed=seed)
         assert trr(u.model, u.goal).success

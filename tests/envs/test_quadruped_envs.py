@@ -40,8 +40,8 @@ def test_walk_observation_layout_and_action_mapping(walk_env):
     obs, info = walk_env.reset(seed=0)
     assert obs.shape == (39,) and walk_env.observation_space.contains(obs)
     standing = env.model.standing_configuration().ravel()
-    action = env.joints_to_action(standing)
-    np.testing.assert_allclose(env.action_to_joints(action), standing, atol=1e-6)
+    action = env.model_to_action(standing)
+    np.testing.assert_allclose(env.action_to_model(action), standing, atol=1e-6)
     for _ in range(20):
         obs, reward, terminated, truncated, info = walk_env.step(action)
     q, qd, _ = env.body.joint_state()
@@ -52,7 +52,7 @@ def test_walk_observation_layout_and_action_mapping(walk_env):
     np.testing.assert_allclose(obs[0:4], quat, atol=1e-6)
     assert abs(obs[38] - pos[2]) < 1e-6 and abs(pos[2] - 0.088) < 3e-3
     assert not terminated and set(info) >= {"reward_forward", "reward_healthy", "x", "y", "yaw", "fallen"}
-    assert np.allclose(np.linalg.norm(env.action_to_joints(np.ones(12)) - env.model.upper), 0)
+    assert np.allclose(np.linalg.norm(env.action_to_model(np.ones(12)) - env.model.upper), 0)
 
 
 def test_walk_reward_terms_and_fall_termination(walk_env):

@@ -10,6 +10,7 @@ from scipy.integrate import quad
 from scipy.optimize import brentq
 from scipy.special import ellipe, ellipeinc, ellipk, ellipkinc
 
+from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.cosserat import Rod, quaternion_matrix
 
 L = 0.4
@@ -129,6 +130,7 @@ def test_random_loads_satisfy_global_balance(values):
     R = state.rotations
     np.testing.assert_allclose(R @ np.swapaxes(R, 1, 2), np.broadcast_to(np.eye(3), R.shape), atol=1e-12)
     np.testing.assert_allclose(np.linalg.norm(state.quaternions, axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(quaternion_to_matrix(state.quaternions), R, atol=1e-12)  # (x, y, z, w)
     np.testing.assert_allclose(np.linalg.norm(np.diff(state.positions, axis=0), axis=1).sum(), L, rtol=1e-3)
 
 

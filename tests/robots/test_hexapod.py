@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soft_envs  # noqa: F401
+from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.cosserat import Hexapod6PFS, _FK_FREE
 
 
@@ -33,7 +34,7 @@ def test_reference_solution_is_symmetric_equilibrium(hexa):
     ref = hexa.reference_solution()
     assert ref.converged and ref.residual < 1e-10
     np.testing.assert_allclose(ref.position[:2], 0.0, atol=1e-10)
-    np.testing.assert_allclose(ref.quaternion, [1, 0, 0, 0], atol=1e-10)
+    np.testing.assert_allclose(ref.quaternion, [0, 0, 0, 1], atol=1e-10)  # (x, y, z, w)
     joint, force, moment = balance(hexa, ref)
     assert np.max(np.abs(joint)) < 1e-10 and np.max(np.abs(force)) < 1e-9 and np.max(np.abs(moment)) < 1e-9
     # zero tip moment at the spherical joints
@@ -52,7 +53,8 @@ def test_solve_reaches_an_equilibrium_for_any_input(values):
     np.testing.assert_allclose(sol.inputs, rho)
     joint, force, moment = balance(hexa, sol)
     assert np.max(np.abs(joint)) < 1e-9 and np.max(np.abs(force)) < 1e-8 and np.max(np.abs(moment)) < 1e-8
-    assert abs(np.linalg.norm(sol.quaternion) - 1) < 1e-12
+    assert abs(np.linalg.norm(sol.quaternion) - 1) < 1e-12 and sol.quaternion[3] >= 0
+    np.testing.assert_allclose(quaternion_to_matrix(sol.quaternion), sol.rotation, atol=1e-12)  # (x, y, z, w)
 
 
 def test_warm_start_path_independence_and_platform_load(hexa):
@@ -80,8 +82,8 @@ def test_input_jacobian_matches_finite_differences_of_solves(hexa):
         a, b = hexa.solve(rho + e, sol, tol=1e-12), hexa.solve(rho - e, sol, tol=1e-12)
         dp = (a.position - b.position) / (2 * h)
         dq = 2 * (a.quaternion - b.quaternion) / (2 * h)
-        w, v = sol.quaternion[0], sol.quaternion[1:]
-        dth = w * dq[1:] - dq[0] * v - np.cross(dq[1:], v)  # 2 vec(δe ⊗ e*) without the factor 2 twice
+        v, w = sol.quaternion[:3], sol.quaternion[3]  # (x, y, z, w)
+        dth = w * dq[:3] - dq[3] * v - np.cross(dq[:3], v)  # 2 vec(δe ⊗ e*) without the factor 2 twice
         np.testing.assert_allclose(S[:3, i], dp, atol=1e-5 * np.max(np.abs(S[:3])))
         np.testing.assert_allclose(S[3:, i], dth, atol=1e-5 * np.max(np.abs(S[3:])))
 
@@ -128,7 +130,7 @@ def test_stage1_finds_centred_level_modes(hexa, stage1):
     for s in stage1:
         assert s.converged
         np.testing.assert_allclose(s.position[:2], 0.0, atol=1e-9)
-        np.testing.assert_allclose(np.abs(s.quaternion[0]), 1.0, atol=1e-9)
+        np.testing.assert_allclose(np.abs(s.quaternion[3]), 1.0, atol=1e-9)
         joint, force, moment = balance(hexa, s)
         assert np.max(np.abs(force)) < 1e-7 and np.max(np.abs(moment)) < 1e-7
     heights = [s.position[2] for s in stage1]
