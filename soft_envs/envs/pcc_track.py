@@ -174,6 +174,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         else:
             self.observation_space = spaces.Box(-high, high, dtype=np.float32)
         self.time = 0.0
+        self.stop_reason: str | None = None
         self.setpoint = np.zeros(n)
         self._previous_setpoint = np.zeros(n)
         self._torque = np.zeros(n)
@@ -224,6 +225,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         t0 = float(self.np_random.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
         c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
         self.body.reset(c0)
+        self.stop_reason = None
         self.time = t0
         self.setpoint = self.body.configuration
         self._previous_setpoint = self.setpoint.copy()
@@ -241,21 +243,49 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self._torque = self.action_to_model(action)
 
     def simulate(self, n_steps: int | None = None) -> None:
-        """Advance ``n_steps`` (default ``frame_skip``) physics steps under the current action."""
+        """Advance ``n_steps`` (default ``frame_skip``) physics steps under the current action.
+
+        An arm driven out of the PCC model's validity (:meth:`model_violation`) is stopped at
+        its last valid state, at rest, and the episode terminates with the reason in ``info``.
+        """
         steps = self.frame_skip if n_steps is None else n_steps
         if self.action_type == "configuration":
             u_from = self.model.to_smooth(self._previous_setpoint)
             u_to = self.model.to_smooth(self.setpoint)
-            for k in range(steps):
-                s = (k + 1) / steps
-                u_d = (1 - s) * u_from + s * u_to
-                tau = self.controller.torque_smooth(self.body, u_d)
-                self.body.step(self.time_step, tau, cancel_damping=self.controller.compensate_damping)
-        else:
-            for _ in range(steps):
-                self.body.step(self.time_step, self._torque)
+        for k in range(steps):
+            if self.stop_reason is not None:
+                break
+            last_valid = self.body.configuration
+            with np.errstate(over="ignore", invalid="ignore"):
+                if self.action_type == "configuration":
+                    s = (k + 1) / steps
+                    tau = self.controller.torque_smooth(self.body, (1 - s) * u_from + s * u_to)
+                    self.body.step(self.time_step, tau, cancel_damping=self.controller.compensate_damping)
+                else:
+                    self.body.step(self.time_step, self._torque)
+            self.stop_reason = self.model_violation(self.body.u, self.body.w)
+            if self.stop_reason is not None:
+                self.body.reset(last_valid)
         self.time += steps * self.time_step
         self.goal = self.trajectory.position(self.time)
+
+    def model_violation(self, u: np.ndarray, w: np.ndarray) -> str | None:
+        """Why the smooth state ``(u, u̇)`` is outside the PCC model's validity, or ``None``.
+
+        Valid: finite, every segment bent by at most π (beyond it the arc folds through
+        itself) and stretched by at most half its relaxed length, rates below 1e4 per second.
+        """
+        if not (np.all(np.isfinite(u)) and np.all(np.isfinite(w))):
+            return "the state is not finite"
+        seg = u.reshape(self.model.n_segments, self.model.per_segment)
+        bend = np.abs(seg[:, 1]) if self.model.planar else np.hypot(seg[:, 1], seg[:, 2])
+        if np.any(bend > np.pi):
+            return f"a segment bent by {np.degrees(bend.max()):.0f}° > 180°: beyond the PCC model"
+        if np.any(np.abs(seg[:, 0]) > 0.5 * self.model.segment_lengths):
+            return "a segment stretched by more than half its length: beyond the PCC model"
+        if np.max(np.abs(w)) > 1e4:
+            return "a rate above 1e4 /s: the arm is driven beyond its model"
+        return None
 
     def _observation(self) -> np.ndarray:
         self.tip, self.tip_velocity = self.body.tip_state()
@@ -293,12 +323,15 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return {"tracking": -self.tracking_weight * self.tracking_error()}
 
     def _terminated(self) -> bool:
-        return not bool(np.all(np.isfinite(self.body.u)))
+        return self.stop_reason is not None
 
     def _extra_info(self) -> dict[str, Any]:
         err = self.tracking_error()
-        return {"tracking_error": err, "is_success": bool(err < self.success_threshold), "time": self.time,
+        info = {"tracking_error": err, "is_success": bool(err < self.success_threshold), "time": self.time,
                 "setpoint": self.setpoint.copy()}
+        if self.stop_reason is not None:
+            info["termination_reason"] = self.stop_reason
+        return info
 
     # ------------------------------------------------------------------ rendering
 
