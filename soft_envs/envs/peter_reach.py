@@ -137,7 +137,12 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         body = PeterBody(client, self.model, payload=self.payload)
         self._goal_marker = None
         if self.render_mode is not None:  # a red sphere at the goal, for pictures only
-            marker = client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.004, rgbaColor=[1.0, 0.1, 0.1, 0.9])
+            # A sphere at the goal and a pin above it: the pin stays visible when the arm's
+            # top plate (radius ~45 mm) covers the reached goal.
+            red = [1.0, 0.1, 0.1, 1.0]
+            marker = client.createVisualShapeArray(
+                shapeTypes=[pybullet.GEOM_SPHERE, pybullet.GEOM_CYLINDER], radii=[0.006, 0.002],
+                lengths=[0.0, 0.05], rgbaColors=[red, red], visualFramePositions=[[0, 0, 0], [0, 0, 0.025]])
             self._goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                        basePosition=[0.0, 0.0, -1.0])
         return body

@@ -46,7 +46,8 @@ def configure_physics(
     if direct_solver:
         engine["constraintSolverType"] = pybullet.CONSTRAINT_SOLVER_LCP_DANTZIG
     if engine:
-        client.setPhysicsEngineParameter(**engine)
+        with quiet_native_output():  # PyBullet prints the solver switch
+            client.setPhysicsEngineParameter(**engine)
 
 
 def disconnect(client: BulletClient | None) -> None:

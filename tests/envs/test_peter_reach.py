@@ -110,3 +110,16 @@ def test_many_envs_open_and_close_without_leaking_clients():
         ids.append(env.unwrapped.client._client)
         env.close()
     assert all(not pybullet.isConnected(physicsClientId=i) for i in ids)
+
+
+def test_goal_marker_stays_visible_once_the_arm_reaches_it():
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=2, render_mode="rgb_array")
+    obs, info = env.reset(seed=1)
+    agent = TRRReachAgent(env)
+    for _ in range(30):
+        obs, _, _, _, info = env.step(agent.act(obs))
+    assert info["is_success"]
+    frame = env.render().astype(int)
+    red = (frame[..., 0] > 180) & (frame[..., 1] < 80) & (frame[..., 2] < 80)
+    assert red.sum() >= 10, "the goal marker (sphere and pin) should show above the reached tip"
+    env.close()
