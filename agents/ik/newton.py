@@ -155,11 +155,9 @@ def newton_raphson(
     target = check_one_target(model, target, "newton_raphson (use newton_raphson_batch for (B, 3))")
     q = check_start(model, q0, 0.5 * (model.lower + model.upper))
     batch = _solve(model, target[None, :], q, int(iterations), max_step, float(stop_tol), respect_bounds, tol)
-    error, success = float(batch.errors[0]), bool(batch.success[0])
-    message = "converged" if success else ("unreachable or singular target: best effort"
-                                           if np.isfinite(error) else "diverged")
-    return IKResult(solution=batch.solutions[0], error=error, success=success,
-                    iterations=int(batch.iterations[0]), seconds=batch.seconds, message=message)
+    message = "converged" if batch.success[0] else ("unreachable or singular target: best effort"
+                                                    if np.isfinite(batch.errors[0]) else "diverged")
+    return batch.item(0, message=message)
 
 
 def newton_raphson_batch(

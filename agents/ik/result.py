@@ -84,6 +84,12 @@ class BatchIKResult:
     def __len__(self) -> int:
         return int(self.errors.shape[0])
 
+    def item(self, index: int, *, seconds: float | None = None, message: str = "") -> IKResult:
+        """Target ``index`` as an :class:`IKResult` (``seconds`` default: the whole batch's)."""
+        return IKResult(solution=self.solutions[index], error=float(self.errors[index]),
+                        success=bool(self.success[index]), iterations=int(self.iterations[index]),
+                        seconds=self.seconds if seconds is None else float(seconds), message=message)
+
 
 # ---------------------------------------------------------------------------------------------
 # Input checks shared by the solvers (each raises a ValueError subclass)

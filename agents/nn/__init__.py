@@ -197,9 +197,7 @@ class NeuralIK:
         start = time.perf_counter()
         target = check_one_target(self.model, target, "NeuralIK.solve")
         res = self.solve_batch(target[None], refine=refine, tol=tol)
-        return IKResult(solution=res.solutions[0], error=float(res.errors[0]), success=bool(res.success[0]),
-                        iterations=int(res.iterations[0]), seconds=time.perf_counter() - start,
-                        message="network + TRR" if refine else "network")
+        return res.item(0, seconds=time.perf_counter() - start, message="network + TRR" if refine else "network")
 
     def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = TOL) -> BatchIKResult:
         """IK of ``(B, 3)`` targets [m]: network prediction, TRR-refined when ``refine``."""
