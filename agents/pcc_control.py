@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from soft_envs.agents.ik.sqp import sqp
+from soft_envs.exceptions import InvalidParameterError
 
 
 class PCCTrackingAgent:
@@ -33,8 +34,9 @@ class PCCTrackingAgent:
 
     def __init__(self, env, tip_angle: float | None = None, predict: bool = True, **sqp_options) -> None:
         self.env = env.unwrapped
-        if getattr(self.env, "action_type", "configuration") != "configuration":
-            raise ValueError("PCCTrackingAgent sends configuration set-points: use action_type='configuration'")
+        if self.env.action_type != "configuration":
+            raise InvalidParameterError("PCCTrackingAgent sends configuration set-points: use "
+                                        "action_type='configuration'")
         self.model = self.env.model
         if tip_angle is None and self.model.planar:
             tip_angle = self.env.trajectory.tip_angle

@@ -21,6 +21,9 @@ name               segments    paper formula → here
 The paper gives no formula for its three-segment trajectory (its Fig. 4) nor for the
 four-sided flower (Fig. 3): the benchmark runs the 3-D trajectories on three segments as well.
 ``time_scale`` slows a trajectory down (``t → t / time_scale``), e.g. for physics tracking.
+
+:class:`TrajectoryStarts` gives an arm's configuration at any point of a trajectory (an
+episode's start) deterministically, by Gauss–Newton continuation along the trajectory.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.gauss_newton import nearest_configuration
 
 
 @dataclass(frozen=True)
@@ -138,3 +143,68 @@ def get_trajectory(name: str, *, time_scale: float = 1.0, scale: float | None = 
     if scale is not None:
         traj = traj.rescaled(scale)
     return traj.slowed(time_scale) if time_scale != 1.0 else traj
+
+
+class TrajectoryStarts:
+    """Configurations of ``model`` with the tip on ``trajectory`` at any time, without an optimiser.
+
+    A ring of ``ring`` points evenly over one period (from ``t = 0``) is solved once, on first
+    use, by continuation from the straight arm: each point by Gauss–Newton
+    (:func:`~soft_envs.robots.gauss_newton.nearest_configuration`) from the previous point's
+    configuration. :meth:`configuration` at time ``t`` runs Gauss–Newton from the ring point
+    nearest in time. A solve that misses ``tol`` (a stall on a bound) is retried from
+    ``restarts`` random configurations of a fresh ``numpy`` generator seeded with ``seed`` and
+    the best is kept, so the answer depends only on the arguments. The trajectory's tip angle
+    (planar trajectories) is held as the secondary task.
+
+    Args:
+        model: the arm (a planar trajectory needs a :class:`~soft_envs.robots.PlanarPCCArm`).
+        trajectory: the tip trajectory.
+        ring: continuation points per period.
+        restarts: random restarts of a solve that misses ``tol``.
+        seed: seed of the restarts.
+        tol: tip error [m] that counts as on the trajectory.
+    """
+
+    def __init__(self, model: KinematicModel, trajectory: Trajectory, *, ring: int = 16, restarts: int = 32,
+                 seed: int = 0, tol: float = 1e-10) -> None:
+        if int(ring) != ring or ring < 1 or int(restarts) != restarts or restarts < 0:
+            raise InvalidParameterError(f"ring must be >= 1 and restarts >= 0 (integers); got {ring!r}, {restarts!r}")
+        if not np.isfinite(tol) or tol <= 0:
+            raise InvalidParameterError(f"tol must be > 0 [m]; got {tol!r}")
+        self.model = model
+        self.trajectory = trajectory
+        self.ring, self.restarts, self.seed, self.tol = int(ring), int(restarts), int(seed), float(tol)
+        self._times: np.ndarray | None = None
+        self._configurations: list[np.ndarray] = []
+
+    def _solve(self, t: float, q0: np.ndarray | None) -> tuple[np.ndarray, float]:
+        target = self.trajectory.position(t)
+        best = nearest_configuration(self.model, target, q0, tip_angle=self.trajectory.tip_angle)
+        rng = np.random.default_rng(self.seed)
+        for _ in range(self.restarts):
+            if best[1] < self.tol:
+                break
+            found = nearest_configuration(self.model, target, self.model.sample(rng), tip_angle=self.trajectory.tip_angle)
+            if found[1] < best[1]:
+                best = found
+        return best
+
+    def ring_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ring: times ``(ring,)`` [s] and configurations ``(ring, n_dof)``."""
+        if self._times is None:
+            times = np.linspace(0.0, self.trajectory.period, self.ring, endpoint=False)
+            previous = None
+            for t in times:
+                previous = self._solve(float(t), previous)[0]
+                self._configurations.append(previous)
+            self._times = times
+        return self._times.copy(), np.array(self._configurations)
+
+    def configuration(self, t: float) -> tuple[np.ndarray, float]:
+        """The configuration at time ``t`` [s] and its tip distance to the trajectory point [m]."""
+        if not np.isfinite(t):
+            raise InvalidParameterError(f"t must be finite [s]; got {t!r}")
+        times, configurations = self.ring_points()
+        k = int(np.argmin(np.abs(times - t)))
+        return self._solve(float(t), configurations[k])

@@ -27,8 +27,9 @@ Around it, what makes it a solver rather than a lecture example:
   iterations — a local minimum on the limits), the solve restarts from a seeded uniformly random
   configuration within the limits; the best iterate over all attempts is returned.
 
-Orientation needs a model with ``forward_pose`` and ``pose_jacobian`` (e.g.
-:class:`~soft_envs.robots.bullet_chain.BulletChain`); position-only IK works on any
+Orientation needs a model with the :class:`~soft_envs.robots.base.PoseKinematics` capability
+(e.g. :class:`~soft_envs.robots.bullet_chain.BulletChain`), whose batched ``pose_and_jacobian``
+then also serves position-only IK; position-only IK works on any
 :class:`~soft_envs.robots.base.KinematicModel`.
 """
 
@@ -40,10 +41,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from soft_envs.agents.ik.result import IKResult
-from soft_envs.exceptions import InvalidParameterError, InvalidTargetError
-from soft_envs.robots.base import KinematicModel, check_target
+from soft_envs.agents.ik.result import IKResult, check_one_target, check_start, check_tol, is_success
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError
 from soft_envs.geometry import matrix_to_quaternion, quaternion_error, quaternion_to_matrix
+from soft_envs.robots.base import KinematicModel, PoseKinematics
 
 METHODS = ("pinv", "dls", "transpose")
 
@@ -73,12 +74,11 @@ def check_orientation(orientation: np.ndarray) -> np.ndarray:
 def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | None,
                gain: np.ndarray) -> _Evaluator:
     """The error, Jacobian and the cost ``‖e_p‖² + angle²`` at ``q``, for this model and target."""
-    fast = getattr(model, "_pose_and_jacobian", None)
-    R_desired = None if quat is None else quaternion_to_matrix(quat)
+    has_pose = isinstance(model, PoseKinematics)
     if quat is None:
-        if fast is not None:
+        if has_pose:
             def evaluate(q: np.ndarray):
-                p, _, J = fast(q[None])
+                p, _, J = model.pose_and_jacobian(q[None])
                 ep = position - p[0]
                 err = math.sqrt(float(ep @ ep))
                 return gain * ep, J[0, :3], err, 0.0, err * err
@@ -89,21 +89,14 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                 return gain * ep, model.jacobian(q), err, 0.0, err * err
         return evaluate
 
-    if fast is not None:
-        def pose_jac(q: np.ndarray):
-            p, R, J = fast(q[None])
-            return p[0], R[0], J[0]
-    else:
-        if not (hasattr(model, "forward_pose") and hasattr(model, "pose_jacobian")):
-            raise InvalidParameterError(f"{type(model).__name__} has no forward_pose/pose_jacobian: "
-                                        "it supports position-only IK (orientation=None)")
-
-        def pose_jac(q: np.ndarray):
-            p, qt = model.forward_pose(q)
-            return p, quaternion_to_matrix(qt), model.pose_jacobian(q)
+    if not has_pose:
+        raise InvalidParameterError(f"{type(model).__name__} has no end-effector orientation (PoseKinematics): "
+                                    "it supports position-only IK (orientation=None)")
+    R_desired = quaternion_to_matrix(quat)
 
     def evaluate_pose(q: np.ndarray):
-        p, R, J = pose_jac(q)
+        p, R, J = model.pose_and_jacobian(q[None])
+        p, R, J = p[0], R[0], J[0]
         ep = position - p
         eo, angle = quaternion_error(R_desired, R)
         err = math.sqrt(float(ep @ ep))
@@ -149,13 +142,11 @@ def ik_step(
     the behaviour at singularities. ``damping`` is the fixed λ of ``"dls"``."""
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}")
-    position = check_target(position)
-    if position.ndim != 1:
-        raise InvalidTargetError("ik_step takes one position (3,)")
+    position = check_one_target(model, position, "ik_step")
     quat = None if orientation is None else check_orientation(orientation)
     q = model.check_configuration(q)
     if q.ndim != 1:
-        raise InvalidParameterError(f"q must have shape ({model.n_dof},)")
+        raise InvalidConfigurationError(f"q must have shape ({model.n_dof},)")
     ke, J, *_ = _evaluator(model, position, quat, _gain_vector(gain, 3 if quat is None else 6))(q)
     return _step(J, ke, method, float(damping) ** 2)
 
@@ -181,7 +172,8 @@ def jacobian_ik(
     """Solve ``position`` (and ``orientation``) of the end effector with a Jacobian iteration.
 
     Args:
-        model: a kinematic model; with ``orientation`` it needs ``forward_pose``/``pose_jacobian``.
+        model: a kinematic model; with ``orientation`` it needs
+            :class:`~soft_envs.robots.base.PoseKinematics`.
         position: desired end-effector position ``(3,)`` [m] in the model's base frame.
         orientation: desired orientation, quaternion xyzw ``(4,)`` or rotation matrix ``(3, 3)``
             in the base frame; ``None`` for position-only IK.
@@ -206,9 +198,7 @@ def jacobian_ik(
     start_time = time.perf_counter()
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}")
-    position = check_target(position, reach=getattr(model, "reach", None))
-    if position.ndim != 1:
-        raise InvalidTargetError("jacobian_ik solves one position (3,)")
+    position = check_one_target(model, position, "jacobian_ik")
     quat = None if orientation is None else check_orientation(orientation)
     adaptive = method == "dls" and isinstance(damping, str)
     if isinstance(damping, str):
@@ -223,18 +213,14 @@ def jacobian_ik(
         max_iterations = 20000 if method == "transpose" else 2000
     if stall_iterations is None:
         stall_iterations = 300 if method == "transpose" else 10
-    for name, value, low in (("tol", tol, 0.0), ("orientation_tol", orientation_tol, 0.0),
-                             ("max_step", max_step, 0.0)):
-        if not np.isfinite(value) or value <= low:
-            raise InvalidParameterError(f"{name} must be a positive number; got {value!r}")
+    tol = check_tol(tol)
+    orientation_tol = check_tol(orientation_tol, "orientation_tol")
+    if not (np.isfinite(max_step) and max_step > 0):
+        raise InvalidParameterError(f"max_step must be a positive number; got {max_step!r}")
     if int(max_iterations) < 1 or int(restarts) < 0 or int(stall_iterations) < 1:
         raise InvalidParameterError("max_iterations >= 1, restarts >= 0 and stall_iterations >= 1 required")
     lower, upper = model.lower, model.upper
-    if q0 is None:
-        q0 = 0.5 * (lower + upper)
-    q0 = model.check_configuration(q0)
-    if q0.ndim != 1:
-        raise InvalidParameterError(f"q0 must have shape ({model.n_dof},)")
+    q0 = check_start(model, q0, 0.5 * (lower + upper))
     gain_vec = _gain_vector(gain, 3 if quat is None else 6)
     evaluate = _evaluator(model, position, quat, gain_vec)
     with_orientation = quat is not None
@@ -242,7 +228,7 @@ def jacobian_ik(
     deadline = None if timeout is None else start_time + float(timeout)
 
     def converged(perr: float, oerr: float) -> bool:
-        return perr < tol and (not with_orientation or oerr < orientation_tol)
+        return is_success(perr, tol) and (not with_orientation or oerr < orientation_tol)
 
     best = (np.inf, np.clip(q0, lower, upper), np.inf, np.inf)  # cost, q, position err, orientation err
     iterations, attempts, done = 0, 0, False

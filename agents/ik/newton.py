@@ -5,11 +5,17 @@ A move longer than ``max_step`` (0.6 cm in the seed) is split into equal straigh
 of at most ``max_step`` from the current foot position; each intermediate target gets the
 same number of iterations, the last one is the target itself.
 
-The inverse Jacobian is the model's closed form when it has one (``jacobian_solve``, e.g.
+The inverse Jacobian is the model's closed form when it has one (the
+:class:`~soft_envs.robots.base.JacobianSolve` protocol, e.g.
 :class:`~soft_envs.robots.quadruped.QuadrupedLeg`), otherwise a linear solve of the analytic
 Jacobian (square models) or its pseudo-inverse. At a singular Jacobian the step falls back to
 damped least squares, so a singular or unreachable target gives a finite best effort with
 ``success=False`` — never NaN.
+
+Two thresholds, two names: ``tol`` is the success threshold on the final position error [m]
+(``success = error < tol``, as in every solver); ``stop_tol`` is the early-stopping rule — a
+(sub-)move stops iterating once its error is at most ``stop_tol`` [m] (0, the default: never,
+the seed's fixed iteration count).
 
 * :func:`newton_raphson` — one target on any :class:`~soft_envs.robots.base.KinematicModel`.
 * :func:`newton_raphson_batch` — ``B`` targets on one model, vectorised.
@@ -25,21 +31,24 @@ from functools import lru_cache
 
 import numpy as np
 
-from soft_envs.agents.ik.result import BatchIKResult, IKResult
-from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots.base import KinematicModel, check_target
+from soft_envs.agents.ik.result import BatchIKResult, IKResult, check_one_target, check_start, check_tol, is_success
+from soft_envs.exceptions import (InvalidConfigurationError, InvalidParameterError, InvalidTargetError,
+                                  check_nonnegative)
+from soft_envs.robots.base import JacobianSolve, KinematicModel, check_target
+from soft_envs.robots.quadruped import Quadruped, leg_forward_components, leg_newton_step
 
 SINGULAR_DET = 1e-14  # |det J| below this [m³ for a 3-DOF leg] counts as singular
 DAMPING = 1e-3  # damped-least-squares λ used at singular configurations
 
 
-def _check_options(iterations: int, max_step: float | None, tol: float, tolerance: float) -> None:
+def _check_options(iterations: int, max_step: float | None, tol: float, stop_tol: float) -> float:
+    """Check the options shared by the three solvers; returns ``tol`` as a float."""
     if int(iterations) != iterations or iterations < 1:
         raise InvalidParameterError(f"iterations must be a positive integer; got {iterations!r}")
     if max_step is not None and not (np.isfinite(max_step) and max_step > 0):
         raise InvalidParameterError(f"max_step must be > 0 [m] or None; got {max_step!r}")
-    if not (tol >= 0 and tolerance >= 0):
-        raise InvalidParameterError("tol and tolerance must be >= 0 [m]")
+    check_nonnegative(stop_tol=stop_tol)
+    return check_tol(tol)
 
 
 def _dls(jac: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -51,9 +60,10 @@ def _dls(jac: np.ndarray, r: np.ndarray) -> np.ndarray:
 def model_step(model: KinematicModel) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """The Newton step ``J(q)^{-1} r`` of ``model`` for batches ``(B, n)``, ``(B, 3)``.
 
-    Uses ``model.jacobian_solve`` when present; singular rows get a damped-least-squares step.
+    Uses the closed form of a :class:`~soft_envs.robots.base.JacobianSolve` model; singular rows
+    get a damped-least-squares step.
     """
-    closed_form = getattr(model, "jacobian_solve", None)
+    closed_form = model.jacobian_solve if isinstance(model, JacobianSolve) else None
 
     def step(q: np.ndarray, r: np.ndarray) -> np.ndarray:
         if closed_form is not None:
@@ -79,7 +89,7 @@ def model_step(model: KinematicModel) -> Callable[[np.ndarray, np.ndarray], np.n
     return step
 
 
-def _newton_core(forward, step, q, targets, iterations, max_step, tol, lower, upper):
+def _newton_core(forward, step, q, targets, iterations, max_step, stop_tol, lower, upper):
     """Vectorised NR with splitting over rows; returns ``(q, iterations per row)``."""
     start = forward(q)
     move = targets - start
@@ -98,8 +108,8 @@ def _newton_core(forward, step, q, targets, iterations, max_step, tol, lower, up
         for _ in range(iterations):
             r = goal - forward(q)
             live = active
-            if tol > 0:
-                live = live & (np.sqrt(np.einsum("bi,bi->b", r, r)) > tol)
+            if stop_tol > 0:
+                live = live & (np.sqrt(np.einsum("bi,bi->b", r, r)) > stop_tol)
             if not live.any():
                 break
             dq = step(q, r)
@@ -119,8 +129,8 @@ def newton_raphson(
     *,
     iterations: int = 5,
     max_step: float | None = 0.006,
-    tol: float = 0.0,
-    tolerance: float = 1e-9,
+    tol: float = 1e-9,
+    stop_tol: float = 0.0,
     respect_bounds: bool = True,
 ) -> IKResult:
     """Solve ``model.forward(q) = target`` [m] by Newton–Raphson from ``q0``.
@@ -128,31 +138,26 @@ def newton_raphson(
     Args:
         model: any kinematic model (closed-form inverse Jacobian used when it has one).
         target: ``(3,)`` position [m] in the model's base frame.
-        q0: start configuration (default: the middle of the bounds).
+        q0: start configuration ``(n_dof,)`` (default: the middle of the bounds).
         iterations: Newton iterations per (sub-)move (seed: 5).
         max_step: split moves longer than this [m] into equal steps (seed: 0.006); ``None``
             never splits.
-        tol: stop iterating a (sub-)move once its error is at most ``tol`` [m] (0: never, the
-            seed's fixed iteration count).
-        tolerance: ``success`` when the final error is at most this [m].
+        tol: success threshold on the final position error [m] (``success = error < tol``).
+        stop_tol: stop iterating a (sub-)move once its error is at most ``stop_tol`` [m] (0: never,
+            the seed's fixed iteration count).
         respect_bounds: project every iterate into the model's bounds (``False``: the seed's
             unconstrained iteration).
 
     Returns:
         :class:`IKResult` with ``iterations`` = Newton steps taken over all sub-moves.
     """
-    target = check_target(target)
-    if target.ndim != 1:
-        raise InvalidParameterError("newton_raphson takes one target (3,); use newton_raphson_batch")
-    if q0 is not None and model.check_configuration(q0).ndim != 1:
-        raise InvalidParameterError("q0 must be one configuration (n_dof,)")
-    batch = newton_raphson_batch(model, target[None, :], q0, iterations=iterations, max_step=max_step,
-                                 tol=tol, tolerance=tolerance, respect_bounds=respect_bounds)
-    error, success = float(batch.errors[0]), bool(batch.success[0])
-    message = "converged" if success else ("unreachable or singular target: best effort"
-                                           if np.isfinite(error) else "diverged")
-    return IKResult(solution=batch.solutions[0], error=error, success=success,
-                    iterations=int(batch.iterations[0]), seconds=batch.seconds, message=message)
+    tol = _check_options(iterations, max_step, tol, stop_tol)
+    target = check_one_target(model, target, "newton_raphson (use newton_raphson_batch for (B, 3))")
+    q = check_start(model, q0, 0.5 * (model.lower + model.upper))
+    batch = _solve(model, target[None, :], q, int(iterations), max_step, float(stop_tol), respect_bounds, tol)
+    message = "converged" if batch.success[0] else ("unreachable or singular target: best effort"
+                                                    if np.isfinite(batch.errors[0]) else "diverged")
+    return batch.item(0, message=message)
 
 
 def newton_raphson_batch(
@@ -162,37 +167,45 @@ def newton_raphson_batch(
     *,
     iterations: int = 5,
     max_step: float | None = 0.006,
-    tol: float = 0.0,
-    tolerance: float = 1e-9,
+    tol: float = 1e-9,
+    stop_tol: float = 0.0,
     respect_bounds: bool = True,
 ) -> BatchIKResult:
     """:func:`newton_raphson` for ``B`` targets ``(B, 3)`` at once (``q0`` ``(n,)`` or ``(B, n)``)."""
-    _check_options(iterations, max_step, tol, tolerance)
-    targets = check_target(targets)
+    tol = _check_options(iterations, max_step, tol, stop_tol)
+    targets = check_target(targets, reach=model.reach)
     if targets.ndim == 1:
         targets = targets[None, :]
-    n = len(targets)
-    q = np.broadcast_to(0.5 * (model.lower + model.upper) if q0 is None else
-                        model.check_configuration(q0), (n, model.n_dof)).astype(float)
+    q = 0.5 * (model.lower + model.upper) if q0 is None else model.check_configuration(q0)
+    if q.ndim == 2 and q.shape[0] != len(targets):
+        raise InvalidConfigurationError(f"q0 must have shape ({model.n_dof},) or ({len(targets)}, {model.n_dof}); "
+                                        f"got {q.shape}")
+    return _solve(model, targets, q, int(iterations), max_step, float(stop_tol), respect_bounds, tol)
+
+
+def _solve(model: KinematicModel, targets: np.ndarray, q0: np.ndarray, iterations: int, max_step: float | None,
+           stop_tol: float, respect_bounds: bool, tol: float) -> BatchIKResult:
+    """The checked inputs of :func:`newton_raphson` / :func:`newton_raphson_batch` -> the result."""
+    q = np.broadcast_to(q0, (len(targets), model.n_dof)).astype(float)
     start = time.perf_counter()
     lower, upper = (model.lower, model.upper) if respect_bounds else (None, None)
-    q, iters = _newton_core(model.forward, model_step(model), q, targets, int(iterations), max_step,
-                            float(tol), lower, upper)
+    q, iters = _newton_core(model.forward, model_step(model), q, targets, iterations, max_step, stop_tol,
+                            lower, upper)
     seconds = time.perf_counter() - start
     errors = np.linalg.norm(targets - model.forward(q), axis=-1)
-    return BatchIKResult(solutions=q, errors=errors, success=errors <= tolerance, iterations=iters,
+    return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iters,
                          seconds=seconds)
 
 
 def newton_raphson_legs(
-    robot,
+    robot: Quadruped,
     targets: np.ndarray,
     q0: np.ndarray | None = None,
     *,
     iterations: int = 5,
     max_step: float | None = 0.006,
-    tol: float = 0.0,
-    tolerance: float = 1e-9,
+    tol: float = 1e-9,
+    stop_tol: float = 0.0,
     respect_bounds: bool = True,
 ) -> BatchIKResult:
     """All four legs of a :class:`~soft_envs.robots.Quadruped` in one vectorised solve.
@@ -202,22 +215,22 @@ def newton_raphson_legs(
         targets: ``(4, 3)`` foot targets [m], each in its own leg base frame, legs in the
             order of :data:`~soft_envs.robots.quadruped.LEG_NAMES`.
         q0: ``(4, 3)`` (or ``(12,)``) start joint angles [rad]; default the standing pose.
-        iterations, max_step, tol, tolerance, respect_bounds: as in :func:`newton_raphson`.
+        iterations, max_step, tol, stop_tol, respect_bounds: as in :func:`newton_raphson`.
 
     Returns:
         :class:`BatchIKResult` with ``solutions`` ``(4, 3)``.
     """
-    _check_options(iterations, max_step, tol, tolerance)
-    targets = check_target(targets)
+    tol = _check_options(iterations, max_step, tol, stop_tol)
+    targets = check_target(targets, reach=robot.leg_reach)
     if targets.shape != (4, 3):
-        raise InvalidParameterError(f"targets must have shape (4, 3); got {targets.shape}")
+        raise InvalidTargetError(f"targets must have shape (4, 3); got {targets.shape}")
     q = robot.standing_configuration() if q0 is None else robot.check_joint_vector(q0).copy()
     start = time.perf_counter()
-    q, iters = legs_solve(robot, q, targets, iterations=int(iterations), max_step=max_step, tol=float(tol),
-                          respect_bounds=respect_bounds)
+    q, iters = legs_solve(robot, q, targets, iterations=int(iterations), max_step=max_step,
+                          stop_tol=float(stop_tol), respect_bounds=respect_bounds)
     seconds = time.perf_counter() - start
     errors = np.linalg.norm(targets - robot.legs_forward(q), axis=-1)
-    return BatchIKResult(solutions=q, errors=errors, success=errors <= tolerance, iterations=iters,
+    return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iters,
                          seconds=seconds)
 
 
@@ -230,8 +243,8 @@ def _leg_constants(lengths: tuple, sides: tuple, lower: tuple, upper: tuple) -> 
     return (*k, np.array(sides), 0.5 * (low + high), 0.5 * (high - low))
 
 
-def legs_solve(robot, q: np.ndarray, targets: np.ndarray, *, iterations: int = 5,
-               max_step: float | None = 0.006, tol: float = 0.0,
+def legs_solve(robot: Quadruped, q: np.ndarray, targets: np.ndarray, *, iterations: int = 5,
+               max_step: float | None = 0.006, stop_tol: float = 0.0,
                respect_bounds: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The unchecked core of :func:`newton_raphson_legs` (for controllers in a loop):
     ``(q (4, 3), iterations (4,))``.
@@ -243,7 +256,7 @@ def legs_solve(robot, q: np.ndarray, targets: np.ndarray, *, iterations: int = 5
     through the general vectorised core, from the start.
     """
     q = np.asarray(q, dtype=float)
-    if tol == 0:
+    if stop_tol == 0:
         k0, k1, k2, k3, sides, mid, half = _leg_constants(
             robot.lengths, tuple(robot.sides), tuple(robot.lower), tuple(robot.upper))
         a0, a1, a12 = q[:, 0].copy(), q[:, 1].copy(), q[:, 1] + q[:, 2]
@@ -275,12 +288,10 @@ def legs_solve(robot, q: np.ndarray, targets: np.ndarray, *, iterations: int = 5
                 if inside.all():
                     return out.T, np.full(4, iterations)
     lower, upper = (robot.lower.reshape(4, 3), robot.upper.reshape(4, 3)) if respect_bounds else (None, None)
-    return _legs_general(robot, q, targets, iterations, max_step, tol, lower, upper)
+    return _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, upper)
 
 
-def _legs_general(robot, q, targets, iterations, max_step, tol, lower, upper):
-    from soft_envs.robots.quadruped import leg_forward_components, leg_newton_step
-
+def _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, upper):
     sides = robot.sides
     lengths = robot.lengths
     legs = list(robot.legs.values())
@@ -301,4 +312,5 @@ def _legs_general(robot, q, targets, iterations, max_step, tol, lower, upper):
                 dq[i] = _dls(legs[i].jacobian(qq[i][None]), r[i][None])[0]
         return dq
 
-    return _newton_core(forward, step, np.asarray(q, dtype=float), targets, iterations, max_step, tol, lower, upper)
+    return _newton_core(forward, step, np.asarray(q, dtype=float), targets, iterations, max_step, stop_tol,
+                        lower, upper)

@@ -1,10 +1,39 @@
-"""The result records every IK solver returns."""
+"""The contract every IK solver keeps: the result records, the one definition of success, and
+the input checks the solvers share.
+
+Every solver takes a :class:`~soft_envs.robots.base.KinematicModel` and a target position [m]
+in the model's base frame, and returns an :class:`IKResult` (one target) or a
+:class:`BatchIKResult` (``B`` targets):
+
+* the solution is finite and within the model's bounds (best effort when the target is
+  unreachable: never an exception, ``success=False``);
+* ``error`` is the Euclidean position error ``‖x_d − forward(solution)‖`` [m];
+* **success** is :func:`is_success`: ``error < tol``, strictly, with ``tol`` the solver's
+  success threshold on the position error [m] (solvers that also solve an orientation
+  additionally require ``orientation_error < orientation_tol``);
+* bad input (NaN, wrong shape, millimetres for metres, a start of the wrong shape, ``tol <= 0``)
+  raises a :class:`ValueError` subclass from :mod:`soft_envs.exceptions` before any work.
+
+``tests/agents/test_solver_contract.py`` checks this over every solver.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError
+from soft_envs.robots.base import KinematicModel, check_target
+
+
+def is_success(error: float | np.ndarray, tol: float) -> bool | np.ndarray:
+    """The one definition of an IK success: position error [m] strictly below ``tol`` [m]
+    (elementwise for a batch of errors)."""
+    if isinstance(error, np.ndarray):
+        return error < tol
+    return bool(error < tol)
 
 
 @dataclass
@@ -12,12 +41,14 @@ class IKResult:
     """Outcome of one IK solve.
 
     Attributes:
-        solution: configuration found (the model's units, within its bounds).
+        solution: configuration found ``(n_dof,)`` (the model's units, within its bounds).
         error: Euclidean position error ``‖x_d − x(solution)‖`` [m].
-        success: ``error`` (and ``orientation_error`` when solved) within the tolerance.
+        success: :func:`is_success` of ``error`` (and ``orientation_error`` below its own
+            threshold when an orientation is solved).
         iterations: solver iterations (or function evaluations where the solver only counts those).
         seconds: wall time of the solve [s].
-        orientation_error: angle of the orientation error [rad], ``None`` for position-only IK.
+        orientation_error: angle of the orientation error [rad] (or the tip-angle error of
+            ``sqp``), ``None`` for position-only IK.
         message: the solver's own words on how it stopped.
     """
 
@@ -32,14 +63,15 @@ class IKResult:
 
 @dataclass
 class BatchIKResult:
-    """Outcome of a batched solve of ``B`` targets.
+    """Outcome of a batched solve of ``B`` targets; the fields of :class:`IKResult`, one per target.
 
     Attributes:
         solutions: ``(B, n_dof)`` configurations.
         errors: ``(B,)`` position errors [m].
-        success: ``(B,)`` booleans.
+        success: ``(B,)`` booleans, :func:`is_success` of ``errors``.
         iterations: ``(B,)`` iterations spent on each target.
         seconds: wall time of the whole batch [s].
+        extra: solver-specific figures (e.g. how many targets ``trr_batch`` polished).
     """
 
     solutions: np.ndarray
@@ -51,3 +83,51 @@ class BatchIKResult:
 
     def __len__(self) -> int:
         return int(self.errors.shape[0])
+
+    def item(self, index: int, *, seconds: float | None = None, message: str = "") -> IKResult:
+        """Target ``index`` as an :class:`IKResult` (``seconds`` default: the whole batch's)."""
+        return IKResult(solution=self.solutions[index], error=float(self.errors[index]),
+                        success=bool(self.success[index]), iterations=int(self.iterations[index]),
+                        seconds=self.seconds if seconds is None else float(seconds), message=message)
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks shared by the solvers (each raises a ValueError subclass)
+# ---------------------------------------------------------------------------------------------
+def check_tol(tol: float, name: str = "tol") -> float:
+    """``tol`` as a float if it is a finite number > 0 [m], else :class:`InvalidParameterError`."""
+    try:
+        value = float(tol)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InvalidParameterError(f"{name} must be a finite number > 0 [m]; got {tol!r}")
+    return value
+
+
+def check_one_target(model: KinematicModel, target: np.ndarray, solver: str) -> np.ndarray:
+    """One target position ``(3,)`` [m] for ``model`` (NaN, another shape, or a target more
+    than 100 reaches away — millimetres for metres — raise :class:`InvalidTargetError`)."""
+    arr = check_target(target, reach=model.reach)
+    if arr.ndim != 1:
+        raise InvalidTargetError(f"{solver} solves one target of shape (3,); got {arr.shape}")
+    return arr
+
+
+def check_targets(model: KinematicModel, targets: np.ndarray, solver: str) -> np.ndarray:
+    """A batch of target positions ``(B, 3)`` [m] for ``model`` (see :func:`check_one_target`)."""
+    arr = check_target(targets, reach=model.reach)
+    if arr.ndim != 2:
+        raise InvalidTargetError(f"{solver} takes targets of shape (B, 3); got {arr.shape}")
+    return arr
+
+
+def check_start(model: KinematicModel, q0: np.ndarray | None, default: np.ndarray) -> np.ndarray:
+    """The start configuration ``(n_dof,)``: ``q0`` checked (finite, right shape; not clipped),
+    or ``default`` when ``q0`` is ``None``."""
+    if q0 is None:
+        return default
+    arr = model.check_configuration(q0)
+    if arr.ndim != 1:
+        raise InvalidConfigurationError(f"q0 must be one configuration of shape ({model.n_dof},); got {arr.shape}")
+    return arr

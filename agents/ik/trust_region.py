@@ -23,9 +23,10 @@ from collections.abc import Callable
 import numpy as np
 from scipy.optimize import least_squares
 
-from soft_envs.agents.ik.result import BatchIKResult, IKResult
-from soft_envs.robots.base import KinematicModel, check_target
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start, check_targets,
+                                        check_tol, is_success)
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
+from soft_envs.robots.base import KinematicModel, ModulePoints, check_target
 
 
 def _residual_function(
@@ -36,11 +37,15 @@ def _residual_function(
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, float]]:
     """``q -> (residual, jacobian, tip error)`` for the tip task and the optional shape task."""
     if intermediate_targets is None:
-        def evaluate(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-            points, jac = model.module_points_jacobian(q) if hasattr(model, "module_points_jacobian") \
-                else (model.forward(q)[None], model.jacobian(q)[None])
-            res = points[-1] - target
-            return res, jac[-1], float(np.sqrt(res @ res))
+        if isinstance(model, ModulePoints):
+            def evaluate(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+                points, jac = model.module_points_jacobian(q)
+                res = points[-1] - target
+                return res, jac[-1], float(np.sqrt(res @ res))
+        else:
+            def evaluate(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+                res = model.forward(q) - target
+                return res, model.jacobian(q), float(np.sqrt(res @ res))
         return evaluate
 
     n_inter = intermediate_targets.shape[0]
@@ -76,7 +81,7 @@ def trr(
         target: desired tip position ``(3,)`` [m] in the model's base frame.
         q0: start (warm start on a trajectory); default the middle of the bounds.
         intermediate_targets: optional ``(k, 3)`` [m] targets for the first ``k`` module tops
-            (shape control; the model must offer ``module_points_jacobian``).
+            (shape control; the model must offer :class:`~soft_envs.robots.base.ModulePoints`).
         shape_weight: weight α of the shape residuals relative to the tip residual.
         tol: success threshold on the tip position error [m].
         max_iterations: cap on TRF function evaluations per start (the paper: 2000).
@@ -88,28 +93,22 @@ def trr(
         :class:`IKResult`; ``iterations`` counts function evaluations over every start.
     """
     start_time = time.perf_counter()
-    target = check_target(target, reach=getattr(model, "reach", None))
-    if target.ndim != 1:
-        raise InvalidParameterError("trr solves one target (3,); use trr_batch for (B, 3)")
+    target = check_one_target(model, target, "trr")
     lower, upper = model.lower, model.upper
-    if q0 is None:
-        q0 = 0.5 * (lower + upper)
-    q0 = np.clip(model.check_configuration(q0), lower, upper)
-    if q0.ndim != 1:
-        raise InvalidParameterError(f"q0 must have shape ({model.n_dof},)")
+    q0 = np.clip(check_start(model, q0, 0.5 * (lower + upper)), lower, upper)
     if intermediate_targets is not None:
-        intermediate_targets = np.atleast_2d(check_target(intermediate_targets))
-        n_mod = getattr(model, "n_modules", 1)
-        if intermediate_targets.shape[0] >= n_mod:
+        if not isinstance(model, ModulePoints):
+            raise InvalidParameterError(f"{type(model).__name__} has no intermediate points for shape control")
+        intermediate_targets = np.atleast_2d(check_target(intermediate_targets, reach=model.reach))
+        if intermediate_targets.shape[0] >= model.n_modules:
             raise InvalidParameterError(
                 f"intermediate_targets gives {intermediate_targets.shape[0]} points; the arm has "
-                f"{n_mod - 1} intermediate modules")
-        if not hasattr(model, "module_points_jacobian"):
-            raise InvalidParameterError(f"{type(model).__name__} has no intermediate points for shape control")
+                f"{model.n_modules - 1} intermediate modules")
         if not np.isfinite(shape_weight) or shape_weight < 0:
             raise InvalidParameterError(f"shape_weight must be >= 0; got {shape_weight!r}")
-    if tol <= 0 or regularization < 0 or max_iterations < 1 or restarts < 0:
-        raise InvalidParameterError("tol must be > 0, regularization >= 0, max_iterations >= 1, restarts >= 0")
+    tol = check_tol(tol)
+    if not regularization >= 0 or max_iterations < 1 or restarts < 0:
+        raise InvalidParameterError("regularization >= 0, max_iterations >= 1 and restarts >= 0 required")
 
     evaluate = _residual_function(model, target, intermediate_targets, shape_weight)
     stop_error = tol * 1e-2 if intermediate_targets is None else 0.0
@@ -152,7 +151,7 @@ def trr(
     best_q, best_err = best["q"], best["err"]
 
     best_q = np.clip(best_q, lower, upper)
-    return IKResult(solution=best_q, error=float(best_err), success=bool(best_err < tol),
+    return IKResult(solution=best_q, error=float(best_err), success=is_success(best_err, tol),
                     iterations=evaluations, seconds=time.perf_counter() - start_time, message=message)
 
 
@@ -185,13 +184,17 @@ def trr_batch(
         seed: seed of ``trr``'s random restarts.
     """
     start_time = time.perf_counter()
-    targets = check_target(targets, reach=getattr(model, "reach", None))
-    if targets.ndim != 2:
-        raise InvalidParameterError("trr_batch takes targets of shape (B, 3)")
+    targets = check_targets(model, targets, "trr_batch")
+    tol = check_tol(tol)
+    if int(max_iterations) != max_iterations or max_iterations < 0:
+        raise InvalidParameterError(f"max_iterations must be an integer >= 0; got {max_iterations!r}")
     batch = targets.shape[0]
     lower, upper = model.lower, model.upper
-    q = np.broadcast_to(0.5 * (lower + upper) if q0 is None else model.check_configuration(q0),
-                        (batch, model.n_dof)).copy()
+    start = 0.5 * (lower + upper) if q0 is None else model.check_configuration(q0)
+    if start.ndim == 2 and start.shape[0] != batch:
+        raise InvalidConfigurationError(f"q0 must have shape ({model.n_dof},) or ({batch}, {model.n_dof}); "
+                                        f"got {start.shape}")
+    q = np.broadcast_to(start, (batch, model.n_dof)).copy()
     q = np.clip(q, lower, upper)
     mu = np.full(batch, 1e-6)
     iterations = np.zeros(batch, dtype=int)
@@ -230,5 +233,5 @@ def trr_batch(
                 q[i], errors[i] = res.solution, res.error
             iterations[i] += res.iterations
             polished += 1
-    return BatchIKResult(solutions=q, errors=errors, success=errors < tol, iterations=iterations,
+    return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iterations,
                          seconds=time.perf_counter() - start_time, extra={"polished": polished})

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from soft_envs.agents.ik.result import BatchIKResult, IKResult
+from soft_envs.agents.ik.result import BatchIKResult, IKResult, check_one_target, check_targets, check_tol, is_success
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import check_target
@@ -33,6 +33,7 @@ from soft_envs.robots.peter import Peter
 FORMAT_VERSION = 1
 _CHUNK = 32768  # rows per inference chunk (few BLAS calls: multithreaded BLAS on a busy machine)
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))
+TOL = 1e-6  # default success threshold of the hybrid on the position error [m] (trr's default)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -182,27 +183,27 @@ class NeuralIK:
         return h
 
     # ------------------------------------------------------------------ hybrid
-    def solve(self, target: np.ndarray, *, refine: bool = True, tol: float = 1e-6) -> IKResult:
+    def solve(self, target: np.ndarray, *, refine: bool = True, tol: float = TOL) -> IKResult:
         """IK of one target: the network's answer, refined by TRR when ``refine`` (the hybrid).
 
         Refinement runs :func:`~soft_envs.agents.ik.trr_batch` from the prediction (vectorised
         bounded Levenberg–Marquardt, then ``trr`` when that does not reach ``tol``).
+
+        Args:
+            target: tip position ``(3,)`` [m] in the arm's base frame.
+            refine: refine the network's answer with TRR.
+            tol: success threshold on the position error [m].
         """
         start = time.perf_counter()
-        target = check_target(target)
-        if target.ndim != 1:
-            raise InvalidParameterError("solve takes one target (3,); use solve_batch for (B, 3)")
+        target = check_one_target(self.model, target, "NeuralIK.solve")
         res = self.solve_batch(target[None], refine=refine, tol=tol)
-        return IKResult(solution=res.solutions[0], error=float(res.errors[0]), success=bool(res.success[0]),
-                        iterations=int(res.iterations[0]), seconds=time.perf_counter() - start,
-                        message="network + TRR" if refine else "network")
+        return res.item(0, seconds=time.perf_counter() - start, message="network + TRR" if refine else "network")
 
-    def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = 1e-6) -> BatchIKResult:
+    def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = TOL) -> BatchIKResult:
         """IK of ``(B, 3)`` targets [m]: network prediction, TRR-refined when ``refine``."""
         start = time.perf_counter()
-        targets = check_target(targets)
-        if targets.ndim != 2:
-            raise InvalidParameterError("solve_batch takes targets of shape (B, 3)")
+        targets = check_targets(self.model, targets, "NeuralIK.solve_batch")
+        tol = check_tol(tol)
         model = self.model
         guess = self.predict(targets)
         if refine:
@@ -210,7 +211,7 @@ class NeuralIK:
             return BatchIKResult(res.solutions, res.errors, res.success, res.iterations,
                                  time.perf_counter() - start, dict(res.extra, refined=True))
         errors = np.linalg.norm(model.forward(guess) - targets, axis=-1)
-        return BatchIKResult(guess, errors, errors < tol, np.zeros(len(errors), dtype=int),
+        return BatchIKResult(guess, errors, is_success(errors, tol), np.zeros(len(errors), dtype=int),
                              time.perf_counter() - start, {"refined": False})
 
 
@@ -251,12 +252,13 @@ class NeuralReachAgent:
             start = time.perf_counter()
             guess = self.net.predict(goal)
             if self.refine:
-                res = trr_batch(self.model, goal[None], guess)
+                res = trr_batch(self.model, goal[None], guess, tol=TOL)
                 solution, error, iterations = res.solutions[0], float(res.errors[0]), int(res.iterations[0])
             else:
                 solution, iterations = guess, 0
                 error = float(np.linalg.norm(self.model.forward(guess) - goal))
-            self.last_result = IKResult(solution, error, error < 1e-6, iterations, time.perf_counter() - start)
+            self.last_result = IKResult(solution, error, is_success(error, TOL), iterations,
+                                        time.perf_counter() - start)
             self._goal, self._solution = goal, solution
         return self.env.model_to_action(self._solution)
 

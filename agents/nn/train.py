@@ -33,7 +33,7 @@ import numpy as np
 
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.agents.nn import NeuralIK
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.robots.peter import Peter
 
 SPLITS = (0.75, 0.15, 0.10)  # train, validation, test (the paper)
@@ -123,7 +123,7 @@ def _torch():
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError("training needs PyTorch: pip install 'soft_envs[learn]'") from exc
+        raise MissingDependencyError("training needs PyTorch: pip install 'soft_envs[learn]'") from exc
     return torch
 
 
@@ -140,7 +140,7 @@ def build_network(n_inputs: int, n_outputs: int, recipe: Recipe):
     return torch.nn.Sequential(*layers)
 
 
-def _tip_function(model: Peter):
+def tip_function(model: Peter):
     """A torch autograd function ``t [s] -> tip [m]`` using the model's forward and analytic Jacobian."""
     torch = _torch()
 
@@ -219,7 +219,7 @@ def train(
     scheduler = (torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=8)
                  if recipe.lr_decay else None)
     kernels = [m.weight for m in net if isinstance(m, torch.nn.Linear)]
-    tip = _tip_function(model)
+    tip = tip_function(model)
     mid_t, half_t = torch.tensor(mid), torch.tensor(half)
     mm = 1e3
 

@@ -8,11 +8,11 @@ optional ``tip_offset`` in that frame) [m], expressed in ``base_link``'s URDF li
 Quaternions are ``(x, y, z, w)`` with ``w ≥ 0``.
 
 Frames are read from the URDF text (joint ``origin`` xyz/rpy, ``axis``, ``limit``) in float64,
-because PyBullet's ``getJointInfo`` gives joint frames relative to inertial frames. The URDF is
-also loaded once in a private DIRECT PyBullet client, disconnected before the constructor
-returns, to check that PyBullet accepts it and to record each chain joint's PyBullet index
-(:attr:`BulletChain.joint_indices`) for driving a body with IK solutions. The kinematics are
-validated against PyBullet's ``getLinkState`` and ``calculateJacobian`` in the tests.
+because PyBullet's ``getJointInfo`` gives joint frames relative to inertial frames. The model
+needs no simulator: :attr:`BulletChain.joint_indices` (for driving a PyBullet body with IK
+solutions) comes from the URDF's joint tree too, numbered as PyBullet's ``loadURDF`` numbers
+joints. The kinematics and the indices are checked against PyBullet (``getLinkState``,
+``calculateJacobian``, ``getJointInfo``) in ``tests/robots/test_bullet_chain.py``.
 
 Fixed joints inside the chain are folded into the next movable joint's origin (or into the tip
 transform), so forward kinematics costs one 4×4 product per movable joint, batched over
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
 from soft_envs.geometry import cross, matrix_to_quaternion, rpy_to_matrix
 from soft_envs.robots.base import KinematicModel
 
@@ -64,7 +64,7 @@ def _floats(text: str | None, default: tuple[float, ...], what: str) -> np.ndarr
 
 
 def parse_urdf_joints(urdf_text: str) -> tuple[dict[str, ChainJoint], set[str]]:
-    """All joints of a URDF (keyed by child link name) and the set of link names."""
+    """All joints of a URDF (keyed by child link name, in document order) and the set of link names."""
     try:
         root = ET.fromstring(urdf_text)
     except ET.ParseError as exc:
@@ -104,6 +104,21 @@ def parse_urdf_joints(urdf_text: str) -> tuple[dict[str, ChainJoint], set[str]]:
     return joints, links
 
 
+def _depth_first_joint_order(joints_by_child: dict[str, ChainJoint], roots: list[str]) -> list[str]:
+    """Joint names in depth-first order from the root links, each link's child joints in document
+    order: PyBullet's joint numbering."""
+    children: dict[str, list[ChainJoint]] = {}
+    for joint in joints_by_child.values():
+        children.setdefault(joint.parent, []).append(joint)
+    order: list[str] = []
+    stack = [joint for root in reversed(roots) for joint in reversed(children.get(root, []))]
+    while stack:
+        joint = stack.pop()
+        order.append(joint.name)
+        stack.extend(reversed(children.get(joint.child, [])))
+    return order
+
+
 class BulletChain(KinematicModel):
     """Kinematic model of the serial chain ``base_link → end_link`` of a URDF.
 
@@ -113,13 +128,13 @@ class BulletChain(KinematicModel):
         base_link: name of the link whose URDF frame is the chain's base frame; default the root.
         tip_offset: point ``(3,)`` [m] in ``end_link``'s frame taken as the end effector
             (default its origin).
-        check_with_bullet: load the URDF in a private DIRECT client (closed before returning)
-            to check PyBullet accepts it and to record :attr:`joint_indices`.
 
     Attributes:
         joints: every URDF joint of the chain, fixed ones included, base to tip.
         joint_names: names of the movable joints (the configuration's order).
-        joint_indices: PyBullet joint indices of the movable joints (``None`` without the check).
+        joint_indices: index of each movable joint in the URDF's depth-first joint order from
+            the root link (children in document order) — the joint index PyBullet's
+            ``loadURDF`` gives it (default flags, no merged fixed links).
         lower, upper: joint limits [rad or m].
     """
 
@@ -130,7 +145,6 @@ class BulletChain(KinematicModel):
         base_link: str | None = None,
         *,
         tip_offset: np.ndarray | None = None,
-        check_with_bullet: bool = True,
     ) -> None:
         self.urdf_path = os.fspath(urdf_path)
         if not os.path.isfile(self.urdf_path):
@@ -179,9 +193,8 @@ class BulletChain(KinematicModel):
         self.upper = np.array([j.upper for j in movable])
         self.tip_offset = tip_offset
         self._build_tables(tip_offset)
-        self.joint_indices: tuple[int, ...] | None = None
-        if check_with_bullet:
-            self.joint_indices = self._bullet_indices()
+        order = _depth_first_joint_order(joints_by_child, roots)
+        self.joint_indices: tuple[int, ...] = tuple(order.index(name) for name in self.joint_names)
 
     # ------------------------------------------------------------------ construction helpers
     def _build_tables(self, tip_offset: np.ndarray) -> None:
@@ -216,32 +229,6 @@ class BulletChain(KinematicModel):
         self._tip = tip
         self._tip_is_identity = bool(np.array_equal(tip, np.eye(4)))
 
-    def _bullet_indices(self) -> tuple[int, ...]:
-        """Load the URDF in a private DIRECT client; return the movable joints' PyBullet indices."""
-        import pybullet
-        from soft_envs.sim.bullet import connect
-
-        client = connect()
-        try:
-            try:
-                body = client.loadURDF(self.urdf_path, useFixedBase=True)
-            except pybullet.error as exc:
-                raise InvalidParameterError(f"PyBullet cannot load {self.urdf_path!r}: {exc}") from exc
-            by_name = {}
-            for index in range(client.getNumJoints(body)):
-                info = client.getJointInfo(body, index)
-                by_name[info[1].decode()] = (index, info[2])
-        finally:
-            client.disconnect()
-        expected = {"revolute": pybullet.JOINT_REVOLUTE, "continuous": pybullet.JOINT_REVOLUTE,
-                    "prismatic": pybullet.JOINT_PRISMATIC}
-        indices = []
-        for name, jtype in zip(self.joint_names, self.joint_types):
-            if name not in by_name or by_name[name][1] != expected[jtype]:
-                raise InvalidParameterError(f"PyBullet's reading of {self.urdf_path!r} disagrees on joint {name!r}")
-            indices.append(by_name[name][0])
-        return tuple(indices)
-
     # ------------------------------------------------------------------ kinematics
     def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``q (B, n)`` -> (joint frames ``(B, n, 4, 4)`` after each movable joint, tip ``(B, 4, 4)``)."""
@@ -259,12 +246,22 @@ class BulletChain(KinematicModel):
         tip = T if self._tip_is_identity else T @ self._tip
         return frames, tip
 
-    def _pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``q (B, n)`` (unchecked) -> position ``(B, 3)``, rotation ``(B, 3, 3)``, Jacobian ``(B, 6, n)``.
+    def pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Batch ``q (B, n)`` -> position ``(B, 3)`` [m], rotation matrix ``(B, 3, 3)``, Jacobian
+        ``(B, 6, n)`` of the end effector, in the base frame (one pass for IK inner loops).
 
         Rows 0–2 of the Jacobian: d position / dq; rows 3–5: angular velocity of the end link per
-        unit joint rate, both in the base frame (the geometric Jacobian).
+        unit joint rate (the geometric Jacobian). For speed only the shape of ``q`` is checked
+        (:class:`InvalidConfigurationError`); ``q`` must be a finite float array — use
+        :meth:`forward_pose` and :meth:`pose_jacobian` for fully checked calls.
         """
+        if q.ndim != 2 or q.shape[1] != self._revolute.shape[0]:
+            raise InvalidConfigurationError(f"pose_and_jacobian takes a batch of shape (B, {self.n_dof}); "
+                                            f"got {q.shape}")
+        return self._pose_and_jacobian(q)
+
+    def _pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`pose_and_jacobian` without the shape check."""
         frames, tip = self._frames(q)
         p = tip[:, :3, 3]
         z = np.einsum("bnij,nj->bni", frames[..., :3, :3], self._axes)

@@ -19,22 +19,24 @@ nearest a reference configuration so that trajectories stay continuous.
 
 :class:`PlanarPCCArm` is the 2-D variant (``φ = 0``, configuration ``(ΔL, θ)`` per segment):
 the arm moves in the ``x–z`` plane.
+
+The link sums are evaluated by :class:`~soft_envs.robots.pcc_kinematics.PCCKinematics`; the
+PyBullet body is described as a rigid-link chain by :meth:`PCCArm.chain`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.geometry import bend_functions, bend_rotation, chain_frames, skew
+from soft_envs.geometry import bend_functions, bend_rotation
 from soft_envs.robots.base import KinematicModel
-from soft_envs.sim.urdf import Joint, Link, Visual, cylinder_inertia, urdf_text
+from soft_envs.robots.chain import (BASE_COLOUR, Body, Chain, Cylinder, Limits, bend_section, cylinder_inertia,
+                                    section_colour, section_joint_values)
+from soft_envs.robots.pcc_kinematics import PCCKinematics
 
-_DW_DA = skew(np.array([0.0, 1.0, 0.0]))   # d[w]×/da for w = (−b, a, 0)
-_DW_DB = skew(np.array([-1.0, 0.0, 0.0]))  # d[w]×/db
 _CLOSED_FORM_MIN_BEND = 1e-3  # rad; below it the series-based path is used
 
 # Paper's physical segment (section 3.2): mass, relaxed length, Young's modulus, Poisson's ratio.
@@ -103,9 +105,7 @@ class PCCArm(KinematicModel):
         self.segment_mass = float(segment_mass)
         self.youngs_modulus = float(youngs_modulus)
         self.poisson_ratio = float(poisson_ratio)
-        m = self.links_per_segment
-        self._f = (2.0 * np.arange(1, m + 1) - 1.0) / (2.0 * m)  # link k at bend fraction f_k
-        self._f2, self._f3, self._f4 = self._f**2, self._f**3, self._f**4
+        self._kinematics = PCCKinematics(self.segment_lengths, self.links_per_segment)
         lo, hi = self._segment_bounds()
         self.lower = np.concatenate([lo(i) for i in range(self.n_segments)])
         self.upper = np.concatenate([hi(i) for i in range(self.n_segments)])
@@ -218,9 +218,9 @@ class PCCArm(KinematicModel):
         if c.ndim == 1:
             u = self._smooth_from_config(c[None])[0][0]
             if np.all(u[:, 1] ** 2 + u[:, 2] ** 2 > _CLOSED_FORM_MIN_BEND**2):
-                return self._closed_form(u, with_jacobian=False)[0]
+                return self._kinematics.closed_form(u, with_jacobian=False)[0]
         u, _ = self._smooth_from_config(np.atleast_2d(c))
-        tip = self._evaluate(u, with_jacobian=False)[0]
+        tip = self._kinematics.series(u, with_jacobian=False)[0]
         return tip[0] if c.ndim == 1 else tip
 
     def jacobian(self, c: np.ndarray) -> np.ndarray:
@@ -228,7 +228,7 @@ class PCCArm(KinematicModel):
         c = self.check_configuration(c)
         c2 = np.atleast_2d(c)
         u, du = self._smooth_from_config(c2)
-        _, ju, _ = self._evaluate(u, with_jacobian=True)
+        _, ju, _ = self._kinematics.series(u, with_jacobian=True)
         n = self.n_segments
         ju = ju.reshape(c2.shape[0], 3, n, 3)
         jac = np.einsum("bxnj,bnjk->bxnk", ju, du).reshape(c2.shape[0], 3, 3 * n)
@@ -241,141 +241,23 @@ class PCCArm(KinematicModel):
         """Tip [m] and ``d tip / d u`` in smooth coordinates, for one ``u`` ``(3N,)`` (IK fast path)."""
         s = np.asarray(u, dtype=float).reshape(self.n_segments, 3)
         if np.all(s[:, 1] ** 2 + s[:, 2] ** 2 > _CLOSED_FORM_MIN_BEND**2):
-            return self._closed_form(s)
-        tip, jac, _ = self._evaluate(s[None], with_jacobian=True)
+            return self._kinematics.closed_form(s)
+        tip, jac, _ = self._kinematics.series(s[None], with_jacobian=True)
         return tip[0], jac[0]
-
-    def _closed_form(self, s: np.ndarray, with_jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """Single-configuration kinematics with the link sums in closed form (all ``|θ| > 1e-3``).
-
-        ``Σ_k sin((2k−1)x) = sin²(mx)/sin x`` and ``Σ_k cos((2k−1)x) = sin(2mx)/(2 sin x)`` with
-        ``x = θ/2m`` give the segment chord ``(L/m)(g a, g b, h)``,
-        ``g = sin²(θ/2)/(θ sin x)``, ``h = sin θ/(2 sin x)``. Plain-float arithmetic: for one
-        configuration it is several times faster than numpy on 3-vectors.
-        """
-        m = self.links_per_segment
-        inv2m = 0.5 / m
-        rot = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
-        end = (0.0, 0.0, 0.0)
-        frames = []  # (rot_prev, local derivative columns as functions of r), filled below
-        for (dl, a, b), length in zip(s.tolist(), self.segment_lengths.tolist()):
-            th = math.hypot(a, b)
-            ell = length + dl
-            k = ell / m
-            x = th * inv2m
-            sin_t, cos_t = math.sin(th), math.cos(th)
-            sin_x, cos_x = math.sin(x), math.cos(x)
-            sin_h = math.sin(0.5 * th)
-            num, den = sin_h * sin_h, th * sin_x
-            g = num / den
-            dg = (0.5 * sin_t * den - num * (sin_x + th * cos_x * inv2m)) / (den * den)
-            h = sin_t / (2 * sin_x)
-            dh = (cos_t * sin_x - sin_t * cos_x * inv2m) / (2 * sin_x * sin_x)
-            ca, sa = a / th, b / th
-            p = (k * g * a, k * g * b, k * h)
-            dp_dl = (g * a / m, g * b / m, h / m)
-            dp_da = (k * (g + a * dg * ca), k * a * dg * sa, k * dh * ca)
-            dp_db = (k * b * dg * ca, k * (g + b * dg * sa), k * dh * sa)
-            th2 = th * th
-            sv = sin_t / th
-            cv = 2 * sin_h * sin_h / th2
-            dsv = (th * cos_t - sin_t) / th2
-            dcv = (th * sin_t - 2 * (1 - cos_t)) / (th2 * th)
-            R = ((1 - cv * a * a, -cv * a * b, sv * a), (-cv * a * b, 1 - cv * b * b, sv * b),
-                 (-sv * a, -sv * b, 1 - cv * th2))
-            derivs = []
-            for d_th, x1, x2, first in ((ca, a, b, True), (sa, b, a, False)):
-                s_d, c_d = dsv * d_th, dcv * d_th
-                d11 = -c_d * x1 * x1 - 2 * cv * x1
-                d12 = -c_d * x1 * x2 - cv * x2
-                d22 = -c_d * x2 * x2
-                d13, d23 = s_d * x1 + sv, s_d * x2
-                d33 = -c_d * th2 - 2 * cv * x1
-                if first:
-                    derivs.append(((d11, d12, d13), (d12, d22, d23), (-d13, -d23, d33)))
-                else:
-                    derivs.append(((d22, d12, d23), (d12, d11, d13), (-d23, -d13, d33)))
-            end = tuple(end[i] + rot[i][0] * p[0] + rot[i][1] * p[1] + rot[i][2] * p[2] for i in range(3))
-            new_rot = tuple(tuple(rot[i][0] * R[0][j] + rot[i][1] * R[1][j] + rot[i][2] * R[2][j]
-                                  for j in range(3)) for i in range(3))
-            frames.append((rot, dp_dl, dp_da, dp_db, derivs, end, new_rot))
-            rot = new_rot
-        tip = end
-        if not with_jacobian:
-            return np.array(tip), None
-        cols = []
-        for rot_prev, dp_dl, dp_da, dp_db, (dRa, dRb), seg_end, end_rot in frames:
-            d = (tip[0] - seg_end[0], tip[1] - seg_end[1], tip[2] - seg_end[2])
-            r = tuple(end_rot[0][j] * d[0] + end_rot[1][j] * d[1] + end_rot[2][j] * d[2] for j in range(3))
-            la = tuple(dp_da[i] + dRa[i][0] * r[0] + dRa[i][1] * r[1] + dRa[i][2] * r[2] for i in range(3))
-            lb = tuple(dp_db[i] + dRb[i][0] * r[0] + dRb[i][1] * r[1] + dRb[i][2] * r[2] for i in range(3))
-            for v in (dp_dl, la, lb):
-                cols.append([rot_prev[i][0] * v[0] + rot_prev[i][1] * v[1] + rot_prev[i][2] * v[2]
-                             for i in range(3)])
-        return np.array(tip), np.array(cols).T
 
     def smooth_forward(self, u: np.ndarray) -> np.ndarray:
         """Tip [m] of smooth coordinates ``(3N,)`` or ``(B, 3N)``."""
         u = np.asarray(u, dtype=float)
         u2 = np.atleast_2d(u)
-        tip = self._evaluate(u2.reshape(u2.shape[0], self.n_segments, 3), with_jacobian=False)[0]
+        tip = self._kinematics.series(u2.reshape(u2.shape[0], self.n_segments, 3), with_jacobian=False)[0]
         return tip[0] if u.ndim == 1 else tip
 
     def tip_rotation(self, c: np.ndarray) -> np.ndarray:
         """Orientation of the tip frame in the base frame, ``(3, 3)`` or ``(B, 3, 3)``."""
         c = self.check_configuration(c)
         u, _ = self._smooth_from_config(np.atleast_2d(c))
-        rot = self._evaluate(u, with_jacobian=False)[2]
+        rot = self._kinematics.series(u, with_jacobian=False)[2]
         return rot[0] if c.ndim == 1 else rot
-
-    def _evaluate(self, u: np.ndarray, with_jacobian: bool):
-        """Tip ``(B, 3)``, ``d tip/du`` ``(B, 3, 3N)`` (or None) and tip rotation ``(B, 3, 3)``."""
-        batch = u.shape[0]
-        m = self.links_per_segment
-        pos = np.zeros((batch, 3))
-        rot = np.broadcast_to(np.eye(3), (batch, 3, 3))
-        if with_jacobian:
-            store = []
-        for i in range(self.n_segments):
-            dl, a, b = u[:, i, 0], u[:, i, 1], u[:, i, 2]
-            ell = self.segment_lengths[i] + dl
-            q = a * a + b * b
-            S, dS, C, dC = bend_functions(q[:, None] * self._f2)
-            sig_s = S @ self._f
-            sig_c = C @ self._f2
-            k = ell / m
-            p = np.stack((k * sig_s * a, k * sig_s * b, k * (m - sig_c * q)), axis=-1)
-            s, ds, c, dc = bend_functions(q)
-            W = skew(np.stack((-b, a, np.zeros_like(a)), axis=-1))
-            W2 = W @ W
-            seg_rot = np.eye(3) + s[:, None, None] * W + c[:, None, None] * W2
-            if with_jacobian:
-                dsig_s = dS @ self._f3
-                dsig_c = dC @ self._f4
-                dp = np.empty((batch, 3, 3))  # (B, param, xyz)
-                dp[:, 0] = p / ell[:, None]
-                dpz = -k * (dsig_c * q + sig_c)
-                dp[:, 1] = np.stack((k * (sig_s + 2 * a * a * dsig_s), k * 2 * a * b * dsig_s, 2 * a * dpz), axis=-1)
-                dp[:, 2] = np.stack((k * 2 * a * b * dsig_s, k * (sig_s + 2 * b * b * dsig_s), 2 * b * dpz), axis=-1)
-                dR = np.zeros((batch, 3, 3, 3))
-                for j, (x, dW) in enumerate(((a, _DW_DA), (b, _DW_DB)), start=1):
-                    dR[:, j] = (2 * x * ds)[:, None, None] * W + s[:, None, None] * dW \
-                        + (2 * x * dc)[:, None, None] * W2 + c[:, None, None] * (dW @ W + W @ dW)
-                store.append((rot, dp, dR))
-            pos = pos + np.einsum("bij,bj->bi", rot, p)
-            rot = rot @ seg_rot
-            if with_jacobian:
-                store[-1] = store[-1] + (pos, rot)
-        if not with_jacobian:
-            return pos, None, rot
-        jac = np.empty((batch, 3, 3 * self.n_segments))
-        tip = pos
-        for i, (rot_prev, dp, dR, end, end_rot) in enumerate(store):
-            r = np.einsum("bji,bj->bi", end_rot, tip - end)  # tip in the segment's end frame
-            # tip − end = end_rot r = rot_prev seg_rot r, so d(seg_rot r) = dR r.
-            local = dp + np.einsum("bpij,bj->bpi", dR, r)
-            jac[:, :, 3 * i:3 * i + 3] = np.einsum("bij,bpj->bip", rot_prev, local)
-        return tip, jac, rot
 
     def link_points(self, c: np.ndarray) -> np.ndarray:
         """Every link end (joint) position [m], ``(N·m + 1, 3)`` for one ``c``, base first."""
@@ -389,7 +271,7 @@ class PCCArm(KinematicModel):
         for i in range(self.n_segments):
             dl, a, b = s[i]
             ell = self.segment_lengths[i] + dl
-            for fk in self._f:
+            for fk in self._kinematics.fractions:
                 d = bend_rotation(np.array(fk * a), np.array(fk * b))[:, 2]
                 pts.append(pts[-1] + rot @ d * ell / m)
             rot = rot @ bend_rotation(np.array(a), np.array(b))
@@ -451,46 +333,22 @@ class PCCArm(KinematicModel):
 
     # ------------------------------------------------------------------ PyBullet body
 
-    def body_link_names(self) -> list[str]:
-        """Names of the body's moving links, in PyBullet joint-index order (one joint each)."""
-        names = []
-        for i in range(self.n_segments):
-            names.append(f"s{i}_plane")
-            for k in range(self.links_per_segment):
-                names += [f"s{i}_bend{k}", f"s{i}_link{k}"]
-            names += [f"s{i}_tilt", f"s{i}_end"]
-        return names
-
-    def body_joint_kinds(self) -> list[str]:
-        """``"revolute_z"``, ``"revolute_y"`` or ``"prismatic_z"`` for each body joint."""
-        kinds = []
-        for _ in range(self.n_segments):
-            kinds.append("revolute_z")
-            kinds += ["revolute_y", "prismatic_z"] * self.links_per_segment
-            kinds += ["revolute_y", "revolute_z"]
-        return kinds
-
     def body_joint_map(self) -> np.ndarray:
         """Constant matrix ``B`` with body joint positions ``= B c`` (``(n_joints, 3N)``).
 
-        Per segment: ``φ`` (revolute z), then ``m`` pairs (revolute y by ``θ/2m`` for the
-        first link and ``θ/m`` after, prismatic ``ΔL/m``), the last half bend ``θ/2m``
-        (revolute y) and ``−φ`` (revolute z): ``Rz(φ) Ry(θ) Rz(−φ)`` exactly, every link along
-        the arc tangent at its midpoint, as in :meth:`forward`.
+        Per segment (:meth:`chain`): ``φ`` (revolute z), then ``m`` pairs (revolute y by
+        ``θ/2m`` for the first link and ``θ/m`` after, prismatic ``ΔL/m``), the last half bend
+        ``θ/2m`` (revolute y) and ``−φ`` (revolute z): ``Rz(φ) Ry(θ) Rz(−φ)`` exactly, every
+        link along the arc tangent at its midpoint, as in :meth:`forward`.
         """
         m = self.links_per_segment
         per = 2 * m + 3
+        # Columns: the joint values of a unit ΔL, θ and φ (the values are linear in them).
+        block = np.stack([section_joint_values(0.0, 0.0, 1.0 / m, m), section_joint_values(0.0, 1.0, 0.0, m),
+                          section_joint_values(1.0, 0.0, 0.0, m)], axis=-1)
         full = np.zeros((self.n_segments * per, 3 * self.n_segments))
-        bends = np.array([0.5] + [1.0] * (m - 1)) / m
         for i in range(self.n_segments):
-            rows = slice(i * per, (i + 1) * per)
-            block = np.zeros((per, 3))
-            block[0, 2] = 1.0
-            block[1:2 * m + 1:2, 1] = bends
-            block[2:2 * m + 2:2, 0] = 1.0 / m
-            block[2 * m + 1, 1] = 0.5 / m
-            block[2 * m + 2, 2] = -1.0
-            full[rows, 3 * i:3 * i + 3] = block
+            full[i * per:(i + 1) * per, 3 * i:3 * i + 3] = block
         return full @ self._config_embedding()
 
     def _config_embedding(self) -> np.ndarray:
@@ -504,72 +362,51 @@ class PCCArm(KinematicModel):
             raise InvalidParameterError("body_joint_positions takes a single configuration")
         return self.body_joint_map() @ c
 
-    def _link_geometry(self) -> list[tuple[float, tuple[float, float, float], float]]:
-        """Per body link: (mass [kg], centre-of-mass offset in the link frame [m], joint offset [m])."""
-        m = self.links_per_segment
-        out = []
-        for i in range(self.n_segments):
-            nominal = float(self.segment_lengths[i]) / m
-            link_mass = self.segment_mass / m
-            hinge = 1e-3 * link_mass
-            out.append((hinge, (0.0, 0.0, 0.0), 0.0))  # plane: at the segment's foot
-            for k in range(m):
-                out.append((hinge, (0.0, 0.0, 0.0), 0.0 if k == 0 else nominal))  # bend joint
-                out.append((link_mass - hinge, (0.0, 0.0, 0.5 * nominal), 0.0))  # link (prismatic)
-            out.append((hinge, (0.0, 0.0, 0.0), nominal))  # tilt: end of the last link
-            out.append((hinge, (0.0, 0.0, 0.0), 0.0))  # end frame
-        return out
+    def chain(self) -> Chain:
+        """The rigid-link body as a chain (plain data; joint values :meth:`body_joint_positions`).
 
-    def link_frames(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Analytic body link frames for one ``c``: positions ``(K, 3)`` [m], rotations
-        ``(K, 3, 3)`` and centre-of-mass positions ``(K, 3)`` [m], in the base frame."""
-        geometry = self._link_geometry()
-        positions, rotations = chain_frames(self.body_joint_positions(c), self.body_joint_kinds(),
-                                            [offset for _, _, offset in geometry])
-        coms = positions + np.einsum("kij,kj->ki", rotations, np.array([com for _, com, _ in geometry]))
-        return positions, rotations, coms
-
-    def urdf(self) -> str:
-        """URDF of the rigid-link body generated from this model (joints of :meth:`body_joint_kinds`).
-
-        Each rigid link carries the segment's mass ``/ m`` with its centre at the link's middle
-        (relaxed length) and the transverse inertia of the equivalent solid cylinder (no spin
-        inertia about its own axis); hinge links are nearly massless. Joint limits are wide: bounds are the model's, enforced by the caller.
+        Per segment ``s{i}_``: :func:`~soft_envs.robots.chain.bend_section` with
+        ``links_per_segment`` bend/link pairs, the next segment starting at its end frame. Each
+        rigid link carries the segment's mass ``/ m`` with its centre at the link's middle
+        (relaxed length) and the transverse inertia of the equivalent solid cylinder
+        (:meth:`cross_section`); hinge links are nearly massless (``1e-3`` of a link). No link
+        has spin inertia about its own axis: the body's link frames are ``Rz(φ)`` · (physical
+        orientation), an extra spin about the link's own axis that the material does not have
+        (see :mod:`soft_envs.sim.pcc_body`). Joint limits are wide: bounds are the model's,
+        enforced by the caller.
         """
         m = self.links_per_segment
         area, _ = self.cross_section()
         radius = float(np.sqrt(area / np.pi))
-        colours = [(0.85, 0.35, 0.2, 1.0), (0.2, 0.5, 0.85, 1.0), (0.3, 0.7, 0.35, 1.0), (0.8, 0.7, 0.2, 1.0)]
-        links = [Link("base", 0.0, (0.0, 0.0, 0.0), visuals=[Visual(
-            f'<cylinder radius="{2.5 * radius!r}" length="0.004"/>', xyz=(0, 0, -0.002), rgba=(0.3, 0.3, 0.3, 1))])]
-        joints: list[Joint] = []
-        geometry = self._link_geometry()
-        names, kinds = self.body_link_names(), self.body_joint_kinds()
-        parent = "base"
-        big = 4 * np.pi
-        for idx, (name, kind, (mass, com, offset)) in enumerate(zip(names, kinds, geometry)):
-            seg = idx // (2 * m + 3)
-            nominal = float(self.segment_lengths[seg]) / m
-            visuals = []
-            if "_link" in name:
-                inertia = cylinder_inertia(mass, radius, nominal)
-                visuals.append(Visual(f'<cylinder radius="{radius!r}" length="{0.9 * nominal!r}"/>',
-                                      xyz=(0, 0, 0.5 * nominal), rgba=colours[seg % len(colours)]))
-            else:
-                inertia = cylinder_inertia(mass, radius, 1e-3)
-            # No spin inertia: the body's link frames are Rz(φ)·(physical orientation), an extra
-            # spin about the link's own axis that the material does not have (see pcc_body).
-            inertia = (inertia[0], inertia[1], 0.0)
-            links.append(Link(name, mass, inertia, com=com, visuals=visuals))
-            if kind == "prismatic_z":
-                joints.append(Joint(name, "prismatic", parent, name, xyz=(0, 0, offset), axis=(0.0, 0.0, 1.0),
-                                    lower=-nominal, upper=nominal, effort=100.0, velocity=10.0))
-            else:
-                axis = (0.0, 0.0, 1.0) if kind == "revolute_z" else (0.0, 1.0, 0.0)
-                joints.append(Joint(name, "revolute", parent, name, xyz=(0, 0, offset), axis=axis,
-                                    lower=-big, upper=big, effort=100.0, velocity=50.0))
-            parent = name
-        return urdf_text(f"pcc_{self.n_segments}x{m}", links, joints)
+        revolute = Limits(-4 * np.pi, 4 * np.pi, effort=100.0, velocity=50.0)
+        links: list = []
+        for i, length in enumerate(self.segment_lengths.tolist()):
+            nominal = length / m
+            link_mass = self.segment_mass / m
+            hinge_mass = 1e-3 * link_mass
+            hinge = Body(hinge_mass, _spinless(cylinder_inertia(hinge_mass, radius, 1e-3)))
+            extension = Body(link_mass - hinge_mass, _spinless(cylinder_inertia(link_mass - hinge_mass, radius, nominal)),
+                             com=(0.0, 0.0, 0.5 * nominal),
+                             visuals=(Cylinder(radius, 0.9 * nominal, 0.5 * nominal, section_colour(i)),))
+            links += bend_section(f"s{i}", m, nominal, entry_offset=0.0, plane=hinge, bend=hinge, extension=extension,
+                                  tilt=hinge, end=hinge, extension_name="link", end_name="end", revolute=revolute,
+                                  prismatic=Limits(-nominal, nominal, effort=100.0, velocity=10.0))
+        base = Body(visuals=(Cylinder(2.5 * radius, 0.004, -0.002, BASE_COLOUR),))
+        return Chain(f"pcc_{self.n_segments}x{m}", base, tuple(links))
+
+    def link_frames(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Analytic body link frames for one ``c`` (order of ``chain().names``): positions ``(K, 3)``
+        [m], rotations ``(K, 3, 3)`` and centre-of-mass positions ``(K, 3)`` [m], in the base frame."""
+        return self.chain().frames(self.body_joint_positions(c))
+
+    def urdf(self) -> str:
+        """URDF text of the rigid-link body (:meth:`chain`)."""
+        return self.chain().urdf()
+
+
+def _spinless(inertia: tuple[float, float, float]) -> tuple[float, float, float]:
+    """The inertia without its part about the link's own (z) axis."""
+    return (inertia[0], inertia[1], 0.0)
 
 
 class PlanarPCCArm(PCCArm):

@@ -11,7 +11,7 @@ Two kinematics of the same legs, chosen with ``kinematics=``:
   the top's normal.
 * ``"pcc"`` — the piecewise-constant-curvature realisation: each module is a circular arc of
   length ``L = mean(l)``, bent by ``θ`` in the direction ``φ`` given by the leg differences,
-  followed by the rigid ``gap``. The PyBullet body realises exactly this (see :meth:`Peter.urdf`).
+  followed by the rigid ``gap``. The PyBullet body realises exactly this (see :meth:`Peter.chain`).
 
 Both come with analytic Jacobians (forward-mode derivatives, batched).
 """
@@ -23,9 +23,10 @@ import math
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.geometry import bend_functions, chain_frames, cross, skew
+from soft_envs.geometry import bend_functions, cross, skew
 from soft_envs.robots.base import KinematicModel
-from soft_envs.sim.urdf import Joint, Link, Visual, cylinder_inertia, urdf_text
+from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, Cylinder, Limits, bend_section,
+                                    cylinder_inertia, section_colour, section_joint_values)
 
 KINEMATICS = ("tilted", "pcc")
 
@@ -247,21 +248,11 @@ class Peter(KinematicModel):
 
     # ------------------------------------------------------------------ PyBullet body
 
-    def body_link_names(self) -> list[str]:
-        """Names of the body's moving links, in PyBullet joint-index order (one joint each)."""
-        names = []
-        for i in range(self.n_modules):
-            names.append(f"m{i}_plane")
-            for k in range(self.links_per_module):
-                names += [f"m{i}_bend{k}", f"m{i}_slice{k}"]
-            names += [f"m{i}_tilt", f"m{i}_plate"]
-        return names
-
     def _nominal_link_length(self) -> float:
         return self.leg_length_at_rest / self.links_per_module
 
     def body_joint_positions(self, t: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
-        """Joint positions that put the body in the PCC shape of inflation times ``t``.
+        """Joint positions that put the body (:meth:`chain`) in the PCC shape of inflation times ``t``.
 
         Per module, in joint order: the bending-plane angle ``φ`` (revolute z), then
         ``links_per_module`` pairs (revolute y bend, prismatic extension), the last half bend
@@ -291,92 +282,53 @@ class Peter(KinematicModel):
             phi, theta = phi + k * math.pi, (theta if k % 2 == 0 else -theta)
             half = theta / (2 * m)
             chord = (L / m) * (math.sin(half) / half if abs(half) > 1e-4 else 1.0 - half * half / 6.0)
-            row = out[i]
-            row[0] = phi
-            row[1] = theta / (2 * m)
-            row[3:2 * m + 1:2] = theta / m
-            row[2:2 * m + 2:2] = chord - nominal
-            row[2 * m + 1] = theta / (2 * m)
-            row[2 * m + 2] = -phi
+            section_joint_values(phi, theta, chord - nominal, m, out=out[i])
         return out.ravel()
 
-    def body_joint_kinds(self) -> list[str]:
-        """``"revolute_z"``, ``"revolute_y"`` or ``"prismatic_z"`` for each body joint."""
-        kinds = []
-        for _ in range(self.n_modules):
-            kinds.append("revolute_z")
-            kinds += ["revolute_y", "prismatic_z"] * self.links_per_module
-            kinds += ["revolute_y", "revolute_z"]
-        return kinds
+    def chain(self, payload: float = 0.0) -> Chain:
+        """The PyBullet body of the PCC kinematics as a rigid-link chain (plain data, base frame).
+
+        Per module ``m{i}_``: :func:`~soft_envs.robots.chain.bend_section` with
+        ``links_per_module`` bend/slice pairs and the top plate, the next module's first joint
+        ``gap`` above it (joint values: :meth:`body_joint_positions`). Every link has its centre
+        of mass at its frame origin (PyBullet reports that pose exactly; its link-frame output
+        loses ~1e-8 m through the inertial-frame inverse), and the module's mass is shared
+        evenly by its ``2m + 3`` links (a bellows module's mass is spread along it; even masses
+        also keep PyBullet's motor solver stable under payloads). ``payload`` [kg] is added to
+        the last plate (the real arm carries up to 0.5 kg). Motor limits are set by the simulation.
+        """
+        if not np.isfinite(payload) or payload < 0:
+            raise InvalidParameterError(f"payload must be >= 0 kg; got {payload!r}")
+        m = self.links_per_module
+        nominal = self._nominal_link_length()
+        link_mass = self.module_mass / (2 * m + 3)
+        hinge = Body(link_mass, cylinder_inertia(link_mass, 0.7 * self.radius, nominal))
+        revolute = Limits(-4 * np.pi, 4 * np.pi, effort=100.0, velocity=10.0)
+        prismatic = Limits(-0.5 * nominal, nominal, effort=100.0, velocity=1.0)
+        plate_length = max(self.gap, 0.004)
+        links: list = []
+        for i in range(self.n_modules):
+            bend = Body(hinge.mass, hinge.inertia, visuals=(
+                Cylinder(0.7 * self.radius, 0.8 * nominal, nominal / 2, section_colour(i)),))
+            mass = link_mass + (payload if i == self.n_modules - 1 else 0.0)
+            plate = Body(mass, cylinder_inertia(mass, self.radius, plate_length),
+                         visuals=(Cylinder(self.radius, plate_length, self.gap / 2, PLATE_COLOUR),))
+            links += bend_section(f"m{i}", m, nominal, entry_offset=self.gap if i else 0.0, plane=hinge, bend=bend,
+                                  extension=hinge, tilt=hinge, end=plate, extension_name="slice",
+                                  end_name="plate", revolute=revolute, prismatic=prismatic)
+        base = Body(visuals=(Cylinder(self.radius * 1.15, 0.006, -0.003, BASE_COLOUR),))
+        return Chain(f"peter_{self.n_modules}", base, tuple(links))
 
     def link_frames(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Analytic frames of every body link (order of :meth:`body_link_names`) in the base frame.
+        """Analytic frames of every body link (order of ``chain().names``) in the base frame.
 
         Returns positions ``(K, 3)`` [m] and rotation matrices ``(K, 3, 3)`` for one ``t``.
         """
         t = self.check_configuration(t)
         if t.ndim != 1:
             raise InvalidParameterError("link_frames takes a single configuration")
-        nominal = self._nominal_link_length()
-        # Each joint sits on its parent's z axis: a slice's length above it, a plate's gap
-        # above the next module's first joint, otherwise at the parent's origin.
-        offsets, offset = [], 0.0
-        for name in self.body_link_names():
-            offsets.append(offset)
-            offset = nominal if "_slice" in name else (self.gap if name.endswith("_plate") else 0.0)
-        return chain_frames(self.body_joint_positions(t), self.body_joint_kinds(), offsets)
+        return self.chain().frames(self.body_joint_positions(t))[:2]
 
     def urdf(self, payload: float = 0.0) -> str:
-        """URDF of the PCC body generated from this model (joints of :meth:`body_joint_kinds`).
-
-        Every link has its centre of mass at its frame origin (PyBullet reports that pose
-        exactly; its link-frame output loses ~1e-8 m through the inertial-frame inverse), and
-        the module's mass is shared evenly by its links. ``payload`` [kg] is added to the last plate
-        (the real arm carries up to 0.5 kg). Motor limits are set by the simulation.
-        """
-        if not np.isfinite(payload) or payload < 0:
-            raise InvalidParameterError(f"payload must be >= 0 kg; got {payload!r}")
-        m = self.links_per_module
-        nominal = self._nominal_link_length()
-        # The module's mass is spread evenly over its 2m + 3 links (a bellows module's mass is
-        # spread along it; even masses also keep PyBullet's motor solver stable under payloads).
-        link_mass = self.module_mass / (2 * m + 3)
-        slice_inertia = cylinder_inertia(link_mass, 0.7 * self.radius, nominal)
-        hinge, hinge_inertia = link_mass, slice_inertia
-        plate_mass = link_mass
-        colours = [(0.85, 0.35, 0.2, 1.0), (0.2, 0.5, 0.85, 1.0), (0.3, 0.7, 0.35, 1.0), (0.8, 0.7, 0.2, 1.0)]
-        links = [Link("base", 0.0, (0.0, 0.0, 0.0), visuals=[Visual(
-            f'<cylinder radius="{self.radius * 1.15!r}" length="0.006"/>', xyz=(0, 0, -0.003), rgba=(0.3, 0.3, 0.3, 1))])]
-        joints: list[Joint] = []
-        big = 4 * np.pi
-
-        def revolute(name: str, parent: str, offset: float, axis: tuple[float, float, float]) -> Joint:
-            return Joint(name, "revolute", parent, name, xyz=(0, 0, offset), axis=axis,
-                         lower=-big, upper=big, effort=100.0, velocity=10.0)
-
-        parent, offset = "base", 0.0
-        for i in range(self.n_modules):
-            colour = colours[i % len(colours)]
-            links.append(Link(f"m{i}_plane", hinge, hinge_inertia))
-            joints.append(revolute(f"m{i}_plane", parent, offset, (0.0, 0.0, 1.0)))
-            parent, offset = f"m{i}_plane", 0.0
-            for k in range(m):
-                bend, slc = f"m{i}_bend{k}", f"m{i}_slice{k}"
-                links.append(Link(bend, link_mass, slice_inertia, visuals=[Visual(
-                    f'<cylinder radius="{0.7 * self.radius!r}" length="{0.8 * nominal!r}"/>',
-                    xyz=(0, 0, nominal / 2), rgba=colour)]))
-                joints.append(revolute(bend, parent, offset, (0.0, 1.0, 0.0)))
-                links.append(Link(slc, link_mass, slice_inertia))
-                joints.append(Joint(slc, "prismatic", bend, slc, lower=-0.5 * nominal, upper=nominal,
-                                    effort=100.0, velocity=1.0))
-                parent, offset = slc, nominal
-            links.append(Link(f"m{i}_tilt", hinge, hinge_inertia))
-            joints.append(revolute(f"m{i}_tilt", parent, offset, (0.0, 1.0, 0.0)))
-            plate = f"m{i}_plate"
-            mass = plate_mass + (payload if i == self.n_modules - 1 else 0.0)
-            links.append(Link(plate, mass, cylinder_inertia(mass, self.radius, max(self.gap, 0.004)), visuals=[Visual(
-                f'<cylinder radius="{self.radius!r}" length="{max(self.gap, 0.004)!r}"/>',
-                xyz=(0, 0, self.gap / 2), rgba=(0.9, 0.9, 0.9, 1.0))]))
-            joints.append(revolute(plate, f"m{i}_tilt", 0.0, (0.0, 0.0, 1.0)))
-            parent, offset = plate, self.gap
-        return urdf_text(f"peter_{self.n_modules}", links, joints)
+        """URDF text of the PyBullet body (:meth:`chain` with ``payload`` [kg] on the last plate)."""
+        return self.chain(payload).urdf()

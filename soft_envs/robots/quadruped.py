@@ -35,7 +35,7 @@ from importlib import resources
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError, InvalidTargetError
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
 from soft_envs.robots.base import KinematicModel
 
 LEG_NAMES: tuple[str, ...] = ("front_left", "front_right", "rear_left", "rear_right")
@@ -126,6 +126,11 @@ class QuadrupedLeg(KinematicModel):
     def lengths(self) -> tuple[float, float, float, float]:
         """``(l0, l1, l2, l3)`` [m]."""
         return self.l0, self.l1, self.l2, self.l3
+
+    @property
+    def reach(self) -> float:
+        """Upper bound of the foot's distance from the leg base [m]: ``l0 + l1 + l2 + l3``."""
+        return self.l0 + self.l1 + self.l2 + self.l3
 
     def forward(self, q: np.ndarray) -> np.ndarray:
         """Foot centre [m] in the leg base frame, ``(3,)`` or ``(B, 3)``."""
@@ -240,7 +245,13 @@ class Quadruped:
 
     @property
     def lengths(self) -> tuple[float, float, float, float]:
+        """``(l0, l1, l2, l3)`` [m] of every leg."""
         return self.legs["front_left"].lengths
+
+    @property
+    def leg_reach(self) -> float:
+        """Upper bound of a foot's distance from its leg base [m] (:attr:`QuadrupedLeg.reach`)."""
+        return self.legs["front_left"].reach
 
     def leg(self, name: str) -> QuadrupedLeg:
         """The leg model called ``name`` (``front_left``, ``front_right``, ``rear_left``, ``rear_right``)."""
@@ -271,12 +282,13 @@ class Quadruped:
         return self.legs_forward(q) + self.bases
 
     def check_joint_vector(self, q: np.ndarray) -> np.ndarray:
-        """``q`` as a ``(4, 3)`` float array (accepts ``(12,)``); ``ValueError`` otherwise."""
+        """``q`` as a ``(4, 3)`` float array (accepts ``(12,)``); :class:`InvalidConfigurationError`
+        (a ``ValueError``) otherwise."""
         arr = np.asarray(q, dtype=float)
         if arr.shape not in ((12,), (4, 3)):
-            raise InvalidTargetError(f"joint vector must have shape (12,) or (4, 3); got {arr.shape}")
+            raise InvalidConfigurationError(f"joint vector must have shape (12,) or (4, 3); got {arr.shape}")
         if not np.all(np.isfinite(arr)):
-            raise InvalidTargetError(f"joint vector has NaN/inf: {arr}")
+            raise InvalidConfigurationError(f"joint vector has NaN/inf: {arr}")
         return arr.reshape(4, 3)
 
     # ------------------------------------------------------------------ URDF

@@ -1,6 +1,6 @@
 """The PyBullet body of a PCC arm and its elastic dynamics, generated from :class:`~soft_envs.robots.PCCArm`.
 
-Body. The URDF comes from the model (:meth:`PCCArm.urdf`): per segment a z-revolute (``φ``),
+Body. The rigid-link chain comes from the model (:meth:`PCCArm.chain`): per segment a z-revolute (``φ``),
 ``m`` pairs (y-revolute bend, prismatic extension), a last half bend and a z-revolute (``−φ``).
 The body joints are a *linear* image of the configuration, ``q_body = B c``
 (:meth:`PCCArm.body_joint_map`), so the PCC assumption "all joints of a segment move
@@ -42,7 +42,7 @@ import pybullet
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.pcc_arm import PCCArm
-from soft_envs.sim.urdf import load_urdf_text
+from soft_envs.sim.urdf import load_chain
 
 _MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight segment
 
@@ -81,8 +81,8 @@ class PCCBody:
         self.alpha, self.beta = float(rayleigh_mass), float(rayleigh_stiffness)
         self.base_position = np.asarray(base_position, dtype=float)
         client.setGravity(0.0, 0.0, -self.gravity)
-        self.body = load_urdf_text(client, model.urdf(), basePosition=list(base_position), useFixedBase=True,
-                                   flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
+        self.body = load_chain(client, model.chain(), basePosition=list(base_position), useFixedBase=True,
+                               flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
         self.n_joints = client.getNumJoints(self.body)
         self.joints = list(range(self.n_joints))
         self.tip_link = self.n_joints - 1

@@ -1,4 +1,4 @@
-"""The PyBullet body of a PETER arm, generated from its :class:`~soft_envs.robots.Peter` model."""
+"""The PyBullet body of a PETER arm, generated from its :class:`~soft_envs.robots.Peter` model (:meth:`Peter.chain`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pybullet
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.console import quiet_native_output
 from soft_envs.robots.peter import Peter
-from soft_envs.sim.urdf import load_urdf_text
+from soft_envs.sim.urdf import load_chain
 
 
 def configure_physics(client, *, time_step: float, gravity: bool = True, solver_iterations: int = 100) -> None:
@@ -56,14 +56,14 @@ class PeterBody:
     ) -> None:
         self.client = client
         self.model = model.with_kinematics("pcc")
-        self.body = load_urdf_text(client, self.model.urdf(payload=payload), basePosition=list(base_position),
-                                   useFixedBase=True, flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
+        chain = self.model.chain(payload=payload)
+        self.body = load_chain(client, chain, basePosition=list(base_position), useFixedBase=True,
+                               flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
         self.n_joints = client.getNumJoints(self.body)
         self.joints = list(range(self.n_joints))
         self.tip_link = self.n_joints - 1
         self.base_position = np.asarray(base_position, dtype=float)
-        kinds = self.model.body_joint_kinds()
-        self.forces = [max_force if k == "prismatic_z" else max_torque for k in kinds]
+        self.forces = [max_force if kind == "prismatic_z" else max_torque for kind in chain.kinds]
         self.position_gains = [position_gain] * self.n_joints
         self.velocity_gains = [velocity_gain] * self.n_joints
         self.targets = self.model.body_joint_positions(np.zeros(self.model.n_dof))

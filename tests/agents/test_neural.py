@@ -156,10 +156,10 @@ def test_dataset_splits_and_labels():
 
 def test_forward_loss_gradient_is_the_model_jacobian():
     torch = pytest.importorskip("torch")
-    from soft_envs.agents.nn.train import _tip_function
+    from soft_envs.agents.nn.train import tip_function
 
     model = Peter(2)
-    tip = _tip_function(model)
+    tip = tip_function(model)
     t = torch.tensor(model.sample(np.random.default_rng(0), 4), dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(tip, (t,), eps=1e-6, atol=1e-7)
 

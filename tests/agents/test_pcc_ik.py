@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from soft_envs.agents.ik import sqp, sqp_trajectory, trr
 from soft_envs.robots import PCCArm, PlanarPCCArm
+from soft_envs.robots.gauss_newton import nearest_configuration
 from soft_envs.trajectories import TRAJECTORIES, get_trajectory
 
 ARM3 = PCCArm(3, 6)
@@ -34,9 +35,19 @@ def test_reachable_targets_are_solved_within_bounds(seed, planar, method):
 def test_cold_start_from_the_straight_arm_handles_the_theta_zero_singularity():
     # At θ = 0 the (θ, φ) parametrisation is singular; the solver works in (ΔL, θcosφ, θsinφ).
     target = np.array([0.0, 0.05, 0.17])  # needs bending towards +y
-    res = sqp(ARM3, target, np.zeros(9))
+    res = sqp(ARM3, target, q0=np.zeros(9))
     assert res.success and res.error < 1e-10
     assert _within_bounds(ARM3, res.solution)
+
+
+def test_sqp_fast_path_is_this_gauss_newton():
+    rng = np.random.default_rng(4)
+    for q in ARM3.sample(rng, 5):
+        q0 = ARM3.sample(rng)
+        solution, error = nearest_configuration(ARM3, ARM3.forward(q), q0)
+        res = sqp(ARM3, ARM3.forward(q), q0, method="newton", restarts=0)
+        np.testing.assert_array_equal(res.solution, solution)
+        assert res.error == error
 
 
 def test_unreachable_target_is_best_effort():
@@ -96,7 +107,7 @@ def test_invalid_inputs_raise_value_error():
     with pytest.raises(ValueError):
         sqp(ARM3, [0.0, 0.1])
     with pytest.raises(ValueError):
-        sqp(ARM3, [0.0, 0.0, 0.1], c0=np.zeros(4))
+        sqp(ARM3, [0.0, 0.0, 0.1], q0=np.zeros(4))
     with pytest.raises(ValueError):
         sqp(ARM3, [0.0, 0.0, 0.1], tip_angle=0.3)  # 3-D arm: no linear tip angle
     with pytest.raises(ValueError):

@@ -1,4 +1,4 @@
-"""PCC arm in physics: elastic reduced dynamics, the paper's PD + feed-forward law, ``PCCTrack-v0``."""
+"""``PCCTrack-v0``: observation, reward, actions, and tracking with the paper's PD + feed-forward law."""
 
 from __future__ import annotations
 
@@ -8,76 +8,8 @@ import pytest
 
 import soft_envs  # noqa: F401  (registers the envs)
 from soft_envs.agents.pcc_control import PCCTrackingAgent, track
-from soft_envs.robots import PCCArm, PlanarPCCArm
-from soft_envs.sim.bullet import connect, disconnect
-from soft_envs.sim.pcc_body import PCCBody, PDFeedforward
-
-
-@pytest.fixture
-def client():
-    c = connect()
-    yield c
-    disconnect(c)
-
-
-def test_stiffness_from_the_papers_material():
-    arm = PCCArm(2, 6)
-    area, inertia = arm.cross_section()
-    np.testing.assert_allclose(area, 0.0173 / (1100.0 * 0.0644))
-    np.testing.assert_allclose(inertia, area**2 / (4 * np.pi))
-    k = arm.stiffness()
-    np.testing.assert_allclose(k[:, 0], 80e6 * area / 0.065)
-    np.testing.assert_allclose(k[:, 1], 80e6 * inertia / 0.065)
-    assert np.all(k[:, 2] == 0)
-
-
-def test_gravity_and_mass_matrix_against_closed_forms(client):
-    # One straight-ish segment bent by θ in the x–z plane: G_a = ∂V/∂a with V = Σ m_k g z_k.
-    arm = PlanarPCCArm(1, 4)
-    body = PCCBody(client, arm)
-    c = np.array([0.002, 0.6])
-    body.reset(c)
-    _, _, com = arm.link_frames(c)
-    masses = [link_mass for link_mass, _, _ in arm._link_geometry()]
-
-    def potential(cc):
-        return 9.81 * np.dot(masses, arm.link_frames(cc)[2][:, 2])
-
-    h = 1e-6
-    fd = [(potential(c + h * e) - potential(c - h * e)) / (2 * h) for e in np.eye(2)]
-    np.testing.assert_allclose(body.gravity_torque(), fd, rtol=1e-5, atol=1e-9)
-    M = body.mass_matrix()
-    np.testing.assert_allclose(M, M.T, atol=1e-12)
-    assert np.all(np.linalg.eigvalsh(M) > 0)
-
-
-def test_mass_matrix_is_finite_for_the_straight_3d_arm(client):
-    body = PCCBody(client, PCCArm(2, 6))
-    body.reset(np.zeros(6))
-    eig = np.linalg.eigvalsh(body.mass_matrix())
-    assert np.all(np.isfinite(eig)) and eig.min() > 0
-
-
-def test_released_arm_relaxes_to_its_gravity_equilibrium(client):
-    arm = PlanarPCCArm(2, 4)
-    body = PCCBody(client, arm, gravity=0.0)
-    body.reset(np.array([0.004, 0.8, -0.003, -0.5]))
-    for _ in range(600):
-        body.step(1e-3, np.zeros(4))
-    assert np.abs(body.c).max() < 1e-3  # elastic, damped: back to straight
-    assert np.abs(body.w).max() < 0.1
-
-
-def test_pd_feedforward_regulates_to_a_set_point(client):
-    arm = PCCArm(2, 6)
-    body = PCCBody(client, arm)
-    controller = PDFeedforward(arm)
-    target = np.array([-0.003, 0.7, 0.5, 0.002, -0.9, 2.0])
-    body.reset(np.zeros(6))
-    for _ in range(1500):
-        body.step(1e-3, controller.torque(body, target), cancel_damping=True)
-    assert np.linalg.norm(body.tip_state()[0] - arm.forward(target)) < 1e-5
-    np.testing.assert_allclose(body.state, arm.pcc_state(target), atol=1e-3)
+from soft_envs.robots import PCCArm
+from soft_envs.sim.pcc_body import PDFeedforward
 
 
 def test_env_observation_layout_and_reward_terms():

@@ -1,4 +1,4 @@
-"""PCC arm model (SPEC section 3): kinematics, Jacobian, discretisation limit, generated PyBullet body."""
+"""PCC arm model (SPEC section 3): kinematics, Jacobian, discretisation limit, material, body description."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from soft_envs.robots import PCCArm, PlanarPCCArm
-from soft_envs.sim.bullet import connect, disconnect
-from soft_envs.sim.pcc_body import PCCBody
+from soft_envs.robots.pcc_kinematics import PCCKinematics
 
 ARMS = [PCCArm(3, 6), PCCArm(1, 3), PlanarPCCArm(4, 6), PCCArm(2, 4, (0.05, 0.08))]
 
@@ -39,7 +38,8 @@ def test_batched_equals_single_and_closed_form_equals_series(arm_index, seed):
         tip_u, jac_u = arm.smooth_kinematics(u)  # closed-form link sums (or the series path)
         np.testing.assert_allclose(tip_u, tips[k], atol=1e-15)
         if not arm.planar:
-            series_tip, series_jac, _ = arm._evaluate(u.reshape(1, -1, 3), with_jacobian=True)
+            series = PCCKinematics(arm.segment_lengths, arm.links_per_segment)
+            series_tip, series_jac, _ = series.series(u.reshape(1, -1, 3), with_jacobian=True)
             np.testing.assert_allclose(jac_u, series_jac[0], atol=1e-13)
         np.testing.assert_allclose(arm.link_points(c[k])[-1], tips[k], atol=1e-15)
 
@@ -98,19 +98,12 @@ def test_invalid_parameters_raise_value_error(kwargs):
         PCCArm(**kwargs)
 
 
-@pytest.mark.parametrize("arm", [PCCArm(3, 6), PlanarPCCArm(4, 3)], ids=["3d", "planar"])
-def test_body_link_frames_equal_the_analytic_ones(arm):
-    client = connect()
-    try:
-        body = PCCBody(client, arm)
-        rng = np.random.default_rng(0)
-        for c in list(arm.sample(rng, 15)) + [np.zeros(arm.n_dof)]:
-            body.reset(c)
-            com, rot = body.link_frames()
-            _, analytic_rot, analytic_com = arm.link_frames(c)
-            assert np.abs(com - analytic_com).max() <= 1e-9
-            assert np.abs(rot - analytic_rot).max() <= 1e-9
-            assert np.linalg.norm(body.tip_state()[0] - arm.forward(c)) <= 1e-9
-        assert body.n_joints == arm.body_joint_map().shape[0] == len(arm.body_link_names())
-    finally:
-        disconnect(client)
+def test_stiffness_from_the_papers_material():
+    arm = PCCArm(2, 6)
+    area, inertia = arm.cross_section()
+    np.testing.assert_allclose(area, 0.0173 / (1100.0 * 0.0644))
+    np.testing.assert_allclose(inertia, area**2 / (4 * np.pi))
+    k = arm.stiffness()
+    np.testing.assert_allclose(k[:, 0], 80e6 * area / 0.065)
+    np.testing.assert_allclose(k[:, 1], 80e6 * inertia / 0.065)
+    assert np.all(k[:, 2] == 0)

@@ -1,4 +1,8 @@
-"""Quadruped model (seed 001): leg kinematics, URDF, Newton–Raphson IK, Bézier trot, body pose."""
+"""Quadruped model (seed 001): leg kinematics, closed-form inverse Jacobian and IK, the URDF.
+
+The Newton–Raphson IK is tested in tests/agents/test_newton.py, the trot and body-pose
+controllers in tests/agents/test_quadruped_control.py.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from soft_envs.agents.body_pose import body_pose_foot_targets, rolling_offsets
-from soft_envs.agents.gait import bezier, swing_control_points, trot_cycle
-from soft_envs.agents.ik import newton_raphson, newton_raphson_batch, newton_raphson_legs
-from soft_envs.agents.ik.newton import legs_solve
 from soft_envs.robots import Quadruped
-from soft_envs.geometry import rpy_to_matrix
+from soft_envs.robots.base import JacobianSolve
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES
 from soft_envs.sim.bullet import connect
 
@@ -41,20 +41,13 @@ def seed_formula(q, l0, l1, l2, l3):
     ])
 
 
-def reachable_target(leg, rng, start, distance):
-    """A random target at ``distance`` from ``start`` whose closed-form solution is in the bounds."""
-    while True:
-        u = rng.normal(size=3)
-        target = start + distance * u / np.linalg.norm(u)
-        if leg.reachable(target, margin=0.05):
-            return target
-
-
 # ------------------------------------------------------------------------------------ model
 def test_dimensions_are_the_seeds():
     assert (ROBOT.body_length, ROBOT.body_width) == (0.15, 0.135)
     assert ROBOT.lengths == (0.012532, 0.00585, 0.045, 0.050)
     assert ROBOT.leg("rear_right").side == -1 and ROBOT.leg("rear_left").side == 1
+    assert isinstance(LEG, JacobianSolve)
+    assert LEG.reach == ROBOT.leg_reach == pytest.approx(sum(ROBOT.lengths))
     with pytest.raises(ValueError):
         ROBOT.leg("middle_left")
 
@@ -214,117 +207,3 @@ def test_urdf_loads_and_stands_under_gravity():
         assert 0.4 < total < 0.5  # the documented 0.456 kg
     finally:
         client.disconnect()
-
-
-# ------------------------------------------------------------------------------------ Newton–Raphson
-@settings(max_examples=30, deadline=None)
-@given(name=leg_names, distance=st.floats(0.001, 0.05), seed=st.integers(0, 10_000))
-def test_newton_raphson_with_splitting_reaches_reachable_targets(name, distance, seed):
-    leg = ROBOT.leg(name)
-    q0 = ROBOT.standing_configuration()[LEG_NAMES.index(name)]
-    target = reachable_target(leg, np.random.default_rng(seed), leg.forward(q0), distance)
-    res = newton_raphson(leg, target, q0)
-    assert res.success and res.error < 1e-12
-    assert res.iterations == 5 * math.ceil(distance / 0.006 - 1e-12)
-    np.testing.assert_allclose(leg.forward(res.solution), target, atol=1e-12)
-    assert np.all(res.solution >= leg.lower) and np.all(res.solution <= leg.upper)
-
-
-def test_newton_raphson_defaults_match_the_seed_and_unsplit_far_moves_fail():
-    rng = np.random.default_rng(0)
-    q0 = ROBOT.standing_configuration()[0]
-    start = LEG.forward(q0)
-    near = reachable_target(LEG, rng, start, 0.005)
-    res = newton_raphson(LEG, near, q0)
-    assert res.iterations == 5 and res.error < 1e-15
-    # 5 cm without splitting: 5 iterations do not converge on most targets (seed Table II).
-    errors = [newton_raphson(LEG, reachable_target(LEG, rng, start, 0.05), q0, max_step=None,
-                             respect_bounds=False).error for _ in range(20)]
-    split = [newton_raphson(LEG, reachable_target(LEG, rng, start, 0.05), q0).error for _ in range(20)]
-    assert np.median(errors) > 1e-12 and max(split) < 1e-14
-
-
-def test_unreachable_and_singular_targets_give_finite_failures():
-    q0 = ROBOT.standing_configuration()[0]
-    far = newton_raphson(LEG, np.array([0.0, 0.0, -0.5]), q0)
-    assert not far.success and np.all(np.isfinite(far.solution)) and np.isfinite(far.error)
-    assert np.all(far.solution >= LEG.lower) and np.all(far.solution <= LEG.upper)
-    # Straight knee (q2 = π) is singular; start there without bounds.
-    straight = np.array([0.0, -1.0, np.pi])
-    assert abs(LEG.jacobian_solve(straight, np.ones(3))[1]) < 1e-15
-    res = newton_raphson(LEG, LEG.forward(straight) + [0.0, 0.0, 0.01], straight, respect_bounds=False)
-    assert np.all(np.isfinite(res.solution)) and np.isfinite(res.error)
-    # Target on the abduction axis (c = 0): no finite Newton step exists there either.
-    on_axis = newton_raphson(LEG, np.array([0.0, 0.0, 0.0]), q0)
-    assert not on_axis.success and np.all(np.isfinite(on_axis.solution))
-    with pytest.raises(ValueError):
-        newton_raphson(LEG, np.array([0.0, np.nan, 0.0]), q0)
-    with pytest.raises(ValueError):
-        newton_raphson(LEG, np.zeros(2), q0)
-    with pytest.raises(ValueError):
-        newton_raphson(LEG, np.zeros(3), q0, iterations=0)
-
-
-def test_batch_and_all_legs_solves_equal_single_solves():
-    rng = np.random.default_rng(5)
-    q_stand = ROBOT.standing_configuration()
-    targets = np.array([reachable_target(ROBOT.legs[n], rng, ROBOT.legs[n].forward(q_stand[i]), d)
-                        for i, (n, d) in enumerate(zip(LEG_NAMES, (0.003, 0.005, 0.012, 0.02)))])
-    legs = newton_raphson_legs(ROBOT, targets, q_stand)
-    for i, name in enumerate(LEG_NAMES):
-        single = newton_raphson(ROBOT.legs[name], targets[i], q_stand[i])
-        np.testing.assert_allclose(legs.solutions[i], single.solution, atol=1e-12)
-        assert legs.iterations[i] == single.iterations
-    assert np.all(legs.success)
-    batch = newton_raphson_batch(LEG, np.array([targets[0], targets[0] + 0.001]), q_stand[0])
-    assert batch.success.all() and len(batch) == 2
-    # The fused fast path (all moves within 0.6 cm) equals the general core.
-    near = ROBOT.legs_forward(q_stand) + rng.uniform(-0.003, 0.003, (4, 3))
-    fast, _ = legs_solve(ROBOT, q_stand, near)
-    general = newton_raphson_legs(ROBOT, near, q_stand, max_step=None, tol=1e-30)
-    np.testing.assert_allclose(fast, general.solutions, atol=1e-12)
-    np.testing.assert_allclose(ROBOT.legs_forward(fast), near, atol=1e-15)
-
-
-def test_table2_shape_error_probability_falls_with_the_initial_distance():
-    from soft_envs.bench.quadruped import table2_probabilities
-
-    probabilities = table2_probabilities(n_targets=40, seed=1)
-    near, far = probabilities[0.6], probabilities[5.0]
-    assert near[0] == 1.0 and near[4] == 1.0  # error < 1e-10 and < 1e-14 cm at 0.6 cm: always
-    assert far[0] < near[0] and far[4] < 0.5  # 5 cm without splitting: rarely
-    for row in probabilities.values():  # stricter thresholds are never more probable
-        assert all(a >= b for a, b in zip(row, row[1:]))
-
-
-# ------------------------------------------------------------------------------------ gait and pose
-def test_bezier_swing_and_closed_trot_cycle():
-    pts = swing_control_points(0.04, 0.02)
-    curve = bezier(pts, np.linspace(0, 1, 201))
-    np.testing.assert_allclose(curve[0], pts[0])
-    np.testing.assert_allclose(curve[-1], pts[-1])
-    assert abs(curve[:, 1].max() - 0.02) < 1e-12  # apex = clearance
-    cycle = trot_cycle(0.04, 0.02, 100)
-    assert cycle.shape == (100, 2)
-    assert np.all(cycle[:50, 1] == 0) and np.all(np.diff(cycle[:50, 0]) < 0)  # flat stance, backward
-    steps = np.linalg.norm(np.diff(np.vstack([cycle, cycle[:1]]), axis=0), axis=1)
-    assert steps.max() < 0.006  # closed, and every sample-to-sample move below the 0.6 cm split
-    with pytest.raises(ValueError):
-        trot_cycle(0.04, 0.02, 99)
-
-
-def test_body_pose_targets_keep_the_feet_fixed():
-    np.testing.assert_allclose(body_pose_foot_targets(ROBOT, np.zeros(3)), ROBOT.neutral_feet(), atol=1e-15)
-    rpy, d = np.radians([8.0, -6.0, 10.0]), np.array([0.005, -0.003, -0.005])
-    targets = body_pose_foot_targets(ROBOT, rpy, d)
-    assert all(ROBOT.legs[n].reachable(t) for n, t in zip(LEG_NAMES, targets))
-    rot = rpy_to_matrix(*rpy)
-    feet = (ROBOT.bases + targets) @ rot.T + d  # back into the standing body frame
-    np.testing.assert_allclose(feet, ROBOT.bases + ROBOT.neutral_feet(), atol=1e-15)
-    q, _ = legs_solve(ROBOT, ROBOT.standing_configuration(), targets)
-    np.testing.assert_allclose(ROBOT.legs_forward(q), targets, atol=1e-14)
-    # Pure pitch: feet roll about y only; the offsets are r·Δφ along x.
-    pitch = np.array([0.0, np.radians(10.0), 0.0])
-    q_p, _ = legs_solve(ROBOT, ROBOT.standing_configuration(), body_pose_foot_targets(ROBOT, pitch))
-    offsets = rolling_offsets(ROBOT, q_p, pitch, ROBOT.standing_configuration())
-    assert np.all(np.abs(offsets[:, 1:]) < 1e-12) and np.all(np.abs(offsets[:, 0]) < ROBOT.foot_radius * 1.0)
