@@ -179,13 +179,13 @@ class TrajectoryStarts:
         self._configurations: list[np.ndarray] = []
 
     def _solve(self, t: float, q0: np.ndarray | None) -> tuple[np.ndarray, float]:
-        target = self.trajectory.position(t)
-        best = nearest_configuration(self.model, target, q0, tip_angle=self.trajectory.tip_angle)
+        target, angle = self.trajectory.position(t), self.trajectory.tip_angle
+        best = nearest_configuration(self.model, target, q0, tip_angle=angle)
         rng = np.random.default_rng(self.seed)
         for _ in range(self.restarts):
             if best[1] < self.tol:
                 break
-            found = nearest_configuration(self.model, target, self.model.sample(rng), tip_angle=self.trajectory.tip_angle)
+            found = nearest_configuration(self.model, target, self.model.sample(rng), tip_angle=angle)
             if found[1] < best[1]:
                 best = found
         return best

@@ -51,7 +51,8 @@ def _constraints(coords: SolveCoordinates) -> list[dict]:
              "jac": lambda u: model.smooth_constraint(u)[1]}]
 
 
-def _slsqp(problem: SolveCoordinates, target: np.ndarray, u0: np.ndarray, max_iterations: int) -> tuple[np.ndarray, int, str]:
+def _slsqp(problem: SolveCoordinates, target: np.ndarray, u0: np.ndarray,
+           max_iterations: int) -> tuple[np.ndarray, int, str]:
     def fun(u):
         x, J = problem.kinematics(u)
         e = x - target

@@ -33,8 +33,8 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, bend_rotation
 from soft_envs.robots.base import KinematicModel
-from soft_envs.robots.chain import (BASE_COLOUR, Body, Chain, Cylinder, Limits, bend_section, cylinder_inertia,
-                                    section_colour, section_joint_values)
+from soft_envs.robots.chain import (BASE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
+                                    cylinder_inertia, section_colour, section_joint_values)
 from soft_envs.robots.pcc_kinematics import PCCKinematics
 
 _CLOSED_FORM_MIN_BEND = 1e-3  # rad; below it the series-based path is used
@@ -379,13 +379,14 @@ class PCCArm(KinematicModel):
         area, _ = self.cross_section()
         radius = float(np.sqrt(area / np.pi))
         revolute = Limits(-4 * np.pi, 4 * np.pi, effort=100.0, velocity=50.0)
-        links: list = []
+        links: list[ChainLink] = []
         for i, length in enumerate(self.segment_lengths.tolist()):
             nominal = length / m
             link_mass = self.segment_mass / m
             hinge_mass = 1e-3 * link_mass
             hinge = Body(hinge_mass, _spinless(cylinder_inertia(hinge_mass, radius, 1e-3)))
-            extension = Body(link_mass - hinge_mass, _spinless(cylinder_inertia(link_mass - hinge_mass, radius, nominal)),
+            rigid_mass = link_mass - hinge_mass
+            extension = Body(rigid_mass, _spinless(cylinder_inertia(rigid_mass, radius, nominal)),
                              com=(0.0, 0.0, 0.5 * nominal),
                              visuals=(Cylinder(radius, 0.9 * nominal, 0.5 * nominal, section_colour(i)),))
             links += bend_section(f"s{i}", m, nominal, entry_offset=0.0, plane=hinge, bend=hinge, extension=extension,

@@ -25,7 +25,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, cross, skew
 from soft_envs.robots.base import KinematicModel
-from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, Cylinder, Limits, bend_section,
+from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
                                     cylinder_inertia, section_colour, section_joint_values)
 
 KINEMATICS = ("tilted", "pcc")
@@ -306,7 +306,7 @@ class Peter(KinematicModel):
         revolute = Limits(-4 * np.pi, 4 * np.pi, effort=100.0, velocity=10.0)
         prismatic = Limits(-0.5 * nominal, nominal, effort=100.0, velocity=1.0)
         plate_length = max(self.gap, 0.004)
-        links: list = []
+        links: list[ChainLink] = []
         for i in range(self.n_modules):
             bend = Body(hinge.mass, hinge.inertia, visuals=(
                 Cylinder(0.7 * self.radius, 0.8 * nominal, nominal / 2, section_colour(i)),))

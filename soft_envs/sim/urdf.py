@@ -28,5 +28,8 @@ def load_urdf_text(client, text: str, **kwargs) -> int:
 
 
 def load_chain(client, chain: Chain, **kwargs) -> int:
-    """Load a rigid-link ``chain`` (fixed base; joint ``k`` is ``chain.links[k]``) into ``client``; returns the body id."""
+    """Load a rigid-link ``chain`` into ``client`` (joint ``k`` is ``chain.links[k]``); returns the body id.
+
+    ``kwargs`` go to ``loadURDF`` (e.g. ``useFixedBase=True``).
+    """
     return load_urdf_text(client, chain.urdf(), **kwargs)
