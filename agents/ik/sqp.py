@@ -33,9 +33,9 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
-from soft_envs.agents.ik.result import BatchIKResult, IKResult
+from soft_envs.agents.ik.result import BatchIKResult, IKResult, check_one_target, check_targets, check_tol, is_success
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.robots.base import KinematicModel, check_target
+from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient
 
 
@@ -114,13 +114,13 @@ def sqp(
         is ``|tip_angle(q) − tip_angle|`` [rad] when a tip angle is requested.
     """
     start_time = time.perf_counter()
-    target = check_target(target)
-    if target.ndim != 1:
-        raise InvalidParameterError("sqp solves one target (3,); use sqp_trajectory for (T, 3)")
+    target = check_one_target(model, target, "sqp (use sqp_trajectory for (T, 3))")
     if method not in ("auto", "newton", "slsqp"):
         raise InvalidParameterError(f"method must be 'auto', 'newton' or 'slsqp'; got {method!r}")
-    if not (tol > 0 and precision > 0 and max_iterations >= 1 and newton_steps >= 1 and restarts >= 0):
-        raise InvalidParameterError("tol, precision > 0; max_iterations, newton_steps >= 1; restarts >= 0")
+    tol = check_tol(tol)
+    precision = check_tol(precision, "precision")
+    if not (max_iterations >= 1 and newton_steps >= 1 and restarts >= 0):
+        raise InvalidParameterError("max_iterations, newton_steps >= 1; restarts >= 0")
     q0 = clipped_start(model, q0)
     angle_grad = tip_angle_gradient(model, tip_angle)
     angle_fn = None
@@ -180,7 +180,7 @@ def sqp(
     solution = problem.to_q(best_u, reference=q0)
     error = float(np.linalg.norm(model.forward(solution) - target))
     angle_error = None if tip_angle is None else float(abs(model.tip_angle(solution) - tip_angle))
-    return IKResult(solution=solution, error=error, success=bool(error < tol), iterations=evaluations,
+    return IKResult(solution=solution, error=error, success=bool(is_success(error, tol)), iterations=evaluations,
                     seconds=time.perf_counter() - start_time, orientation_error=angle_error, message=message)
 
 
@@ -200,9 +200,7 @@ def sqp_trajectory(
     ``seconds`` and (with ``tip_angle``) ``tip_angle_errors`` [rad].
     """
     start_time = time.perf_counter()
-    targets = check_target(targets)
-    if targets.ndim != 2:
-        raise InvalidParameterError("sqp_trajectory takes targets of shape (T, 3)")
+    targets = check_targets(model, targets, "sqp_trajectory")
     n = targets.shape[0]
     solutions = np.empty((n, model.n_dof))
     errors, seconds, iterations = np.empty(n), np.empty(n), np.empty(n, dtype=int)

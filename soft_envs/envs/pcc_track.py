@@ -46,8 +46,9 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``setpoint`` (the configuration set-point).
 
 Reset: the trajectory starts at a random phase (``random_start``, from the env's seeded RNG;
-otherwise at ``t = 0``) with the arm at rest at the IK solution of that point (SQP, with the
-trajectory's tip angle on a planar arm) — the paper started from the straight arm;
+otherwise at ``t = 0``) with the arm at rest on that point (Gauss–Newton continuation along the
+trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; the
+trajectory's tip angle held on a planar arm) — the paper started from the straight arm;
 ``start_straight=True`` does that.
 
 Timing: ``time_step = 2 ms`` physics steps, ``frame_skip = 25`` (20 Hz control).
@@ -66,10 +67,10 @@ from soft_envs.envs.base import GoalConditionedMixin, SoftEnv, check_positive
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.sim.pcc_body import PCCBody, PDFeedforward
-from soft_envs.trajectories import get_trajectory
+from soft_envs.trajectories import TrajectoryStarts, get_trajectory
 
 ACTION_TYPES = ("configuration", "torque")
-_START_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+_STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
 
 
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
@@ -203,21 +204,13 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     # ------------------------------------------------------------------ start configurations
 
     def _start_configuration(self, t0: float) -> np.ndarray:
-        """IK solution of the trajectory point at ``t0``, warm-started from a cached ring of solutions."""
-        from soft_envs.agents.ik.sqp import sqp  # the env uses the solver only to place the arm at reset
-
-        angle = self.trajectory.tip_angle if self.model.planar else None  # the paper's planar task
+        """The arm at rest on the trajectory point at ``t0`` (Gauss–Newton continuation along the
+        trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; a
+        planar trajectory's tip angle is held). Deterministic; shared by the instances of a process."""
         key = (repr(self.model), self.trajectory.name, self.trajectory.scale, self.trajectory.period)
-        if key not in _START_CACHE:  # deterministic, shared by the env instances of a process
-            times = np.linspace(0.0, self.trajectory.period, 16, endpoint=False)
-            sols, previous = [], None
-            for t in times:
-                previous = sqp(self.model, self.trajectory.position(t), previous, tip_angle=angle).solution
-                sols.append(previous)
-            _START_CACHE[key] = (times, np.array(sols))
-        times, sols = _START_CACHE[key]
-        k = int(np.argmin(np.abs(times - t0)))
-        return sqp(self.model, self.trajectory.position(t0), sols[k], tip_angle=angle).solution
+        if key not in _STARTS:
+            _STARTS[key] = TrajectoryStarts(self.model, self.trajectory)
+        return _STARTS[key].configuration(t0)[0]
 
     # ------------------------------------------------------------------ hooks
 

@@ -133,6 +133,11 @@ class PCCArm(KinematicModel):
         """Relaxed length of the whole arm [m]."""
         return float(self.segment_lengths.sum())
 
+    @property
+    def reach(self) -> float:
+        """Length of the straight, fully extended arm [m]."""
+        return self.total_length * (1.0 + self.elongation)
+
     # ------------------------------------------------------------------ coordinates
 
     @property
