@@ -1,4 +1,4 @@
-"""What acts in the world: IK solvers, controllers, the neural-network IK and the benchmarks.
+"""What acts in the world: IK solvers, controllers and the neural-network IK.
 
 Installed as ``soft_envs.agents``. A controller follows one protocol: ``Agent(env, ...)``
 reads the env's spaces and kinematic model (``env.unwrapped.model``), ``agent.reset(obs,
