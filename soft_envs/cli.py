@@ -110,6 +110,23 @@ def _cmd_train_ik(args: argparse.Namespace) -> int:
     return train.main(args)
 
 
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from soft_envs import evaluate as ev
+
+    jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or ("ideal",),
+                       episodes=args.episodes, seed=args.seed)
+    result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray)
+    table = result.table()
+    print(table)
+    if args.output:
+        with open(args.output, "w") as fh:
+            fh.write(table + "\n")
+        print(f"[wrote {args.output}]")
+    if args.plot:
+        print(f"[wrote {ev.plot(result, args.plot)}]")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="soft-envs", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -131,6 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--output", help="write frames here (.gif or .mp4) instead of opening a window")
     d.add_argument("--frame-time", type=float, default=0.05, help="seconds per frame in the file")
     d.set_defaults(func=_cmd_demo)
+
+    e = sub.add_parser("evaluate", help="run controllers through env.step over seeded episodes and compare them")
+    e.add_argument("--tasks", nargs="*", help="tasks (default: every one; see soft_envs.evaluate.TASKS)")
+    e.add_argument("--controllers", nargs="*",
+                   help="controllers (default: each task's own); a Stable-Baselines3 policy as sb3:ALGO:PATH")
+    e.add_argument("--presets", nargs="*", help="env keyword presets (default: ideal)")
+    e.add_argument("--episodes", type=int, default=10)
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--workers", type=int, default=2, help="worker processes (or Ray workers with --ray)")
+    e.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: an address, 'auto', or 'local' "
+                                                    "(needs the 'ray' extra)")
+    e.add_argument("--output", help="also write the table here (markdown)")
+    e.add_argument("--plot", metavar="DIR", help="write error CDFs per task (needs the 'plot' extra)")
+    e.set_defaults(func=_cmd_evaluate)
 
     t = sub.add_parser("train-ik", help="train the neural-network IK (needs the 'learn' extra)")
     t.add_argument("--modules", type=int, default=2)

@@ -29,6 +29,7 @@ LAYER = {
     "agents": "agents",
     "bench": "top",
     "demos": "top",
+    "evaluate": "top",
     "cli": "top",
     "": "top",  # soft_envs/__init__.py registers the environments
 }

@@ -1,0 +1,321 @@
+"""Evaluate controllers through ``env.step`` over seeded episodes, locally or on a Ray cluster.
+
+Harness code on top of the layers. A *task* is an environment configuration with the measure
+that says how well an episode went; a *controller* is built from the env (an IK agent open or
+closed loop, the network, the hybrid, PD + feed-forward, the quadruped's gait and body-pose
+controllers, the hexapod's Jacobian agent, or a Stable-Baselines3 policy given as
+``sb3:ALGO:PATH``); a *preset* is a set of env keywords (``ideal`` is the env's defaults).
+
+:func:`evaluate` runs every (task, controller, preset, episode) job with the same function,
+:func:`run_episode`, through a process pool: ``multiprocessing`` locally, or Ray's drop-in
+``ray.util.multiprocessing.Pool`` with ``ray_address`` (the optional ``ray`` extra) — the same
+code path, so the same seeds give the same results on either. It returns an
+:class:`Evaluation`: one :class:`EpisodeResult` per episode, a summary per (task, controller,
+preset) and its markdown table.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+
+
+@dataclass(frozen=True)
+class Task:
+    """An environment configuration to evaluate on.
+
+    Attributes:
+        name: label in the tables.
+        env_id: a registered id.
+        kwargs: keywords for ``gym.make`` (as ``(name, value)`` pairs, so tasks hash).
+        metric: the ``info`` key measured at the end of an episode (an error [m or rad], or for
+            the walk the forward distance [m]).
+        unit: the metric's unit, for the table.
+        controllers: the controller names that apply to this task.
+        max_steps: episode length (default the env's ``max_episode_steps``).
+    """
+
+    name: str
+    env_id: str
+    kwargs: tuple[tuple[str, Any], ...]
+    metric: str
+    unit: str
+    controllers: tuple[str, ...]
+    max_steps: int | None = None
+
+
+TASKS: dict[str, Task] = {task.name: task for task in (
+    Task("peter-2", "soft_envs/PeterReach-v0", (("n_modules", 2),), "distance", "m",
+         ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
+    Task("pcc-spiral", "soft_envs/PCCTrack-v0", (("n_segments", 2), ("trajectory", "spiral")), "tracking_error",
+         "m", ("pd-ff",), max_steps=100),
+    Task("quadruped-walk", "soft_envs/QuadrupedWalk-v0", (), "x", "m", ("trot",), max_steps=500),
+    Task("quadruped-pose", "soft_envs/QuadrupedPose-v0", (), "orientation_error", "rad", ("body-pose",)),
+    Task("hexapod-pose", "soft_envs/HexapodPose-v0", (), "position_error", "m", ("hexapod-jacobian",),
+         max_steps=20),
+)}
+
+#: Named sets of env keywords. ``ideal`` is every env's default.
+PRESETS: dict[str, dict[str, Any]] = {"ideal": {}}
+
+
+def _controller(name: str, env) -> Any:
+    """Build the controller called ``name`` for ``env`` (a ``gym.make`` env)."""
+    if name in ("trr", "trr-feedback", "trr-paper-model"):
+        from soft_envs.agents.reach import TRRReachAgent
+
+        model = env.unwrapped.model.with_kinematics("tilted") if name == "trr-paper-model" else None
+        return TRRReachAgent(env, model, feedback=name == "trr-feedback")
+    if name in ("nn", "hybrid"):
+        from soft_envs.agents.nn import NeuralReachAgent
+
+        return NeuralReachAgent(env, refine=name == "hybrid")
+    if name == "pd-ff":
+        from soft_envs.agents.pcc_control import PCCTrackingAgent
+
+        return PCCTrackingAgent(env)
+    if name == "trot":
+        from soft_envs.agents.gait import TrotController
+
+        return TrotController(env)
+    if name == "body-pose":
+        from soft_envs.agents.body_pose import BodyPoseController
+
+        return BodyPoseController(env)
+    if name == "hexapod-jacobian":
+        from soft_envs.agents.hexapod_control import HexapodJacobianAgent
+
+        return HexapodJacobianAgent(env)
+    if name.startswith("sb3:"):
+        return SB3Policy.from_spec(name)
+    raise InvalidParameterError(f"unknown controller {name!r}; use one of {sorted(_known_controllers())} "
+                                "or sb3:ALGO:PATH")
+
+
+def _known_controllers() -> set[str]:
+    return {c for task in TASKS.values() for c in task.controllers}
+
+
+class SB3Policy:
+    """A saved Stable-Baselines3 policy as a controller (deterministic actions)."""
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+
+    @classmethod
+    def from_spec(cls, spec: str) -> "SB3Policy":
+        """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra)."""
+        parts = spec.split(":", 2)
+        if len(parts) != 3 or not parts[2]:
+            raise InvalidParameterError(f"an SB3 controller is 'sb3:ALGO:PATH'; got {spec!r}")
+        try:
+            import stable_baselines3
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise MissingDependencyError("sb3 policies need the 'learn' extra: pip install 'soft_envs[learn]'") from exc
+        algo = getattr(stable_baselines3, parts[1].upper(), None)
+        if algo is None:
+            raise InvalidParameterError(f"unknown Stable-Baselines3 algorithm {parts[1]!r}")
+        return cls(algo.load(parts[2], device="cpu"))
+
+    def reset(self, obs=None, info=None) -> None:
+        """Policies are memoryless here."""
+
+    def act(self, obs):
+        action, _ = self.policy.predict(obs, deterministic=True)
+        return action
+
+
+@dataclass(frozen=True)
+class Job:
+    """One episode to run: picklable, so any process (or Ray worker) can run it."""
+
+    task: Task
+    controller: str
+    preset: str
+    seed: int
+
+
+@dataclass
+class EpisodeResult:
+    """What one episode gave. ``metric`` is the task's measure at the end; ``time_to_goal`` [s]
+    the first time ``info["is_success"]`` held (NaN if never)."""
+
+    task: str
+    controller: str
+    preset: str
+    seed: int
+    success: bool
+    metric: float
+    time_to_goal: float
+    steps: int
+    seconds: float
+
+
+def run_episode(job: Job) -> EpisodeResult:
+    """Run one seeded episode of ``job`` through ``env.step`` and measure it."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the environments)
+
+    start = time.perf_counter()
+    kwargs = dict(job.task.kwargs) | PRESETS[job.preset]
+    if job.task.max_steps is not None:
+        kwargs["max_episode_steps"] = job.task.max_steps
+    env = gym.make(job.task.env_id, **kwargs)
+    try:
+        agent = _controller(job.controller, env)
+        obs, info = env.reset(seed=job.seed)
+        agent.reset(obs, info)
+        dt = env.unwrapped.dt
+        time_to_goal, steps = float("nan"), 0
+        while True:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs))
+            steps += 1
+            if np.isnan(time_to_goal) and info.get("is_success", False):
+                time_to_goal = steps * dt
+            if terminated or truncated:
+                break
+        if job.task.env_id.endswith("QuadrupedWalk-v0"):
+            success = not info["fallen"]
+        else:
+            success = bool(info.get("is_success", False))
+        return EpisodeResult(job.task.name, job.controller, job.preset, job.seed, success,
+                             float(info[job.task.metric]), time_to_goal, steps, time.perf_counter() - start)
+    finally:
+        env.close()
+
+
+@dataclass
+class Evaluation:
+    """The episodes of an evaluation and their summary (a data-frame-like record, no pandas)."""
+
+    episodes: list[EpisodeResult] = field(default_factory=list)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Column name -> array over the episodes (``task``, ``controller``, …, ``seconds``)."""
+        rows = [asdict(e) for e in self.episodes]
+        return {key: np.array([r[key] for r in rows]) for key in (rows[0] if rows else {})}
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per (task, controller, preset): episodes, success rate, metric mean and p95,
+        mean time to goal over the successful episodes."""
+        groups: dict[tuple[str, str, str], list[EpisodeResult]] = {}
+        for e in self.episodes:
+            groups.setdefault((e.task, e.controller, e.preset), []).append(e)
+        out = []
+        for (task, controller, preset), eps in groups.items():
+            metric = np.array([e.metric for e in eps])
+            reached = np.array([e.time_to_goal for e in eps])
+            reached = reached[np.isfinite(reached)]
+            out.append({"task": task, "controller": controller, "preset": preset, "episodes": len(eps),
+                        "success_rate": float(np.mean([e.success for e in eps])),
+                        "metric_mean": float(metric.mean()), "metric_p95": float(np.percentile(metric, 95)),
+                        "time_to_goal": float(reached.mean()) if reached.size else float("nan"),
+                        "unit": TASKS[task].unit if task in TASKS else ""})
+        return out
+
+    def table(self) -> str:
+        """The summary as a markdown table (lengths in mm, angles in degrees)."""
+        from soft_envs.bench import markdown_table
+
+        rows = []
+        for r in self.summary():
+            scale, unit = (1e3, "mm") if r["unit"] == "m" else ((np.degrees(1.0), "°") if r["unit"] == "rad" else (1, ""))
+            label = "distance walked" if TASKS.get(r["task"]) and TASKS[r["task"]].metric == "x" else "final error"
+            ttg = "—" if np.isnan(r["time_to_goal"]) else f"{r['time_to_goal']:.2f}"
+            rows.append([r["task"], r["controller"], r["preset"], r["episodes"], f"{100 * r['success_rate']:.0f} %",
+                         f"{label}: {r['metric_mean'] * scale:.3g} / {r['metric_p95'] * scale:.3g} {unit}", ttg])
+        return markdown_table(["task", "controller", "preset", "episodes", "success", "mean / p95",
+                               "time to goal [s]"], rows)
+
+
+def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | None = None,
+             presets: Sequence[str] = ("ideal",), episodes: int = 10, seed: int = 0) -> list[Job]:
+    """Every (task, controller, preset, episode) job; controllers default to each task's own."""
+    names = list(TASKS) if tasks is None else list(tasks)
+    for name in names:
+        if name not in TASKS:
+            raise InvalidParameterError(f"unknown task {name!r}; choose from {sorted(TASKS)}")
+    for preset in presets:
+        if preset not in PRESETS:
+            raise InvalidParameterError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+    if int(episodes) != episodes or episodes < 1:
+        raise InvalidParameterError(f"episodes must be a positive integer; got {episodes!r}")
+    out = []
+    for name in names:
+        task = TASKS[name]
+        chosen = task.controllers if controllers is None else [
+            c for c in controllers if c in task.controllers or c.startswith("sb3:")]
+        for controller in chosen:
+            if not controller.startswith("sb3:") and controller not in _known_controllers():
+                raise InvalidParameterError(f"unknown controller {controller!r}")
+            out += [Job(task, controller, preset, seed + k) for preset in presets for k in range(int(episodes))]
+    return out
+
+
+def _pool(workers: int, ray_address: str | None):
+    if ray_address is None:
+        return mp.get_context("spawn").Pool(workers)
+    try:
+        import ray
+        from ray.util.multiprocessing import Pool
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise MissingDependencyError("--ray needs the 'ray' extra: pip install 'soft_envs[ray]'") from exc
+    if not ray.is_initialized():
+        ray.init(address=None if ray_address == "local" else ray_address, log_to_driver=False)
+    return Pool(processes=workers)
+
+
+def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None = None,
+             progress: bool = True, run: Callable[[Job], EpisodeResult] = run_episode) -> Evaluation:
+    """Run ``jobs`` in ``workers`` processes (or Ray workers at ``ray_address``: an address,
+    ``"auto"`` for a running cluster, or ``"local"`` to start one here) with a progress bar;
+    episodes come back in the order of ``jobs`` whatever finished first."""
+    from tqdm.auto import tqdm
+
+    if int(workers) != workers or workers < 1:
+        raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
+    jobs = list(jobs)
+    results: list[EpisodeResult | None] = [None] * len(jobs)
+    with _pool(int(workers), ray_address) as pool:
+        indexed = pool.imap_unordered(_run_indexed, [(i, job, run) for i, job in enumerate(jobs)])
+        for i, result in tqdm(indexed, total=len(jobs), desc="episodes", disable=not progress):
+            results[i] = result
+    return Evaluation([r for r in results if r is not None])
+
+
+def _run_indexed(item: tuple[int, Job, Callable[[Job], EpisodeResult]]) -> tuple[int, EpisodeResult]:
+    index, job, run = item
+    return index, run(job)
+
+
+def plot(evaluation: Evaluation, plot_dir: str) -> str:
+    """Empirical CDFs of the episode metric, one panel per task, one line per controller and
+    preset (the ``plot`` extra); returns the file written."""
+    from soft_envs.bench import pyplot, save_figure
+
+    plt = pyplot()
+    cols = evaluation.columns()
+    tasks = list(dict.fromkeys(cols["task"].tolist()))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 3.4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        unit = TASKS[task].unit if task in TASKS else ""
+        scale, label = (1e3, "mm") if unit == "m" else ((np.degrees(1.0), "deg") if unit == "rad" else (1.0, unit))
+        mine = cols["task"] == task
+        for controller, preset in dict.fromkeys(zip(cols["controller"][mine].tolist(), cols["preset"][mine].tolist())):
+            sel = mine & (cols["controller"] == controller) & (cols["preset"] == preset)
+            values = np.sort(cols["metric"][sel] * scale)
+            ax.step(values, np.arange(1, values.size + 1) / values.size, where="post", label=f"{controller} ({preset})")
+        ax.set_xscale("symlog", linthresh=1e-3)
+        ax.set_xlabel(f"{TASKS[task].metric if task in TASKS else 'metric'} [{label}]")
+        ax.set_ylabel("fraction of episodes")
+        ax.set_title(task)
+        ax.legend(fontsize=7)
+    return save_figure(fig, plot_dir, "evaluate_cdf.png")

@@ -1,0 +1,69 @@
+"""``soft-envs evaluate``: controllers run through ``env.step`` over seeded episodes, in worker processes."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from soft_envs.cli import main
+from soft_envs.evaluate import TASKS, Evaluation, Job, evaluate, jobs_for, run_episode
+from soft_envs.exceptions import InvalidParameterError
+
+
+def _small_jobs() -> list[Job]:
+    return jobs_for(["peter-2"], ["trr", "trr-paper-model"], episodes=2, seed=5)
+
+
+def test_episode_measures_what_the_env_reports():
+    result = run_episode(Job(TASKS["peter-2"], "trr", "ideal", seed=3))
+    assert result.success and result.metric < 1e-6 and 0 < result.time_to_goal <= result.steps * 0.05
+    paper = run_episode(Job(TASKS["peter-2"], "trr-paper-model", "ideal", seed=3))
+    assert not paper.success and paper.metric > 1e-3  # the tilted-plane model gap, open loop
+
+
+def test_processes_give_the_same_results_as_one_process_in_job_order():
+    jobs = _small_jobs()
+    serial = Evaluation([run_episode(job) for job in jobs])
+    parallel = evaluate(jobs, workers=2, progress=False)
+    for column in ("task", "controller", "seed", "success", "metric", "steps"):
+        np.testing.assert_array_equal(serial.columns()[column], parallel.columns()[column])
+    rows = {(r["controller"]): r for r in parallel.summary()}
+    assert rows["trr"]["success_rate"] == 1.0
+    assert rows["trr-paper-model"]["metric_mean"] > 100 * rows["trr"]["metric_mean"]  # the model gap
+    assert "| peter-2 | trr | ideal | 2 | 100 % |" in parallel.table()
+
+
+def test_bad_requests_raise_value_errors():
+    with pytest.raises(InvalidParameterError, match="unknown task"):
+        jobs_for(["nope"])
+    with pytest.raises(InvalidParameterError, match="unknown preset"):
+        jobs_for(["peter-2"], presets=["mars"])
+    with pytest.raises(InvalidParameterError, match="episodes"):
+        jobs_for(["peter-2"], episodes=0)
+    with pytest.raises(InvalidParameterError, match="workers"):
+        evaluate(_small_jobs(), workers=0)
+    with pytest.raises(InvalidParameterError, match="sb3:ALGO:PATH"):
+        run_episode(Job(TASKS["peter-2"], "sb3:SAC", "ideal", 0))
+
+
+def test_cli_writes_the_table(tmp_path, capsys):
+    out = tmp_path / "evaluation.md"
+    assert main(["evaluate", "--tasks", "quadruped-pose", "--episodes", "1", "--workers", "1",
+                 "--output", str(out)]) == 0
+    assert "| quadruped-pose | body-pose | ideal | 1 |" in out.read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the optional 'ray' extra is not installed")
+def test_ray_runs_the_same_code_path_with_the_same_results():
+    import ray
+
+    jobs = _small_jobs()
+    local = evaluate(jobs, workers=2, progress=False)
+    try:
+        on_ray = evaluate(jobs, workers=2, ray_address="local", progress=False)
+    finally:
+        ray.shutdown()
+    for column in ("task", "controller", "seed", "success", "metric", "steps"):
+        np.testing.assert_array_equal(local.columns()[column], on_ray.columns()[column])
