@@ -8,30 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import quad
 from scipy.optimize import brentq
-from scipy.special import ellipe, ellipeinc, ellipk, ellipkinc
 
 from soft_envs.geometry import quaternion_to_matrix
-from soft_envs.robots.cosserat import Rod, quaternion_matrix
+from soft_envs.robots.cosserat import Rod
+from soft_envs.robots.cosserat.elastica import cantilever_tip as elastica_tip
+from soft_envs.robots.cosserat.integrator import rotation_matrix_wxyz, to_wxyz, to_xyzw
 
 L = 0.4
 
 
 def make_rod(n_steps: int = 100) -> Rod:
     return Rod(length=L, radius=0.00065, youngs_modulus=207e9, shear_modulus=79.3e9, n_steps=n_steps)
-
-
-def elastica_tip(load: float) -> tuple[float, float]:
-    """Cantilever with a dead tip force perpendicular to its clamped tangent, ``load = P L²/EI``:
-    tip deflection along the force and along the tangent, both over ``L`` (elliptic integrals)."""
-    def length_error(k):
-        phi0 = np.arcsin(1.0 / (k * np.sqrt(2.0)))
-        return ellipk(k * k) - ellipkinc(phi0, k * k) - np.sqrt(load)
-
-    k = brentq(length_error, 1 / np.sqrt(2) + 1e-15, 1 - 1e-15, xtol=1e-16, rtol=1e-15)
-    phi0 = np.arcsin(1.0 / (k * np.sqrt(2.0)))
-    across = 1.0 - 2.0 * (ellipe(k * k) - ellipeinc(phi0, k * k)) / np.sqrt(load)
-    along = np.sqrt(2.0 * (2.0 * k * k - 1.0)) / np.sqrt(load)
-    return across, along
 
 
 def test_elastica_reference_matches_quadrature():
@@ -134,11 +121,24 @@ def test_random_loads_satisfy_global_balance(values):
     np.testing.assert_allclose(np.linalg.norm(np.diff(state.positions, axis=0), axis=1).sum(), L, rtol=1e-3)
 
 
-def test_quaternion_matrix_matches_seed_eq11_for_non_unit_quaternions():
-    q = np.array([0.3, -1.2, 0.5, 2.0])
-    R = quaternion_matrix(q)
-    np.testing.assert_allclose(R, quaternion_matrix(2.5 * q), atol=1e-15)
+def test_integrator_rotation_matches_seed_eq11_for_non_unit_quaternions():
+    q = np.array([0.3, -1.2, 0.5, 2.0])  # scalar first (w, x, y, z), the integrator's order
+    R = rotation_matrix_wxyz(q)
+    np.testing.assert_allclose(R, rotation_matrix_wxyz(2.5 * q), atol=1e-15)
     np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-14)
+    unit = q / np.linalg.norm(q)
+    np.testing.assert_allclose(R, quaternion_to_matrix(to_xyzw(unit)), atol=1e-15)
+    np.testing.assert_array_equal(to_wxyz(to_xyzw(q)), q)
+
+
+def test_integrate_takes_and_returns_xyzw_quaternions():
+    rod = make_rod(20)
+    tilt = np.array([np.sin(0.2), 0.0, 0.0, np.cos(0.2)])  # 0.4 rad about x, (x, y, z, w)
+    Y = rod.integrate(np.zeros(3), np.zeros(3), base_quaternion=tilt)
+    np.testing.assert_allclose(Y[3:7], tilt, atol=1e-14)  # an unloaded rod stays straight
+    np.testing.assert_allclose(Y[0:3], L * quaternion_to_matrix(tilt)[:, 2], atol=1e-14)
+    state = rod.state(np.zeros(3), np.zeros(3), base_quaternion=tilt)
+    np.testing.assert_allclose(state.quaternions, np.tile(tilt, (len(state.s), 1)), atol=1e-14)
 
 
 @pytest.mark.parametrize("kwargs", [dict(length=-1.0), dict(radius=0.0), dict(youngs_modulus=np.nan),
@@ -158,3 +158,9 @@ def test_bad_loads_raise():
         rod.solve_clamped(tip_moment=[1.0, 2.0])
     with pytest.raises(ValueError):
         rod.buckling_load("free-free")
+
+
+def test_elastica_reference_rejects_bad_loads():
+    for load in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError):
+            elastica_tip(load)
