@@ -136,3 +136,16 @@ def test_bad_options_raise():
         damped_newton(np.ones((1, 1)), residual, line_search=HALVING, tol=1e-9, max_iter=-1)
     with pytest.raises(ValueError):
         damped_newton(np.ones((1, 1)), residual, line_search=HALVING, tol=1e-9, max_iter=3, singular="ignore")
+
+
+def test_final_tolerance_accepts_a_stalled_problem():
+    """A residual with a floor (a plateau at 1e-11 around the root, as round-off makes): no step
+    decreases it there, so the problem stalls; with final_tol above the floor that counts."""
+    def residual(X, idx):
+        return np.where(np.abs(X - 2.0) > 1e-11, X - 2.0, 1e-11), None
+
+    strict = damped_newton(np.array([[1.0]]), residual, line_search=BATCH, tol=1e-12, max_iter=40)
+    assert not strict.converged[0] and strict.iterations[0] < 40  # stalled, not out of steps
+    relaxed = damped_newton(np.array([[1.0]]), residual, line_search=BATCH, tol=1e-12, max_iter=40,
+                            final_tol=1e-10)
+    assert relaxed.converged[0] and relaxed.residual[0] < 1e-10

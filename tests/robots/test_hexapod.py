@@ -183,3 +183,31 @@ def test_failed_reference_raises_convergence_error():
     # joints 0.3 m apart horizontally with 0.25 m rods: no equilibrium near the centred guess
     with pytest.raises(ConvergenceError):
         Hexapod6PFS(platform_radius=0.4).reference_solution()
+
+
+def test_forward_kinematics_at_nonzero_inputs_never_relabels_starts(hexa):
+    """Issue 14.7: every solution returned is an equilibrium at the requested inputs."""
+    with pytest.raises(ValueError):
+        hexa.forward_kinematics([0.01] * 6, input_steps=0, max_mode=1, max_combinations=4, radial=False,
+                                stability=False)
+    rho = np.full(6, 0.01)
+    sols = hexa.forward_kinematics(rho, input_steps=2, max_mode=0, max_combinations=2, radial=False, stability=False)
+    assert sols
+    for s in sols:
+        np.testing.assert_array_equal(s.inputs, rho)
+        assert s.converged and s.residual < 1e-8
+        joint, force, moment = balance(hexa, s)
+        assert np.max(np.abs(joint)) < 1e-8 and np.max(np.abs(force)) < 1e-7 and np.max(np.abs(moment)) < 1e-7
+
+
+@pytest.mark.parametrize("kwargs", [dict(max_input_step=0.0), dict(max_input_step=np.nan), dict(tol=0.0),
+                                    dict(max_iter=0)])
+def test_bad_solve_options_raise(hexa, kwargs):
+    with pytest.raises(ValueError):
+        hexa.solve(np.full(6, 0.005), **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [dict(max_mode=-1), dict(max_combinations=0), dict(radial="some")])
+def test_bad_search_options_raise(hexa, kwargs):
+    with pytest.raises(ValueError):
+        hexa.forward_kinematics(**kwargs)

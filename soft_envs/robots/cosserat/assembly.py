@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross, quaternion_from_rotation_vector, quaternion_multiply
 from soft_envs.robots.cosserat.equations import (
     E, FK_FREE, FK_ROWS, LOAD, N, P, POSE_FIXED_FREE, POSE_FIXED_ROWS, U, HexapodEquations, HexapodSolution,
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 _POINTS_SEARCH = LineSearch(rounds=((1.0,), (0.5,), (0.25,), (0.125,), (0.0625,), (0.03125,)),
                             full_step_factor=4.0, decrease=0.0)
 _EZ = np.array([0.0, 0.0, 1.0])
+# A solution of the search is kept only with its scaled residual below this (every Newton of
+# the search stops at 1e-9 or below; the margin covers the quaternion renormalisation).
+_ACCEPT = 1e-8
 
 
 @dataclass
@@ -344,6 +348,14 @@ def search(model: Hexapod6PFS, rho: Any = None, *, max_mode: int = 3, max_combin
     start = time.perf_counter()
     eq = model.equations
     rho = np.zeros(6) if rho is None else model.check_inputs(rho)
+    if not (isinstance(input_steps, (int, np.integer)) and input_steps >= 1):
+        raise InvalidParameterError(f"input_steps must be an integer >= 1; got {input_steps!r}")
+    if not (isinstance(max_mode, (int, np.integer)) and max_mode >= 0):
+        raise InvalidParameterError(f"max_mode must be an integer >= 0; got {max_mode!r}")
+    if max_combinations is not None and not (isinstance(max_combinations, (int, np.integer)) and max_combinations >= 1):
+        raise InvalidParameterError(f"max_combinations must be None or an integer >= 1; got {max_combinations!r}")
+    if radial not in (False, True, "symmetric", "all"):
+        raise InvalidParameterError(f"radial must be False, True, 'symmetric' or 'all'; got {radial!r}")
     symmetric = stage1(model, max_mode)
     Z1, _ = stage1_configurations(model, max_mode, symmetric=symmetric, max_combinations=max_combinations, seed=seed)
     Z2, ok = load_homotopy(eq, Z1, np.zeros(6))
@@ -365,7 +377,10 @@ def search(model: Hexapod6PFS, rho: Any = None, *, max_mode: int = 3, max_combin
         more = radial_propagation(eq, seeds, rho) if len(seeds) else np.zeros((0, 49))
         Zs = deduplicate(np.concatenate((Zs, more)))
     Zs = deduplicate(Zs)
-    g, tips = eq.residual(Zs, np.broadcast_to(rho, (len(Zs), 6))) if len(Zs) else (None, None)
+    if len(Zs):  # only equilibria at the requested inputs: never a start relabelled
+        g, tips = eq.residual(Zs, np.broadcast_to(rho, (len(Zs), 6)))
+        good = np.max(np.abs(g), axis=1) < _ACCEPT
+        Zs, g, tips = Zs[good], g[good], tips[good]
     final_modes = rod_modes(model, Zs, rho) if len(Zs) else []
     sols = []
     iterator: Any = range(len(Zs))

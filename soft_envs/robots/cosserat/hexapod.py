@@ -190,6 +190,7 @@ class Hexapod6PFS:
                 each step started from a first-order predictor (implicit-function tangent).
             load: external force [N] and moment about ``p_P`` [N m] on the platform, ``(6,)``.
             tol: on the max-norm of the scaled residual (positions in units of the rod length).
+            max_iter: Newton steps per continuation step.
 
         Returns the solution with ``converged=False`` (the last converged point of the path, at
         its own inputs) when the path cannot be followed, e.g. past a fold where the branch ends.
@@ -198,6 +199,12 @@ class Hexapod6PFS:
         eq = self.equations
         rho = self.check_inputs(rho)
         load = self._check_load(load)
+        if not (np.isfinite(max_input_step) and max_input_step > 0):
+            raise InvalidParameterError(f"max_input_step must be finite and > 0 [m]; got {max_input_step!r}")
+        if not (np.isfinite(tol) and tol > 0):
+            raise InvalidParameterError(f"tol must be finite and > 0; got {tol!r}")
+        if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+            raise InvalidParameterError(f"max_iter must be an integer >= 1; got {max_iter!r}")
         if guess is None:
             guess = self.reference_solution()
         z = guess.z.copy()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from soft_envs.geometry import quaternion_conjugate, quaternion_multiply
+
 #: Rows of the stacked state ``(p, q, u, E)`` (``q`` scalar first).
 POSITION, QUATERNION, CURVATURE, ENERGY = slice(0, 3), slice(3, 7), slice(7, 10), 10
 #: The identity orientation in the integrator's scalar-first order ``(w, x, y, z)``.
@@ -44,6 +46,12 @@ def rotation_matrix_wxyz(q: np.ndarray) -> np.ndarray:
         np.stack((s * (x * y + w * z), 1 - s * (x * x + z * z), s * (y * z - w * x)), axis=-1),
         np.stack((s * (x * z - w * y), s * (y * z + w * x), 1 - s * (x * x + y * y)), axis=-1),
     ), axis=-2)
+
+
+def rotation_variation_wxyz(dq: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``2 vec(δq ⊗ q*)`` ``(..., 3)`` [rad]: the rotation vector (world frame) of a variation ``δq``
+    of a unit quaternion ``q``, both scalar first ``(w, x, y, z)`` (integrator states)."""
+    return 2.0 * quaternion_multiply(to_xyzw(dq), quaternion_conjugate(to_xyzw(q)))[..., :3]
 
 
 def _derivative(Y: np.ndarray, n: np.ndarray, EI: float, GJ: float) -> np.ndarray:

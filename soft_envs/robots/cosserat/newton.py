@@ -135,7 +135,9 @@ def damped_newton(x0: np.ndarray, residual: Residual, *, line_search: LineSearch
         jacobian: ``jacobian(X, idx) -> (g, J, aux)``; None: forward differences of ``residual``
             with step ``fd_step``. When given it is also used for the first evaluation.
         max_step: a step with ``max |dx · step_weights| > max_step`` is scaled down to that size.
-        final_tol: after the last step a residual below ``max(tol, final_tol)`` also counts.
+        final_tol: a problem that can go no further (``max_iter`` steps done, no acceptable step,
+            or a singular Jacobian with ``singular="stop"``) has also converged when its residual
+            is below ``max(tol, final_tol)`` (a round-off floor above ``tol``).
         singular: a singular Jacobian gives the least-squares step (``"lstsq"``) or ends the
             problem (``"stop"``).
         keep_jacobian: return the Jacobian at every final point.
@@ -192,6 +194,11 @@ def damped_newton(x0: np.ndarray, residual: Residual, *, line_search: LineSearch
         if with_jacobian and jacobian is None:
             J_now[rows], has_J[rows] = forward_difference_jacobian(residual, X[rows], rows, g_now[rows], fd_step), True
 
+    def stall(rows: np.ndarray) -> None:
+        """Problems that cannot go on: converged if their residual is below the final tolerance."""
+        if final_tol is not None:
+            conv[rows] = res[rows] < max(tol, final_tol)
+
     step = 0
     while len(active):
         evaluate(active[~has_g[active]], with_jacobian=True)
@@ -214,6 +221,7 @@ def damped_newton(x0: np.ndarray, residual: Residual, *, line_search: LineSearch
                                                                          g_now[missing], fd_step), True
         iters[active] += 1
         dx, solvable = _solve(J_now[active], g_now[active], singular)
+        stall(active[~solvable])
         active = active[solvable]
         dx = dx[solvable]
         big = np.max(np.abs(dx) * weights, axis=1)
@@ -251,6 +259,7 @@ def damped_newton(x0: np.ndarray, residual: Residual, *, line_search: LineSearch
         if len(pending):
             rows = active[pending]
             if line_search.fallback_step is None:  # no acceptable step: these problems end here
+                stall(rows)
                 active = np.setdiff1d(active, rows, assume_unique=True)
             else:
                 X[rows] += line_search.fallback_step * dx[pending]

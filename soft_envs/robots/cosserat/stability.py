@@ -14,7 +14,9 @@ import numpy as np
 from soft_envs.exceptions import ConvergenceError, InvalidParameterError
 from soft_envs.geometry import cross, quaternion_conjugate, quaternion_multiply, skew
 from soft_envs.robots.cosserat.equations import E, FK_FREE, N, HexapodSolution
-from soft_envs.robots.cosserat.integrator import IDENTITY_WXYZ, integrate_rods, rotation_matrix_wxyz, to_xyzw
+from soft_envs.robots.cosserat.integrator import (
+    IDENTITY_WXYZ, integrate_rods, rotation_matrix_wxyz, rotation_variation_wxyz,
+)
 
 if TYPE_CHECKING:
     from soft_envs.robots.cosserat.hexapod import Hexapod6PFS
@@ -56,12 +58,6 @@ def stiffness(model: Hexapod6PFS, sol: HexapodSolution, method: str = "linear", 
     else:
         raise InvalidParameterError("method must be 'linear' or 'resolve'")
     return np.linalg.inv(C)
-
-
-def _rotation_variation(dq: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``2 vec(δq ⊗ q*)`` ``(..., 3)`` [rad]: the rotation vector of a variation ``δq`` of a unit
-    quaternion ``q``, both scalar first ``(w, x, y, z)`` (integrator states)."""
-    return 2.0 * quaternion_multiply(to_xyzw(dq), quaternion_conjugate(to_xyzw(q)))[..., :3]
 
 
 def energy_hessian(model: Hexapod6PFS, sol: HexapodSolution, h: float = 1e-6) -> dict[str, np.ndarray]:
@@ -106,7 +102,7 @@ def energy_hessian(model: Hexapod6PFS, sol: HexapodSolution, h: float = 1e-6) ->
     for c in range(36):
         i = ex["rod_of"][c]
         dq = (tp[c, 3:7] - tips[0, i, 3:7]) / h
-        Bm[6 + 3 * i:9 + 3 * i, c] = _rotation_variation(dq, q_tip[i])
+        Bm[6 + 3 * i:9 + 3 * i, c] = rotation_variation_wxyz(dq, q_tip[i])
     Jc = J[np.r_[0:18, 42], :43]
     _, sv, Vt = np.linalg.svd(Jc)
     T = Vt[19:].T  # (43, 24) orthonormal basis of the tangent space
@@ -131,7 +127,7 @@ def _conjugate_determinants(nominal: np.ndarray, perturbed: np.ndarray, h: float
     dp = (perturbed[:, 0:3] - nominal[:, 0:3, None]) / h
     dq = (perturbed[:, 3:7] - nominal[:, 3:7, None]) / h
     qn = nominal[:, 3:7] / np.linalg.norm(nominal[:, 3:7], axis=1, keepdims=True)
-    dth = np.stack([_rotation_variation(dq[:, :, c], qn) for c in range(6)], axis=2)
+    dth = np.stack([rotation_variation_wxyz(dq[:, :, c], qn) for c in range(6)], axis=2)
     M = np.concatenate((dp / length, dth), axis=1)[1:]
     M = M / np.linalg.norm(M, axis=2, keepdims=True)
     return np.linalg.det(M)
