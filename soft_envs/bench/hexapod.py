@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import ellipe, ellipeinc, ellipk, ellipkinc
 from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table
+from soft_envs.exceptions import ConvergenceError
 from soft_envs.robots.cosserat import Hexapod6PFS, Rod
+from soft_envs.robots.cosserat.elastica import cantilever_tip
 
 TITLE = "6-PFS flexible hexapod — Cosserat rod shooting, forward kinematics, assembly modes, stability"
 
@@ -18,25 +18,12 @@ PAPER = {"solutions": 112, "stable": 9}
 PEERS_MS = {"published Python/scipy solver of a similar robot": 3800.0, "hand-tuned C++ solver": 0.5}
 
 
-def elastica_cantilever(load: float) -> tuple[float, float]:
-    """Closed-form cantilever with a perpendicular dead tip force, ``load = P L²/EI``: tip
-    deflection across and along the clamped tangent, over ``L`` (elliptic integrals)."""
-    def length_error(k):
-        return ellipk(k * k) - ellipkinc(np.arcsin(1 / (k * np.sqrt(2))), k * k) - np.sqrt(load)
-
-    k = brentq(length_error, 1 / np.sqrt(2) + 1e-15, 1 - 1e-15, xtol=1e-16, rtol=1e-15)
-    phi0 = np.arcsin(1 / (k * np.sqrt(2)))
-    across = 1 - 2 * (ellipe(k * k) - ellipeinc(phi0, k * k)) / np.sqrt(load)
-    along = np.sqrt(2 * (2 * k * k - 1)) / np.sqrt(load)
-    return across, along
-
-
 def rod_accuracy(steps: tuple[int, ...]) -> str:
     L = 0.4
     loads = (0.5, 1.0, 2.0, 5.0, 10.0)
     rows = []
     for load in loads:
-        across, along = elastica_cantilever(load)
+        across, along = cantilever_tip(load)
         row = [load, f"{across:.6f}", f"{along:.6f}"]
         for n in steps:
             rod = Rod(L, 0.00065, 207e9, 79.3e9, n_steps=n)
@@ -126,10 +113,10 @@ def assembly_modes(full: bool, seed: int) -> str:
     max_comb = 300 if full else 20
     radial = "symmetric" if full else False
     t = time.perf_counter()
-    sols = hexa.forward_kinematics(max_mode=max_mode, max_combinations=max_comb, radial=radial, seed=seed,
-                                   progress=True)
+    found = hexa.search_assembly_modes(max_mode=max_mode, max_combinations=max_comb, radial=radial, seed=seed,
+                                       progress=True)
+    sols = found.solutions
     seconds = time.perf_counter() - t
-    counts = hexa._last_counts
     n_stable = sum(bool(s.stable) for s in sols)
     n_stiff = sum(bool(s.stability["stiffness_criterion"]) for s in sols)
     n_energy = sum(bool(s.stability["energy_criterion"]) for s in sols)
@@ -158,14 +145,14 @@ def assembly_modes(full: bool, seed: int) -> str:
         try:
             K1, K2 = hexa.stiffness(s), hexa.stiffness(s, "resolve")
             diffs.append(np.max(np.abs(K1 - K2)) / np.max(np.abs(K1)))
-        except RuntimeError:
+        except ConvergenceError:
             pass
-    text = (f"Assembly modes at zero input, zero load. Stage 1: {counts['stage1_symmetric']} symmetric solutions "
+    text = (f"Assembly modes at zero input, zero load. Stage 1: {found.stage1_symmetric} symmetric solutions "
             f"(platform centred and level, rods in their reference planes, buckling modes ≤ {max_mode}); "
-            f"stage 2: {counts['stage1_configurations']} mixed-mode configurations (every combination of the rod "
+            f"stage 2: {found.stage1_configurations} mixed-mode configurations (every combination of the rod "
             f"solutions that fit at each stage-1 pose, at most {max_comb} per pose, seeded) released from the "
-            f"load that holds them → {counts['after_load_release']} distinct; radial propagation "
-            f"({radial or 'off'}) → {counts['after_radial']}. Stable = both criteria of the paper: stiffness matrix "
+            f"load that holds them → {found.after_load_release} distinct; radial propagation "
+            f"({radial or 'off'}) → {found.after_radial}. Stable = both criteria of the paper: stiffness matrix "
             "(positive diagonal, det > 0) and energy minimum (energy Hessian on the admissible configurations "
             "positive definite, no rod with a conjugate point, all adjacent configurations higher).\n\n"
             + markdown_table(["", "solutions", "stable (both)", "stiffness criterion", "energy criterion",

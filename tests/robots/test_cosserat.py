@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import quad
 from scipy.optimize import brentq
-from scipy.special import ellipe, ellipeinc, ellipk, ellipkinc
 
 from soft_envs.geometry import quaternion_to_matrix
-from soft_envs.robots.cosserat import Rod, quaternion_matrix
+from soft_envs.robots.cosserat import Rod
+from soft_envs.robots.cosserat.elastica import cantilever_tip as elastica_tip
+from soft_envs.robots.cosserat.integrator import rotation_matrix_wxyz, to_wxyz, to_xyzw
 
 L = 0.4
 
 
 def make_rod(n_steps: int = 100) -> Rod:
     return Rod(length=L, radius=0.00065, youngs_modulus=207e9, shear_modulus=79.3e9, n_steps=n_steps)
-
-
-def elastica_tip(load: float) -> tuple[float, float]:
-    """Cantilever with a dead tip force perpendicular to its clamped tangent, ``load = P L²/EI``:
-    tip deflection along the force and along the tangent, both over ``L`` (elliptic integrals)."""
-    def length_error(k):
-        phi0 = np.arcsin(1.0 / (k * np.sqrt(2.0)))
-        return ellipk(k * k) - ellipkinc(phi0, k * k) - np.sqrt(load)
-
-    k = brentq(length_error, 1 / np.sqrt(2) + 1e-15, 1 - 1e-15, xtol=1e-16, rtol=1e-15)
-    phi0 = np.arcsin(1.0 / (k * np.sqrt(2.0)))
-    across = 1.0 - 2.0 * (ellipe(k * k) - ellipeinc(phi0, k * k)) / np.sqrt(load)
-    along = np.sqrt(2.0 * (2.0 * k * k - 1.0)) / np.sqrt(load)
-    return across, along
 
 
 def test_elastica_reference_matches_quadrature():
@@ -134,11 +123,24 @@ def test_random_loads_satisfy_global_balance(values):
     np.testing.assert_allclose(np.linalg.norm(np.diff(state.positions, axis=0), axis=1).sum(), L, rtol=1e-3)
 
 
-def test_quaternion_matrix_matches_seed_eq11_for_non_unit_quaternions():
-    q = np.array([0.3, -1.2, 0.5, 2.0])
-    R = quaternion_matrix(q)
-    np.testing.assert_allclose(R, quaternion_matrix(2.5 * q), atol=1e-15)
+def test_integrator_rotation_matches_seed_eq11_for_non_unit_quaternions():
+    q = np.array([0.3, -1.2, 0.5, 2.0])  # scalar first (w, x, y, z), the integrator's order
+    R = rotation_matrix_wxyz(q)
+    np.testing.assert_allclose(R, rotation_matrix_wxyz(2.5 * q), atol=1e-15)
     np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-14)
+    unit = q / np.linalg.norm(q)
+    np.testing.assert_allclose(R, quaternion_to_matrix(to_xyzw(unit)), atol=1e-15)
+    np.testing.assert_array_equal(to_wxyz(to_xyzw(q)), q)
+
+
+def test_integrate_takes_and_returns_xyzw_quaternions():
+    rod = make_rod(20)
+    tilt = np.array([np.sin(0.2), 0.0, 0.0, np.cos(0.2)])  # 0.4 rad about x, (x, y, z, w)
+    Y = rod.integrate(np.zeros(3), np.zeros(3), base_quaternion=tilt)
+    np.testing.assert_allclose(Y[3:7], tilt, atol=1e-14)  # an unloaded rod stays straight
+    np.testing.assert_allclose(Y[0:3], L * quaternion_to_matrix(tilt)[:, 2], atol=1e-14)
+    state = rod.state(np.zeros(3), np.zeros(3), base_quaternion=tilt)
+    np.testing.assert_allclose(state.quaternions, np.tile(tilt, (len(state.s), 1)), atol=1e-14)
 
 
 @pytest.mark.parametrize("kwargs", [dict(length=-1.0), dict(radius=0.0), dict(youngs_modulus=np.nan),
@@ -158,3 +160,76 @@ def test_bad_loads_raise():
         rod.solve_clamped(tip_moment=[1.0, 2.0])
     with pytest.raises(ValueError):
         rod.buckling_load("free-free")
+
+
+def test_elastica_reference_rejects_bad_loads():
+    for load in (0.0, -1.0, np.nan):
+        with pytest.raises(ValueError):
+            elastica_tip(load)
+
+
+# ---------------------------------------------------------------------------- branches, stability, budgets
+def test_clamped_rod_prefers_the_stable_branch_over_a_loop():
+    """Issue 14.4: past ~10 N the linear start converges to a looped rod (tip (−0.093, 0, 0.023),
+    potential +1.63 J); the stable, lowest-potential branch is the one returned and so marked."""
+    rod = Rod(0.25, 0.00065, 207e9)
+    state = rod.solve_clamped(tip_force=[8.0, 0.0, 0.0])
+    assert state.converged and state.stable
+    np.testing.assert_allclose(state.tip_position, [0.2146, 0.0, 0.0851], atol=5e-4)
+    assert state.potential_energy == pytest.approx(state.energy - 8.0 * state.tip_position[0], rel=1e-12)
+    assert state.potential_energy == pytest.approx(-1.436, abs=2e-3)
+    assert np.max(np.abs(state.moments[-1])) < 1e-9 * rod.EI / rod.length
+    # a start on the looped branch ends on the stable branch as well
+    looped = rod.solve_clamped(tip_force=[8.0, 0.0, 0.0], guess=[0.0, 1.57 / rod.length, 0.0])
+    assert looped.stable
+    np.testing.assert_allclose(looped.tip_position, state.tip_position, atol=1e-9)
+
+
+@pytest.mark.parametrize("load, stable", [(2.0, True), (3.0, False), (12.0, False)])
+def test_stability_of_the_compressed_column(load, stable):
+    """Straight rod under an axial dead load P L²/EI: stable below π²/4 ≈ 2.47 (Euler); at 3 the
+    tip term is indefinite, at 12 the rod also has a (double, by symmetry) conjugate point."""
+    rod = make_rod(100)
+    state = rod.solve_clamped(tip_force=[0.0, 0.0, -load * rod.EI / L**2])
+    assert state.converged and state.stable is stable
+    np.testing.assert_allclose(state.tip_position, [0.0, 0.0, L], atol=1e-12)
+    assert rod.clamped_stability(state) is stable
+
+
+def test_a_nan_residual_never_beats_a_converged_start():
+    """Issue 14.6: an absurd guess overflows (NaN residual) and the fallback start converges."""
+    rod = make_rod(60)
+    state = rod.solve_clamped(tip_force=[1.0, 0.0, 0.0], guess=[1e6, 0.0, 0.0])
+    assert state.converged and np.all(np.isfinite(state.positions)) and state.residual < 1e-10
+    reference = rod.solve_clamped(tip_force=[1.0, 0.0, 0.0])
+    np.testing.assert_allclose(state.tip_position, reference.tip_position, atol=1e-10)
+
+
+def test_unresolvable_moment_raises_at_once():
+    """Issue 14.9: a 1e3 N m tip moment (thousands of turns) used to run for minutes."""
+    rod = make_rod(100)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="n_steps"):
+        rod.solve_clamped(tip_moment=[1e3, 0.0, 0.0])
+    assert time.perf_counter() - start < 0.5
+
+
+def test_the_wall_clock_budget_bounds_a_hard_solve():
+    """A load far past the first loop (P L²/EI ≈ 100) takes a long continuation: the budget ends it,
+    and what is returned is what it says (converged means a small residual, and assessed)."""
+    rod = Rod(0.25, 0.00065, 207e9, n_steps=100)
+    start = time.perf_counter()
+    state = rod.solve_clamped(tip_force=[50.0, 0.0, 0.0], max_seconds=1.0)
+    assert time.perf_counter() - start < 3.0
+    if state.converged:
+        assert state.residual < 1e-10 and state.stable is not None
+    else:
+        assert state.stable is None and state.potential_energy is None
+
+
+@pytest.mark.parametrize("kwargs", [dict(n_steps=0), dict(n_steps=2.5), dict(tol=0.0), dict(tol=np.inf),
+                                    dict(tol=np.nan), dict(max_iter=0), dict(max_seconds=0.0),
+                                    dict(guess=[np.nan, 0.0, 0.0]), dict(guess=[1.0, 2.0])])
+def test_bad_solver_options_raise(kwargs):
+    with pytest.raises(ValueError):
+        make_rod(10).solve_clamped(tip_force=[1.0, 0.0, 0.0], **kwargs)

@@ -1,16 +1,16 @@
-"""The 6-PFS hexapod: forward kinematics, assembly modes, stability, the env and its agent."""
+"""The 6-PFS hexapod model: forward kinematics, assembly modes, stability."""
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import soft_envs  # noqa: F401
+from soft_envs.exceptions import ConvergenceError
 from soft_envs.geometry import quaternion_to_matrix
-from soft_envs.robots.cosserat import Hexapod6PFS, _FK_FREE
+from soft_envs.robots.cosserat import Hexapod6PFS
+from soft_envs.robots.cosserat.equations import FK_FREE
 
 
 @pytest.fixture(scope="module")
@@ -90,15 +90,18 @@ def test_input_jacobian_matches_finite_differences_of_solves(hexa):
 
 def test_newton_jacobian_matches_central_differences(hexa):
     sol = hexa.solve(np.array([0.01, 0, -0.01, 0, 0.005, 0]))
-    _, J, _, _ = hexa._jacobian(sol.z[None], sol.inputs[None], _FK_FREE)
+    eq = hexa.equations
+    _, J, _, _ = eq.jacobian(sol.z[None], sol.inputs[None], FK_FREE)
+    # the solution carries the Jacobian of its last Newton evaluation, at its own z
+    np.testing.assert_allclose(sol.jacobian, J[0], rtol=0, atol=1e-12 * np.max(np.abs(J[0])))
     rng = np.random.default_rng(1)
     for _ in range(3):
         v = rng.normal(size=43) * 1e-5
         zp, zm = sol.z.copy(), sol.z.copy()
         zp[:43] += v
         zm[:43] -= v
-        gp, _ = hexa._residual(zp[None], sol.inputs[None])
-        gm, _ = hexa._residual(zm[None], sol.inputs[None])
+        gp, _ = eq.residual(zp[None], sol.inputs[None])
+        gm, _ = eq.residual(zm[None], sol.inputs[None])
         np.testing.assert_allclose(J[0] @ v, (gp[0] - gm[0]) / 2, atol=1e-6 * np.max(np.abs(J[0] @ v)))
 
 
@@ -153,7 +156,10 @@ def test_stability_criteria(hexa, stage1):
 
 
 def test_forward_kinematics_small_search(hexa):
-    sols = hexa.forward_kinematics(max_mode=1, max_combinations=4, radial=False, stability=False)
+    found = hexa.search_assembly_modes(max_mode=1, max_combinations=4, radial=False, stability=False)
+    sols = found.solutions
+    assert found.after_radial == len(sols) <= found.after_load_release
+    assert found.stage1_symmetric >= 2 and found.stage1_configurations >= found.stage1_symmetric
     assert len(sols) >= 4
     Z = np.array([s.z[:43] for s in sols])
     for a in range(len(Z)):  # distinct
@@ -173,60 +179,35 @@ def test_bad_inputs_raise(hexa, bad):
         hexa.solve(np.zeros(6), load=[1.0, 2.0])
 
 
-# ---------------------------------------------------------------------------- environment
-def test_env_agent_reaches_goal_pose():
-    from soft_envs.agents.hexapod_control import HexapodJacobianAgent
-
-    env = gym.make("soft_envs/HexapodPose-v0")
-    agent = HexapodJacobianAgent(env)
-    successes = 0
-    for seed in range(2):
-        obs, info = env.reset(seed=seed)
-        agent.reset(obs, info)
-        start_error = info["position_error"]
-        for _ in range(10):
-            obs, reward, terminated, truncated, info = env.step(agent.act(obs))
-            assert info["solver_converged"]
-            parts = [v for k, v in info.items() if k.startswith("reward_")]
-            assert reward == pytest.approx(sum(parts), abs=1e-12)
-        assert info["position_error"] < start_error
-        successes += info["is_success"]
-    assert successes == 2
-    env.close()
+def test_failed_reference_raises_convergence_error():
+    # joints 0.3 m apart horizontally with 0.25 m rods: no equilibrium near the centred guess
+    with pytest.raises(ConvergenceError):
+        Hexapod6PFS(platform_radius=0.4).reference_solution()
 
 
-def test_env_observation_layout_and_goal_conditioned_reward():
-    env = gym.make("soft_envs/HexapodPose-v0", goal_conditioned=True)
-    obs, info = env.reset(seed=3)
-    obs, reward, *_ , info = env.step(np.full(6, 0.3, dtype=np.float32))
-    u = env.unwrapped
-    np.testing.assert_allclose(obs["achieved_goal"], u.solution.pose, atol=1e-6)
-    expected = u.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)
-    assert expected == pytest.approx(info["reward_position"] + info["reward_orientation"], abs=1e-5)
-    np.testing.assert_allclose(info["inputs"], 0.3 * u.model.input_limit, atol=1e-7)  # float32 action
-    env.close()
-    flat = gym.make("soft_envs/HexapodPose-v0")
-    o, _ = flat.reset(seed=3)
-    fu = flat.unwrapped
-    np.testing.assert_allclose(o[0:7], fu.solution.pose, atol=1e-6)
-    np.testing.assert_allclose(o[7:14], fu.goal, atol=1e-6)
-    np.testing.assert_allclose(o[20:38], -fu.solution.forces.reshape(18), atol=1e-6)
-    flat.close()
+def test_forward_kinematics_at_nonzero_inputs_never_relabels_starts(hexa):
+    """Issue 14.7: every solution returned is an equilibrium at the requested inputs."""
+    with pytest.raises(ValueError):
+        hexa.forward_kinematics([0.01] * 6, input_steps=0, max_mode=1, max_combinations=4, radial=False,
+                                stability=False)
+    rho = np.full(6, 0.01)
+    sols = hexa.forward_kinematics(rho, input_steps=2, max_mode=0, max_combinations=2, radial=False, stability=False)
+    assert sols
+    for s in sols:
+        np.testing.assert_array_equal(s.inputs, rho)
+        assert s.converged and s.residual < 1e-8
+        joint, force, moment = balance(hexa, s)
+        assert np.max(np.abs(joint)) < 1e-8 and np.max(np.abs(force)) < 1e-7 and np.max(np.abs(moment)) < 1e-7
 
 
-def test_rendered_rods_follow_the_model():
-    env = gym.make("soft_envs/HexapodPose-v0", render_mode="rgb_array")
-    env.reset(seed=0)
-    env.step(np.array([1, -1, 0.5, 0, -0.5, 1], dtype=np.float32))
-    img = env.render()
-    assert img.shape == (240, 320, 3) and img.std() > 5
-    u = env.unwrapped
-    client, ids = u._render_client, u._render_ids
-    rods = u.model.rod_states(u.solution, n_steps=ids["n_seg"])
-    for i in (0, 4):
-        for k in (0, 9):
-            pos, _ = client.getBasePositionAndOrientation(ids["segments"][i][k])
-            mid = 0.5 * (rods[i].positions[k] + rods[i].positions[k + 1])
-            np.testing.assert_allclose(pos, mid, atol=1e-9)
-    env.close()
-    assert u._render_client is None
+@pytest.mark.parametrize("kwargs", [dict(max_input_step=0.0), dict(max_input_step=np.nan), dict(tol=0.0),
+                                    dict(max_iter=0)])
+def test_bad_solve_options_raise(hexa, kwargs):
+    with pytest.raises(ValueError):
+        hexa.solve(np.full(6, 0.005), **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [dict(max_mode=-1), dict(max_combinations=0), dict(radial="some")])
+def test_bad_search_options_raise(hexa, kwargs):
+    with pytest.raises(ValueError):
+        hexa.forward_kinematics(**kwargs)
