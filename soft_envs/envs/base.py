@@ -131,6 +131,13 @@ class SoftEnv(gym.Env):
         return self.time_step * self.frame_skip
 
     @property
+    def render_client(self):
+        """The client ``rgb_array`` pictures come from: the physics client, or (for an env without
+        physics) a drawing-only client opened at the first ``render()``; ``None`` before that and
+        after ``close()``."""
+        return self.client if self.client is not None else self._render_client
+
+    @property
     def previous_action(self) -> np.ndarray | None:
         """The last step's clipped action (at reset: the action that holds the reset command),
         float64; ``None`` before the first reset."""

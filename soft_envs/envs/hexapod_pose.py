@@ -202,6 +202,12 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         h = float(self.model.reference_solution().position[2])
         return {"target": (0.0, 0.0, 0.45 * h), "distance": 1.7 * h + 0.12, "yaw": 35.0, "pitch": -22.0}
 
+    @property
+    def render_bodies(self) -> dict[str, Any] | None:
+        """PyBullet body ids of the drawn scene in :attr:`render_client` (``"platform"``, ``"goal"``,
+        ``"segments"``: per rod, its capsules from base to tip); ``None`` before the first render."""
+        return None if self._render_ids is None else dict(self._render_ids)
+
     def _render_scene(self):
         if self._render_client is None:
             self._render_client = connect(gui=False)

@@ -40,12 +40,12 @@ def test_rendered_rods_follow_the_model():
     img = env.render()
     assert img.shape == (240, 320, 3) and img.std() > 5
     u = env.unwrapped
-    client, ids = u._render_client, u._render_ids
-    rods = u.model.rod_states(u.solution, n_steps=ids["n_seg"])
+    client, ids = u.render_client, u.render_bodies
+    rods = u.model.rod_states(u.solution, n_steps=len(ids["segments"][0]))
     for i in (0, 4):
         for k in (0, 9):
             pos, _ = client.getBasePositionAndOrientation(ids["segments"][i][k])
             mid = 0.5 * (rods[i].positions[k] + rods[i].positions[k + 1])
             np.testing.assert_allclose(pos, mid, atol=1e-9)
     env.close()
-    assert u._render_client is None
+    assert u.render_client is None

@@ -103,13 +103,14 @@ def test_bad_parameters_raise_value_error(kwargs):
 def test_many_envs_open_and_close_without_leaking_clients():
     import pybullet
 
-    ids = []
+    clients = []
     for _ in range(20):
         env = gym.make("soft_envs/PeterReach-v0")
         env.reset(seed=0)
-        ids.append(env.unwrapped.client._client)
+        clients.append(env.unwrapped.client)
         env.close()
-    assert all(not pybullet.isConnected(physicsClientId=i) for i in ids)
+    assert len({id(c) for c in clients}) == 20
+    assert not any(c.isConnected() for c in clients)
 
 
 def test_goal_marker_stays_visible_once_the_arm_reaches_it():
