@@ -50,9 +50,11 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return t
 
 
-def weights_path(n_modules: int) -> str:
-    """Path of the shipped weights for an ``n_modules`` arm (tilted-plane model)."""
-    return str(resources.files("soft_envs.agents.nn").joinpath("weights", f"peter_{n_modules}.npz"))
+def weights_path(n_modules: int, variant: str | None = None) -> str:
+    """Path of the shipped weights for an ``n_modules`` arm (tilted-plane model); ``variant``
+    names one of the shipped training-recipe ablations (``peter_<n>_<variant>.npz``)."""
+    name = f"peter_{n_modules}.npz" if variant is None else f"peter_{n_modules}_{variant}.npz"
+    return str(resources.files("soft_envs.agents.nn").joinpath("weights", name))
 
 
 class NeuralIK:

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.bench.peter import PAPER_TRR, table1_targets
 from soft_envs.agents.ik.trust_region import trr, trr_batch
-from soft_envs.agents.nn import NeuralIK
+from soft_envs.agents.nn import NeuralIK, weights_path
 
 TITLE = "PETER soft arm — neural-network IK, the NN→TRR hybrid and TRR (paper Table 1, Figure 3)"
 
@@ -30,8 +30,9 @@ ABLATIONS = {  # shipped 2-module variants (weights/peter_2_<name>.npz): name ->
 }
 
 
-def _ablation(n_modules: int, name: str) -> NeuralIK | None:
-    path = os.path.join(os.path.dirname(__file__), "..", "nn", "weights", f"peter_{n_modules}_{name}.npz")
+def ablation_network(n_modules: int, name: str) -> NeuralIK | None:
+    """The shipped ablation network ``name`` (2 modules only; none for the other arms)."""
+    path = weights_path(n_modules, name)
     return NeuralIK.load(path) if os.path.exists(path) else None
 
 
@@ -87,7 +88,7 @@ def table1(n_targets: int, seed: int, plot_dir: str | None) -> str:
         all_errors[n_modules] = {"network": nn_errors, "hybrid": hybrid_errors, "TRR": errors}
 
         for name, what in ABLATIONS.items():
-            variant = _ablation(n_modules, name)
+            variant = ablation_network(n_modules, name)
             if variant is not None:
                 row, errs = _network_row(variant, what, n_modules, targets, min(n_targets, 200))
                 ablation_rows.append(row)

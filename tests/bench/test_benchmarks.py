@@ -68,3 +68,9 @@ def test_quadruped_table2_error_probability_falls_with_the_initial_distance():
     assert far[0] < near[0] and far[4] < 0.5  # 5 cm without splitting: rarely
     for row in probabilities.values():  # stricter thresholds are never more probable
         assert all(a >= b for a, b in zip(row, row[1:]))
+
+
+def test_the_shipped_ablation_networks_are_found():
+    from soft_envs.bench.neural import ABLATIONS, ablation_network
+
+    assert all(ablation_network(2, name) is not None for name in ABLATIONS)
