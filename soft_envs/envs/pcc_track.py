@@ -87,6 +87,7 @@ from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
 from soft_envs.sim.actuators import PressureRegulator
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
+from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
 
 ACTION_TYPES = ("configuration", "torque", "pressure")
@@ -199,6 +200,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
         self.model = arm_class(n_segments, links_per_segment, segment_length, max_pressure=max_pressure,
                                stiffness_source="pressure" if soft else "material")
+        check_joint_count(self.model.chain())  # before a PyBullet client exists
         self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=compensate_damping,
                                         stiffness_error=stiffness_error)
         self.action_type = action_type

@@ -66,6 +66,7 @@ from soft_envs.sim.actuators import PneumaticLegs
 from soft_envs.sim.bullet import connect
 from soft_envs.sim.peter_body import PeterBody
 from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS, SoftPeterBody
+from soft_envs.sim.urdf import check_joint_count
 
 PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pneumatic", "instant")
@@ -147,6 +148,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,
                            links_per_module=links_per_module, leg_stiffness=leg_stiffness)
         self.kinematic = bool(kinematic)
+        if not self.kinematic:
+            check_joint_count(self.model.chain())  # before a PyBullet client exists
         self.goal_conditioned = bool(goal_conditioned)
         self.payload = float(payload)
         self.gravity = bool(gravity)

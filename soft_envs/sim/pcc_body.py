@@ -39,6 +39,8 @@ class PCCBody(SoftArmBody):
         rayleigh_mass, rayleigh_stiffness: ``α`` [1/s] and ``β`` [s] of ``D = α M + β K``.
         payload: tip mass [kg] (part of the simulated body).
         base_position: where the arm's foot is in the world [m].
+        base_orientation: the arm's base frame in the world, quaternion ``(x, y, z, w)``
+            (default upright; measurements are in the base frame).
 
     State: :attr:`u` (smooth configuration), :attr:`w` (its rate); :attr:`configuration` is
     ``(ΔL, θ, φ)`` per segment (planar ``(ΔL, θ)``), continuous in time.
@@ -54,6 +56,7 @@ class PCCBody(SoftArmBody):
         rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
         payload: float = 0.0,
         base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
     ) -> None:
         self.model = model
         self.payload = float(payload)
@@ -62,7 +65,7 @@ class PCCBody(SoftArmBody):
         stiffness = k[:, :2].ravel() if model.planar else np.stack((k[:, 0], k[:, 1], k[:, 1]), axis=-1).ravel()
         super().__init__(client, model.chain(payload), sections, stiffness, gravity=gravity,
                          rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
-                         base_position=base_position)
+                         base_position=base_position, base_orientation=base_orientation)
 
     def reset(self, c: np.ndarray, velocity: np.ndarray | None = None) -> None:
         """Put the arm in configuration ``c`` at rest (or with smooth-coordinate rate ``velocity``)."""

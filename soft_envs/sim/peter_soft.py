@@ -41,6 +41,8 @@ class SoftPeterBody(SoftArmBody):
         gravity: standard gravity [m/s²] along the world's −z.
         rayleigh_mass, rayleigh_stiffness: ``α`` [1/s] and ``β`` [s] of ``D = α M + β K``.
         base_position: where the arm's foot is in the world [m].
+        base_orientation: the arm's base frame in the world, quaternion ``(x, y, z, w)``
+            (default upright; measurements are in the base frame).
 
     Use :meth:`reset` to put it at rest on inflation times, :meth:`set_rest_legs` (or ``step``'s
     ``rest_end``) to move the legs' rest lengths.
@@ -48,7 +50,8 @@ class SoftPeterBody(SoftArmBody):
 
     def __init__(self, client, model: Peter, *, payload: float = 0.0, gravity: float = 9.81,
                  rayleigh_mass: float = 0.0, rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
-                 base_position: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
+                 base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
+                 base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)) -> None:
         self.model = model.with_kinematics("pcc")
         self.payload = float(payload)
         n = self.model.n_modules
@@ -56,7 +59,7 @@ class SoftPeterBody(SoftArmBody):
         sections = SectionMap(self.model.links_per_module, np.full(n, self.reference_length), chord=True)
         super().__init__(client, self.model.chain(payload), sections, self.model.stiffness().ravel(),
                          gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
-                         base_position=base_position)
+                         base_position=base_position, base_orientation=base_orientation)
 
     def arc_of_legs(self, legs: np.ndarray) -> np.ndarray:
         """Smooth coordinates ``u`` (flat) of leg lengths ``(3N,)`` [m]."""

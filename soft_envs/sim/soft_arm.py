@@ -60,7 +60,7 @@ import numpy as np
 import pybullet
 
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
-from soft_envs.geometry import quaternion_to_matrix
+from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
 from soft_envs.sim.urdf import load_chain
 
@@ -230,17 +230,22 @@ class SoftArmBody:
         chain: the arm's rigid-link body (the sections' links in order, ``2m + 3`` per section).
         sections: the map from the smooth coordinates to the body's joints.
         stiffness: the diagonal of ``K``, ``(n,)``: axial [N/m], bending [N m/rad].
-        gravity: standard gravity [m/s²] along the world's −z (the arm's base z points up).
+        gravity: standard gravity [m/s²] along the world's −z (set on the client, in the arm's base
+            frame: PyBullet's inverse dynamics uses it so; one arm per client).
         rayleigh_mass, rayleigh_stiffness: ``α`` [1/s] and ``β`` [s] of ``D = α M + β K``.
         base_position: where the arm's foot is in the world [m].
+        base_orientation: the arm's base frame in the world, a quaternion ``(x, y, z, w)``
+            (default upright: the arm's ``z`` along the world's ``z``, against gravity).
 
+    Measurements (:meth:`tip_state`, :meth:`link_frames`) are in the arm's base frame.
     State: :attr:`u` (smooth configuration), :attr:`w` (its rate), :attr:`rest` (``u_rest``),
     :attr:`time` [s].
     """
 
     def __init__(self, client, chain: Chain, sections: SectionMap, stiffness: np.ndarray, *,
                  gravity: float = 9.81, rayleigh_mass: float = 0.0, rayleigh_stiffness: float = 0.0,
-                 base_position: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
+                 base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
+                 base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)) -> None:
         check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
         stiffness = np.asarray(stiffness, dtype=float)
         if stiffness.shape != (sections.n,) or not np.all(np.isfinite(stiffness)) or np.any(stiffness <= 0):
@@ -252,10 +257,14 @@ class SoftArmBody:
         self.gravity = float(gravity)
         self.alpha, self.beta = float(rayleigh_mass), float(rayleigh_stiffness)
         self.base_position = np.asarray(base_position, dtype=float)
+        self.base_rotation = quaternion_to_matrix(check_unit_quaternion(np.asarray(base_orientation, dtype=float)))
         self.stiffness = stiffness
-        client.setGravity(0.0, 0.0, -self.gravity)
+        # PyBullet's inverse dynamics of a fixed-base body takes the gravity vector in the base
+        # frame: the world's −z gravity, turned into it.
+        client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
         self.chain = spinless_sections(chain, sections.joints_per_section)
-        self.body = load_chain(client, self.chain, basePosition=list(base_position), useFixedBase=True,
+        self.body = load_chain(client, self.chain, basePosition=list(base_position),
+                               baseOrientation=[float(x) for x in base_orientation], useFixedBase=True,
                                flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
         self.n_joints = client.getNumJoints(self.body)
         self.joints = list(range(self.n_joints))
@@ -421,13 +430,15 @@ class SoftArmBody:
         self.sync_bullet()
         state = self.client.getLinkState(self.body, self.tip_link, computeLinkVelocity=1,
                                          computeForwardKinematics=1)
-        return np.asarray(state[0]) - self.base_position, np.asarray(state[6])
+        R = self.base_rotation
+        return R.T @ (np.asarray(state[0]) - self.base_position), R.T @ np.asarray(state[6])
 
     def link_frames(self) -> tuple[np.ndarray, np.ndarray]:
         """Simulated centre-of-mass positions ``(K, 3)`` [m] (base frame) and link rotations ``(K, 3, 3)``."""
         self.sync_bullet()
         states = self.client.getLinkStates(self.body, self.joints, computeForwardKinematics=1)
-        pos = np.array([s[0] for s in states]) - self.base_position
-        rot = quaternion_to_matrix(np.array([s[1] for s in states]))
+        R = self.base_rotation
+        pos = (np.array([s[0] for s in states]) - self.base_position) @ R
+        rot = R.T @ quaternion_to_matrix(np.array([s[1] for s in states]))
         return pos, rot
 
