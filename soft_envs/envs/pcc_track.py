@@ -337,7 +337,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             if tick:
                 s = (k + 1) / steps
                 u_d = (1 - s) * u_from + s * u_to
-                self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=self.regulator is not None)
+                self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
         else:
             self._tau = self._command_value
         if self.regulator is not None and (tick or self.action_type != "configuration"):
@@ -357,7 +357,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             u_from = self.model.to_smooth(self._previous_setpoint)
             u_to = self.model.to_smooth(self.setpoint)
         self._saturated = False
-        cancel = self.controller.compensate_damping and self.action_type == "configuration"
         for k in range(steps):
             if self.stop_reason is not None:
                 break
@@ -369,7 +368,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                     end = self.pressure_map @ self.regulator.advance(self.time_step, self.body.time)
                     self.body.step(self.time_step, start, torque_end=end)
                 else:
-                    self.body.step(self.time_step, self._tau, cancel_damping=cancel)
+                    self.body.step(self.time_step, self._tau)
             self._physics_steps += 1
             self.stop_reason = self.model_violation(self.body.u, self.body.w)
             if self.stop_reason is not None:

@@ -76,6 +76,7 @@ class PCCBody(SoftArmBody):
             self.c = np.array(c, dtype=float)
         self.u = self.model.to_smooth(c)
         self.w = np.zeros(self.model.n_dof) if velocity is None else np.array(velocity, dtype=float)
+        self.a = np.zeros(self.model.n_dof)
         self.time = 0.0
         self._update()
 

@@ -64,6 +64,7 @@ from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
 from soft_envs.sim.urdf import load_chain
 
+DEFAULT_SPECTRAL_RADIUS = 0.9  # generalised-α ρ∞ (see the module docstring)
 MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section
 _SMALL_HALF = 1e-3  # sinc series below this half-angle per link [rad]
 
@@ -245,7 +246,10 @@ class SoftArmBody:
     def __init__(self, client, chain: Chain, sections: SectionMap, stiffness: np.ndarray, *,
                  gravity: float = 9.81, rayleigh_mass: float = 0.0, rayleigh_stiffness: float = 0.0,
                  base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
-                 base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)) -> None:
+                 base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
+                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
+        if not (isinstance(spectral_radius, (int, float)) and 0.0 <= spectral_radius <= 1.0):
+            raise InvalidParameterError(f"spectral_radius must be in [0, 1]; got {spectral_radius!r}")
         check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
         stiffness = np.asarray(stiffness, dtype=float)
         if stiffness.shape != (sections.n,) or not np.all(np.isfinite(stiffness)) or np.any(stiffness <= 0):
@@ -277,6 +281,11 @@ class SoftArmBody:
         self._inverse_dynamics = client.calculateInverseDynamics
         n = sections.n
         self.u, self.w, self.rest = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.a = np.zeros(n)  # the integrator's acceleration state
+        self.spectral_radius = float(spectral_radius)
+        rho = self.spectral_radius
+        am, af = (2.0 * rho - 1.0) / (rho + 1.0), rho / (rho + 1.0)
+        self._alpha_parameters = (am, af, 0.5 - am + af, 0.25 * (1.0 - am + af) ** 2)
         self.c = sections.configuration(self.u)
         self.time = 0.0
         self._zeros = [0.0] * self.n_joints
@@ -300,6 +309,7 @@ class SoftArmBody:
             raise InvalidParameterError(f"u must be {self.n_dof} finite numbers; got {u!r}")
         self.u = u
         self.w = np.zeros(self.n_dof) if w is None else np.array(w, dtype=float)
+        self.a = np.zeros(self.n_dof)
         if reset_time:
             self.time = 0.0
         self.c = self.sections.configuration(self.u, reference)
@@ -393,31 +403,36 @@ class SoftArmBody:
 
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
              rest_end: np.ndarray | None = None, cancel_damping: bool = False) -> None:
-        """Advance by ``dt`` [s] with the trapezoidal rule (module docstring).
+        """Advance by ``dt`` [s] with the generalised-α method (module docstring).
 
         ``torque`` is the generalised actuation in ``u`` at the step's start (and ``torque_end``
         at its end, default the same); ``rest_end`` the rest configuration at the step's end
         (default unchanged; the rest shape moves linearly over the step). ``cancel_damping``
         drops the damping force, as a controller's ``+D u̇`` term applied at the same
-        (trapezoidal) velocity does.
+        (implicit) velocity does.
         """
+        am, af, gamma, beta = self._alpha_parameters
         M = self.mass_matrix()
         k = self.stiffness
         tau = np.asarray(torque, dtype=float)
         if torque_end is not None:
-            tau = 0.5 * (tau + np.asarray(torque_end, dtype=float))
-        rest_mid = self.rest if rest_end is None else 0.5 * (self.rest + np.asarray(rest_end, dtype=float))
-        force = tau - self.bias() - k * (self.u - rest_mid)
-        if cancel_damping or (self.alpha == 0.0 and self.beta == 0.0):
-            A = M.copy()
-        else:
+            tau = tau + (1.0 - af) * (np.asarray(torque_end, dtype=float) - tau)
+        rest = self.rest if rest_end is None else self.rest + (1.0 - af) * (np.asarray(rest_end, dtype=float) - self.rest)
+        u, w, a = self.u, self.w, self.a
+        # u, w at the end of the step without a_{n+1}'s share
+        u_pred = u + dt * w + (0.5 - beta) * dt * dt * a
+        w_pred = w + (1.0 - gamma) * dt * a
+        force = tau - self.bias() - M @ (am * a) - k * (af * u + (1.0 - af) * u_pred - rest)
+        A = (1.0 - am) * M
+        if not (cancel_damping or (self.alpha == 0.0 and self.beta == 0.0)):
             D = self.damping_matrix()
-            force = force - D @ self.w
-            A = M + (0.5 * dt) * D
-        A[np.diag_indices(self.n_dof)] += (0.25 * dt * dt) * k
-        dw = np.linalg.solve(A, dt * force - (0.5 * dt * dt) * (k * self.w))
-        self.u = self.u + dt * (self.w + 0.5 * dw)
-        self.w = self.w + dw
+            force = force - D @ (af * w + (1.0 - af) * w_pred)
+            A = A + ((1.0 - af) * gamma * dt) * D
+        A[np.diag_indices(self.n_dof)] += ((1.0 - af) * beta * dt * dt) * k
+        a_next = np.linalg.solve(A, force)
+        self.u = u_pred + beta * dt * dt * a_next
+        self.w = w_pred + gamma * dt * a_next
+        self.a = a_next
         if rest_end is not None:
             self.rest = np.array(rest_end, dtype=float)
         self.time += dt
