@@ -15,9 +15,9 @@ shape (``Peter(kinematics="pcc")``), to 1e-9 m.
 Parameter sources: the geometry, leg law and module mass are :class:`~soft_envs.robots.Peter`'s
 (seed 000 eq. 1, SPEC section 2; the 0.12 kg module mass is an assumption of the model); the
 leg stiffness (1300 N/m) is an assumption documented on :class:`Peter`; the Rayleigh damping
-``β = 0.01 s`` is an assumption (the paper gives no dynamics): a damping ratio of about 0.15 on
-the 2-module arm's first bending mode, about 0.1 with a 0.5 kg payload, the axial modes
-over-damped.
+``β = 0.02 s`` is an assumption (the paper gives no dynamics): damping ratios ``β ω / 2`` of
+0.75 on the 2-module arm's first bending mode (75 rad/s), 0.25 with a 0.5 kg payload
+(25 rad/s), 0.18 on the 4-module arm's (18 rad/s); the axial modes are over-damped.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.soft_arm import SectionMap, SoftArmBody
 
-DEFAULT_RAYLEIGH_STIFFNESS = 0.01  # s (assumption, see the module docstring)
+DEFAULT_RAYLEIGH_STIFFNESS = 0.02  # s (assumption, see the module docstring)
 
 
 class SoftPeterBody(SoftArmBody):
