@@ -360,7 +360,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         for k in range(steps):
             if self.stop_reason is not None:
                 break
-            last_valid = self.body.configuration
+            last_valid = self.body.snapshot()
             with np.errstate(over="ignore", invalid="ignore"):
                 self._actuate(k, steps, u_from, u_to)
                 if self.regulator is not None:
@@ -372,7 +372,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self._physics_steps += 1
             self.stop_reason = self.model_violation(self.body.u, self.body.w)
             if self.stop_reason is not None:
-                self.body.reset(last_valid)
+                self.body.restore(last_valid, at_rest=True)
         self.time += steps * self.time_step
         self.goal = self.trajectory.position(self.time)
 

@@ -190,7 +190,7 @@ class PDFeedforward:
             M, G_d = self._without_payload(unknown, u, u_d, M, G_d, body.gravity)
         tau = M @ u_acc + body.coriolis() + (1 + self.stiffness_error) * body.elastic_torque(u_d) + G_d
         if include_damping and self.compensate_damping:
-            tau = tau + body.damping_matrix() @ w
+            tau = tau + (body.beta * body.stiffness * w if body.alpha == 0.0 else body.damping_matrix() @ w)
         return tau
 
     def _without_payload(self, mass: float, u: np.ndarray, u_d: np.ndarray, M: np.ndarray, G_d: np.ndarray,

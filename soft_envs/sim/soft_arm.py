@@ -196,8 +196,8 @@ class SectionMap:
 
 
 def _wrap(angle: float) -> float:
-    """``angle`` wrapped into ``(−π, π]``."""
-    return math.atan2(math.sin(angle), math.cos(angle))
+    """``angle`` wrapped into ``[−π, π)``."""
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
 
 def _sinc_scalar(r: float, m: int) -> tuple[float, float, float]:
@@ -282,6 +282,7 @@ class SoftArmBody:
         n = sections.n
         self.u, self.w, self.rest = np.zeros(n), np.zeros(n), np.zeros(n)
         self.a = np.zeros(n)  # the integrator's acceleration state
+        self._diagonal = np.diag_indices(n)
         self.spectral_radius = float(spectral_radius)
         rho = self.spectral_radius
         am, af = (2.0 * rho - 1.0) / (rho + 1.0), rho / (rho + 1.0)
@@ -332,6 +333,17 @@ class SoftArmBody:
         self.client.resetJointStatesMultiDof(self.body, self.joints, [[float(x)] for x in qb],
                                              targetVelocities=[[float(x)] for x in vb])
         self._bullet_stale = False
+
+    def snapshot(self) -> tuple:
+        """The state, to :meth:`restore` later (references: the state arrays are replaced, never mutated)."""
+        return self.u, self.w, self.a, self.c, self.rest, self.time
+
+    def restore(self, snapshot: tuple, *, at_rest: bool = False) -> None:
+        """Go back to a :meth:`snapshot` (with zero rate and acceleration if ``at_rest``)."""
+        self.u, self.w, self.a, self.c, self.rest, self.time = snapshot
+        if at_rest:
+            self.w, self.a = np.zeros(self.n_dof), np.zeros(self.n_dof)
+        self._update()
 
     def is_finite(self) -> bool:
         """Whether the state is finite."""
@@ -420,18 +432,23 @@ class SoftArmBody:
         rest = self.rest if rest_end is None else self.rest + (1.0 - af) * (np.asarray(rest_end, dtype=float) - self.rest)
         u, w, a = self.u, self.w, self.a
         # u, w at the end of the step without a_{n+1}'s share
-        u_pred = u + dt * w + (0.5 - beta) * dt * dt * a
-        w_pred = w + (1.0 - gamma) * dt * a
-        force = tau - self.bias() - M @ (am * a) - k * (af * u + (1.0 - af) * u_pred - rest)
+        u_pred = u + dt * w + ((0.5 - beta) * dt * dt) * a
+        w_pred = w + ((1.0 - gamma) * dt) * a
+        force = tau - self.bias() - am * (M @ a) - k * (af * u + (1.0 - af) * u_pred - rest)
         A = (1.0 - am) * M
-        if not (cancel_damping or (self.alpha == 0.0 and self.beta == 0.0)):
+        diagonal = ((1.0 - af) * beta * dt * dt) * k
+        damped = not (cancel_damping or (self.alpha == 0.0 and self.beta == 0.0))
+        if damped and self.alpha == 0.0:  # D = β K, diagonal
+            force -= (self.beta * k) * (af * w + (1.0 - af) * w_pred)
+            diagonal += ((1.0 - af) * gamma * dt * self.beta) * k
+        elif damped:
             D = self.damping_matrix()
-            force = force - D @ (af * w + (1.0 - af) * w_pred)
-            A = A + ((1.0 - af) * gamma * dt) * D
-        A[np.diag_indices(self.n_dof)] += ((1.0 - af) * beta * dt * dt) * k
+            force -= D @ (af * w + (1.0 - af) * w_pred)
+            A += ((1.0 - af) * gamma * dt) * D
+        A[self._diagonal] += diagonal
         a_next = np.linalg.solve(A, force)
-        self.u = u_pred + beta * dt * dt * a_next
-        self.w = w_pred + gamma * dt * a_next
+        self.u = u_pred + (beta * dt * dt) * a_next
+        self.w = w_pred + (gamma * dt) * a_next
         self.a = a_next
         if rest_end is not None:
             self.rest = np.array(rest_end, dtype=float)
