@@ -163,7 +163,7 @@ INTRO = (
     "`PCCTrack-v0` with its default soft physics: the chambers' pressures (eq. 9, α₁ = 8e-4 m², "
     "α₂ = 7.91e-7 m⁴ read on the bellow geometry; ±30 kPa, an assumption; first-order regulators "
     "of 10 ms) drive an arm whose stiffness is calibrated on that bound (k_ΔL = 5.5e3 N/m, "
-    "k_θ = 0.113 N m/rad per 65 mm segment), Rayleigh β = 0.02 s, gravity on, 5 ms steps, the "
+    "k_θ = 0.113 N m/rad per 65 mm segment), Rayleigh β = 5e-3 s, gravity on, 5 ms steps, the "
     "paper's PD + feed-forward every 5 ms on set-points from `PCCTrackingAgent` (SQP, 20 Hz). "
     f"The arm weighs 35 g: payloads of grams (a 0.25 kg one folds it). *Delay*: the regulators' "
     f"{DELAY:g} s dead time (the paper: 100–150 ms). Spiral trajectory, random start on the path."

@@ -7,15 +7,19 @@ Body (:class:`PCCBody`). A :class:`~soft_envs.robots.PCCArm` is a chain of secti
 (by default calibrated on the chamber-pressure bounds, :mod:`soft_envs.robots.pcc_pressure`);
 masses: :meth:`PCCArm.chain` (the paper's 17.3 g per segment; a tip payload as a point mass).
 Rayleigh damping ``D = β K`` with ``β = 5e-3 s`` by default (an assumption: the paper took its
-damping from its ref. 29 without listing it): a damping ratio ``β ω / 2`` of about 0.1 on the
-first bending mode of one free segment (≈ 50 rad/s) and critical damping from ≈ 400 rad/s up.
+damping from its ref. 29 without listing it): damping ratios ``β ω / 2`` of 0.09 on the
+two-segment arm's first bending mode (36 rad/s), 0.43 on one segment's (172 rad/s), 0.025 on
+the four-segment planar arm's (10 rad/s); critical from 400 rad/s up (the axial modes).
 
 Controller (:class:`PDFeedforward`, paper eq. 10 as in SPEC section 3) on ``q``:
 ``τ = M (q̈_d − k_v (q̇ − q̇_d) − k_p (q − q_d)) + C + D + K(q_d) + G(q_d)`` with
 ``q̇_d = q̈_d = 0`` as in the paper; the desired ``q̈`` is mapped to ``ü`` exactly through
 ``q = h(u)`` (``ü = H⁻¹ (q̈ − Ḣ u̇)``, ``H`` is never singular). Its model is the arm's,
 without a payload unless told (``known_payload``): a payload it does not know is a
-disturbance its gains must reject.
+disturbance its gains must reject. Its ``+D`` term cancels the arm's damping: the modes far
+above ``√k_p`` are then damped by ``k_v`` alone (ratio ``k_v / 2ω``, 0.001–0.01) — a large
+set-point step can make them ring and, through the arm's nonlinearity, grow; a regulator's
+lag (chamber actuation) or ``compensate_damping=False`` keeps the arm's own damping there.
 """
 
 from __future__ import annotations
