@@ -99,7 +99,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         solver_iterations: PyBullet constraint-solver iterations (stiff physics).
         radius, gap: module geometry [m], passed to :class:`Peter`.
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``time_step`` = 1/240 s,
-            ``frame_skip`` = 24 soft / 12 stiff, ``width``, ``height``, ``action_rate_weight`` = 0).
+            ``frame_skip`` = 24 soft / 12 stiff and kinematic, ``width``, ``height``,
+            ``action_rate_weight`` = 0).
     """
 
     def __init__(
@@ -159,7 +160,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.legs = PneumaticLegs(3 * self.model.n_modules, rest_length=self.model.leg_length_at_rest,
                                   fill_rate=self.model.leg_rate, vent_rate=vent_rate, delay=command_delay,
                                   instant=actuation == "instant")
-        kwargs.setdefault("frame_skip", 24 if physics == "soft" else 12)
+        kwargs.setdefault("frame_skip", 24 if physics == "soft" and not kinematic else 12)
         super().__init__(use_physics=not kinematic, **kwargs)
         n_act = self.model.n_dof
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n_act,), dtype=np.float32)
