@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table
 
-PAYLOADS = (0.0, 0.005, 0.01)  # kg: the arm weighs 35 g (see the intro)
+PAYLOADS = (0.0, 0.005, 0.01, 0.25)  # kg: the arm weighs 35 g (see the intro)
 DELAY = 0.125  # s, the paper's regulators: 100–150 ms
 CONTROLLERS = {
     "IK + PD+FF (kp 80, kv 3)": ({}, {}),
@@ -165,7 +165,7 @@ INTRO = (
     "of 10 ms) drive an arm whose stiffness is calibrated on that bound (k_ΔL = 5.5e3 N/m, "
     "k_θ = 0.113 N m/rad per 65 mm segment), Rayleigh β = 5e-3 s, gravity on, 5 ms steps, the "
     "paper's PD + feed-forward every 5 ms on set-points from `PCCTrackingAgent` (SQP, 20 Hz). "
-    f"The arm weighs 35 g: payloads of grams (a 0.25 kg one folds it). *Delay*: the regulators' "
+    f"The arm weighs 35 g: payloads of grams, and 0.25 kg to show what it does. *Delay*: the regulators' "
     f"{DELAY:g} s dead time (the paper: 100–150 ms). Spiral trajectory, random start on the path."
 )
 
@@ -177,7 +177,8 @@ WHY = """Why the numbers differ:
   slowly varying part of the error — a payload the controller's model lacks, and the lag
   behind delayed regulators on a slow, steady path.
 * **payload** — the controller's model lacks it: the soft arm (k_θ ≈ 0.1 N m/rad) sags
-  millimetres per gram, since kp M adds little to K.
+  millimetres per gram, since kp M adds little to K; 0.25 kg (seven times the arm) folds it over
+  within a few steps and the env stops it (*stopped*).
 * **delay** — the pressures act 125 ms late: the arm lags its path by that much; from a
   standing start (Figure 5) the law, which cancels the arm's damping with its +D term, drives
   the delayed loop unstable and the env stops the folded arm.
