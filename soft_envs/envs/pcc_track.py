@@ -123,7 +123,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             ``(1 + e) K``); 0 is the exact model.
         payload: tip payload [kg]; the controller's model does not include it.
         gravity: gravity on.
-        rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s] (default 0.02 soft,
+        rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s] (default 5e-3 soft,
             8e-4 stiff).
         random_start: random start phase on the trajectory.
         start_straight: start from the straight, relaxed arm instead of the IK start.
