@@ -1,9 +1,21 @@
 """``soft_envs/PCCTrack-v0``: follow a tip trajectory with a multi-segment PCC soft arm in physics.
 
 The arm (:class:`~soft_envs.robots.PCCArm`, or :class:`~soft_envs.robots.PlanarPCCArm` for a
-planar trajectory) is simulated with elastic joints, Rayleigh damping and gravity
-(:class:`~soft_envs.sim.pcc_body.PCCBody`); the goal at every step is the point of a named
-trajectory (:mod:`soft_envs.trajectories`) at the current time.
+planar trajectory) is simulated with elastic joints, Rayleigh damping and gravity on the
+soft-arm core (:class:`~soft_envs.sim.pcc_body.PCCBody`); the goal at every step is the point of
+a named trajectory (:mod:`soft_envs.trajectories`) at the current time.
+
+Physics (``physics="soft"``, the default): the arm is driven by its chamber pressures, as the
+paper's (seed 004 eq. 9, :mod:`~soft_envs.robots.pcc_pressure`): three chambers per segment
+(two on a planar arm) with ``τ = H p``, gauge pressures bounded by ``±max_pressure`` (30 kPa),
+each following its set-point through a first-order regulator
+(:class:`~soft_envs.sim.actuators.PressureRegulator`, ``regulator_time_constant`` = 10 ms,
+``regulator_delay`` = 0; the paper's regulators: 100–150 ms), and the elastic stiffness
+calibrated on that bound. ``time_step = 5 ms``, ``frame_skip = 10`` (20 Hz control).
+``actuation="direct"`` applies the generalised forces directly (no chambers, no bounds, no
+regulator: the ideal actuator). ``physics="stiff"``: the arm of earlier versions — stiffness
+from E = 80 MPa (``stiffness_source="material"``), direct actuation, ``β = 8e-4 s``, 2 ms steps,
+``frame_skip = 25``.
 
 Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
 
@@ -11,14 +23,20 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   normalised to the model's bounds (``c = low + (a + 1)/2 · (high − low)``). Within the
   control period the set-point moves linearly (in the smooth coordinates) from the previous
   one to the new one and the paper's PD + feed-forward law
-  (:class:`~soft_envs.sim.pcc_body.PDFeedforward`, ``kp``, ``kv``) runs at every physics step.
+  (:class:`~soft_envs.sim.pcc_body.PDFeedforward`, ``kp``, ``kv``) runs every
+  ``controller_period`` (5 ms: the paper's real-time loop ran at 250 Hz; stiff physics: every
+  physics step); its output goes to the chambers (``p = H⁻¹ τ``, bounded) or, with direct
+  actuation, to the arm.
 * ``action_type="torque"``: the generalised actuation on ``(ΔL, a, b)`` per segment (axial
   force [N], bending moments [N m]), normalised by :attr:`PCCTrackEnv.torque_limits`
-  (1.5 × the elastic force at the bounds), held over the control period.
+  (1.5 × the elastic force at the bounds), held over the control period (through the chambers
+  unless ``actuation="direct"``).
+* ``action_type="pressure"`` (chamber actuation only): the chamber pressure set-points,
+  ``p = a · max_pressure`` [Pa], segment by segment, chamber ``j`` at ``γ_j = (j − 1) 2π/d``.
 
 Out-of-box actions are clipped (``info["action_clipped"]``). :meth:`~SoftEnv.action_to_model`
 and :meth:`~SoftEnv.model_to_action` convert between the action and the set-point (``φ``
-wrapped into its bounds) or the generalised forces, as ``action_type`` says.
+wrapped into its bounds), the generalised forces or the pressures [Pa], as ``action_type`` says.
 
 Observation (flat ``Box``, float32, base frame, SI units; clipped into its bounds):
 
@@ -42,20 +60,20 @@ goals, the action-rate term from ``info``; see :class:`~soft_envs.envs.base.Goal
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``tracking = −tracking_weight · ‖goal − tip‖`` [m] and
 ``action_rate = −action_rate_weight · ‖a − a_prev‖²``. ``info`` also carries
-``tracking_error`` [m], ``is_success`` (error below ``success_threshold``), ``time`` [s] and
-``setpoint`` (the configuration set-point).
+``tracking_error`` [m], ``is_success`` (error below ``success_threshold``), ``time`` [s],
+``setpoint`` (the configuration set-point) and, with chambers, ``pressures`` [Pa] and
+``pressure_saturated`` (a set-point was clipped during the step).
 
 Reset: the trajectory starts at a random phase (``random_start``, from the env's seeded RNG;
 otherwise at ``t = 0``) with the arm at rest on that point (Gauss–Newton continuation along the
 trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; the
-trajectory's tip angle held on a planar arm) — the paper started from the straight arm;
-``start_straight=True`` does that.
-
-Timing: ``time_step = 2 ms`` physics steps, ``frame_skip = 25`` (20 Hz control).
+trajectory's tip angle held on a planar arm; the chambers at the pressures that hold it) — the
+paper started from the straight arm; ``start_straight=True`` does that.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -66,36 +84,54 @@ from gymnasium.utils import EzPickle
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv, check_positive
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
-from soft_envs.sim.pcc_body import PCCBody, PDFeedforward
+from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
+from soft_envs.sim.actuators import PressureRegulator
+from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
+from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
 
-ACTION_TYPES = ("configuration", "torque")
+ACTION_TYPES = ("configuration", "torque", "pressure")
+PHYSICS = ("soft", "stiff")
+ACTUATIONS = ("pressure", "direct")
+STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
+MAX_DELAY = 10.0  # s
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
 
 
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
-    """Track a trajectory with a PCC arm (see the module docstring for spaces and rewards).
+    """Track a trajectory with a PCC arm (see the module docstring for spaces, rewards and physics).
 
     Args:
-        n_segments: segments of the arm.
+        n_segments: segments of the arm (at most 127 joints in all: ``(2m + 3) N``).
         links_per_segment: rigid links per segment.
         segment_length: relaxed segment length [m].
         trajectory: a name of :data:`soft_envs.trajectories.TRAJECTORIES`.
         time_scale: slow the trajectory down by this factor.
         trajectory_scale: override the trajectory's workspace scale.
-        action_type: ``"configuration"`` or ``"torque"``.
+        action_type: ``"configuration"``, ``"torque"`` or ``"pressure"``.
+        physics: ``"soft"`` (pressure-calibrated stiffness, default) or ``"stiff"`` (E = 80 MPa,
+            direct actuation, the earlier behaviour).
+        actuation: ``"pressure"`` (chambers, soft default) or ``"direct"`` (generalised forces).
+        max_pressure: chamber gauge-pressure bound [Pa] (the stiffness is calibrated on it).
+        regulator_time_constant: first-order lag of the pressure regulators [s].
+        regulator_delay: dead time of the pressure regulators [s] (the paper: 0.1–0.15).
+        controller_period: period of the PD + feed-forward law [s], a multiple of ``time_step``
+            (default 5 ms; stiff physics: every physics step).
         kp, kv: gains of the PD + feed-forward law [1/s², 1/s] (the paper: 80, 3).
         compensate_damping: the law's ``+D q̇`` term.
         stiffness_error: relative error of the controller's stiffness model (feed-forward
             ``(1 + e) K``); 0 is the exact model.
+        payload: tip payload [kg]; the controller's model does not include it.
         gravity: gravity on.
-        rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s].
+        rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s] (default 5e-3 soft,
+            8e-4 stiff).
         random_start: random start phase on the trajectory.
         start_straight: start from the straight, relaxed arm instead of the IK start.
         tracking_weight: weight of the tracking term.
         success_threshold: tracking error counted as success [m].
         goal_conditioned: ``Dict`` observation with ``achieved_goal`` (tip) / ``desired_goal``.
-        time_step: physics time step [s]; frame_skip: physics steps per ``env.step``.
+        time_step: physics time step [s] (5 ms soft, 2 ms stiff); frame_skip: physics steps per
+            ``env.step`` (10 soft, 25 stiff).
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
             ``action_rate_weight`` = 0).
     """
@@ -110,50 +146,91 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         time_scale: float = 1.0,
         trajectory_scale: float | None = None,
         action_type: str = "configuration",
+        physics: str = "soft",
+        actuation: str | None = None,
+        max_pressure: float = DEFAULT_MAX_PRESSURE,
+        regulator_time_constant: float = 0.01,
+        regulator_delay: float = 0.0,
+        controller_period: float | None = None,
         kp: float = 80.0,
         kv: float = 3.0,
         compensate_damping: bool = True,
         stiffness_error: float = 0.0,
+        payload: float = 0.0,
         gravity: bool = True,
-        rayleigh_stiffness: float = 8e-4,
+        rayleigh_stiffness: float | None = None,
         random_start: bool = True,
         start_straight: bool = False,
         tracking_weight: float = 1.0,
         success_threshold: float = 3e-3,
         goal_conditioned: bool = False,
-        time_step: float = 2e-3,
-        frame_skip: int = 25,
+        time_step: float | None = None,
+        frame_skip: int | None = None,
         **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
             self, n_segments, links_per_segment=links_per_segment, segment_length=segment_length,
             trajectory=trajectory, time_scale=time_scale, trajectory_scale=trajectory_scale,
-            action_type=action_type, kp=kp, kv=kv, compensate_damping=compensate_damping,
-            stiffness_error=stiffness_error, gravity=gravity, rayleigh_stiffness=rayleigh_stiffness,
-            random_start=random_start, start_straight=start_straight, tracking_weight=tracking_weight,
-            success_threshold=success_threshold, goal_conditioned=goal_conditioned, time_step=time_step,
-            frame_skip=frame_skip, **kwargs)
+            action_type=action_type, physics=physics, actuation=actuation, max_pressure=max_pressure,
+            regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
+            controller_period=controller_period, kp=kp, kv=kv, compensate_damping=compensate_damping,
+            stiffness_error=stiffness_error, payload=payload, gravity=gravity,
+            rayleigh_stiffness=rayleigh_stiffness, random_start=random_start, start_straight=start_straight,
+            tracking_weight=tracking_weight, success_threshold=success_threshold,
+            goal_conditioned=goal_conditioned, time_step=time_step, frame_skip=frame_skip, **kwargs)
         if action_type not in ACTION_TYPES:
             raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
-        check_nonnegative(tracking_weight=tracking_weight, rayleigh_stiffness=rayleigh_stiffness)
+        if physics not in PHYSICS:
+            raise InvalidParameterError(f"physics must be one of {PHYSICS}; got {physics!r}")
+        soft = physics == "soft"
+        actuation = ("pressure" if soft else "direct") if actuation is None else actuation
+        if actuation not in ACTUATIONS:
+            raise InvalidParameterError(f"actuation must be one of {ACTUATIONS}; got {actuation!r}")
+        if action_type == "pressure" and actuation != "pressure":
+            raise InvalidParameterError("action_type='pressure' needs actuation='pressure' (the chambers)")
+        rayleigh_stiffness = (DEFAULT_RAYLEIGH_STIFFNESS if soft else STIFF_RAYLEIGH_STIFFNESS) \
+            if rayleigh_stiffness is None else rayleigh_stiffness
+        check_nonnegative(tracking_weight=tracking_weight, rayleigh_stiffness=rayleigh_stiffness, payload=payload,
+                          regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay)
+        if regulator_delay > MAX_DELAY or regulator_time_constant > MAX_DELAY:
+            raise InvalidParameterError(f"regulator times must be at most {MAX_DELAY:g} s")
         self.tracking_weight = float(tracking_weight)
         self.success_threshold = check_positive("success_threshold [m]", success_threshold)
         self.trajectory = get_trajectory(trajectory, time_scale=time_scale, scale=trajectory_scale)
         arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
-        self.model = arm_class(n_segments, links_per_segment, segment_length)
+        self.model = arm_class(n_segments, links_per_segment, segment_length, max_pressure=max_pressure,
+                               stiffness_source="pressure" if soft else "material")
+        check_joint_count(self.model.chain())  # before a PyBullet client exists
         self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=compensate_damping,
                                         stiffness_error=stiffness_error)
         self.action_type = action_type
+        self.physics, self.actuation = physics, actuation
         self.random_start = bool(random_start)
         self.start_straight = bool(start_straight)
         self.gravity = bool(gravity)
+        self.payload = float(payload)
+        time_step = (5e-3 if soft else 2e-3) if time_step is None else time_step
+        frame_skip = (10 if soft else 25) if frame_skip is None else frame_skip
         super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, **kwargs)
+        period = (5e-3 if soft else self.time_step) if controller_period is None else controller_period
+        self.controller_period = check_positive("controller_period [s]", period, 1.0)
+        ratio = self.controller_period / self.time_step
+        if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6 * ratio:
+            raise InvalidParameterError(f"controller_period ({self.controller_period!r} s) must be a whole number "
+                                        f"of physics steps ({self.time_step!r} s)")
+        self._steps_per_control = int(round(ratio))
         self.body = PCCBody(self.client, self.model, gravity=9.81 if gravity else 0.0,
-                            rayleigh_stiffness=rayleigh_stiffness)
+                            rayleigh_stiffness=rayleigh_stiffness, payload=payload)
+        n = self.model.n_dof
+        #: ``H_u`` (eq. 9 in the smooth coordinates) and its inverse (chamber actuation).
+        self.pressure_map = self.model.pressure_map()
+        self._pressure_inverse = np.linalg.inv(self.pressure_map)
+        self.regulator = PressureRegulator(n, max_pressure=self.model.pressure.max_pressure,
+                                           time_constant=regulator_time_constant, delay=regulator_delay) \
+            if actuation == "pressure" else None
         marker = self.client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.003, rgbaColor=[1.0, 0.1, 0.1, 0.9])
         self._goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                         basePosition=[0.0, 0.0, -1.0])
-        n = self.model.n_dof
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
         per = self.model.per_segment
         spans = np.stack([self.model.elongation * self.model.segment_lengths] +
@@ -178,7 +255,10 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.stop_reason: str | None = None
         self.setpoint = np.zeros(n)
         self._previous_setpoint = np.zeros(n)
-        self._torque = np.zeros(n)
+        self._command_value = np.zeros(n)  # torque [N, N m] or pressure [Pa] action, in model units
+        self._tau = np.zeros(n)
+        self._physics_steps = 0
+        self._saturated = False
         self.goal = self.trajectory.position(0.0)
         self.tip, self.tip_velocity = self.body.tip_state()
 
@@ -191,11 +271,15 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _action_to_model(self, action: np.ndarray) -> np.ndarray:
         if self.action_type == "torque":
             return action * self.torque_limits
+        if self.action_type == "pressure":
+            return action * self.model.pressure.max_pressure
         return super()._action_to_model(action)
 
     def _model_to_action(self, q: np.ndarray) -> np.ndarray:
         if self.action_type == "torque":
             return q / self.torque_limits
+        if self.action_type == "pressure":
+            return q / self.model.pressure.max_pressure
         c = np.array(q, dtype=float)
         if not self.model.planar:  # φ wrapped into its bounds
             c[..., 2::3] = np.angle(np.exp(1j * c[..., 2::3]))
@@ -222,18 +306,44 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.time = t0
         self.setpoint = self.body.configuration
         self._previous_setpoint = self.setpoint.copy()
-        self._torque = np.zeros(self.model.n_dof)
+        # At rest on c0: the generalised force that holds it there (elasticity and gravity).
+        hold = self.body.elastic_torque() + self.body.gravity_torque()
+        self._tau = hold
+        self._physics_steps = 0
+        self._saturated = False
+        if self.regulator is not None:
+            held = self._pressure_inverse @ hold
+            self.regulator.reset(held)
+            self._command_value = held if self.action_type == "pressure" else hold
+        else:
+            self._command_value = hold
         self.goal = self.trajectory.position(self.time)
 
     def _command(self) -> np.ndarray:
-        return self.setpoint if self.action_type == "configuration" else self._torque
+        return self.setpoint if self.action_type == "configuration" else self._command_value
 
     def _apply_action(self, action: np.ndarray) -> None:
         if self.action_type == "configuration":
             self._previous_setpoint = self.setpoint
             self.setpoint = self.action_to_model(action)
         else:
-            self._torque = self.action_to_model(action)
+            self._command_value = self.action_to_model(action)
+
+    def _actuate(self, k: int, steps: int, u_from: np.ndarray | None, u_to: np.ndarray | None) -> None:
+        """The command of physics step ``k`` of ``steps``: the PD + feed-forward law on its ticks
+        (configuration action), the held torque or pressure otherwise; to the chambers or direct."""
+        tick = self._physics_steps % self._steps_per_control == 0
+        if self.action_type == "configuration":
+            if tick:
+                s = (k + 1) / steps
+                u_d = (1 - s) * u_from + s * u_to
+                self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
+        else:
+            self._tau = self._command_value
+        if self.regulator is not None and (tick or self.action_type != "configuration"):
+            setpoint = self._tau if self.action_type == "pressure" else self._pressure_inverse @ self._tau
+            self.regulator.command(setpoint, self.body.time)
+            self._saturated |= self.regulator.saturated
 
     def simulate(self, n_steps: int | None = None) -> None:
         """Advance ``n_steps`` (default ``frame_skip``) physics steps under the current action.
@@ -242,23 +352,27 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         its last valid state, at rest, and the episode terminates with the reason in ``info``.
         """
         steps = self.frame_skip if n_steps is None else n_steps
+        u_from = u_to = None
         if self.action_type == "configuration":
             u_from = self.model.to_smooth(self._previous_setpoint)
             u_to = self.model.to_smooth(self.setpoint)
+        self._saturated = False
         for k in range(steps):
             if self.stop_reason is not None:
                 break
-            last_valid = self.body.configuration
+            last_valid = self.body.snapshot()
             with np.errstate(over="ignore", invalid="ignore"):
-                if self.action_type == "configuration":
-                    s = (k + 1) / steps
-                    tau = self.controller.torque_smooth(self.body, (1 - s) * u_from + s * u_to)
-                    self.body.step(self.time_step, tau, cancel_damping=self.controller.compensate_damping)
+                self._actuate(k, steps, u_from, u_to)
+                if self.regulator is not None:
+                    start = self.pressure_map @ self.regulator.pressures
+                    end = self.pressure_map @ self.regulator.advance(self.time_step, self.body.time)
+                    self.body.step(self.time_step, start, torque_end=end)
                 else:
-                    self.body.step(self.time_step, self._torque)
+                    self.body.step(self.time_step, self._tau)
+            self._physics_steps += 1
             self.stop_reason = self.model_violation(self.body.u, self.body.w)
             if self.stop_reason is not None:
-                self.body.reset(last_valid)
+                self.body.restore(last_valid, at_rest=True)
         self.time += steps * self.time_step
         self.goal = self.trajectory.position(self.time)
 
@@ -268,15 +382,18 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         Valid: finite, every segment bent by at most π (beyond it the arc folds through
         itself) and stretched by at most half its relaxed length, rates below 1e4 per second.
         """
-        if not (np.all(np.isfinite(u)) and np.all(np.isfinite(w))):
+        if not (np.isfinite(u).all() and np.isfinite(w).all()):
             return "the state is not finite"
-        seg = u.reshape(self.model.n_segments, self.model.per_segment)
-        bend = np.abs(seg[:, 1]) if self.model.planar else np.hypot(seg[:, 1], seg[:, 2])
-        if np.any(bend > np.pi):
-            return f"a segment bent by {np.degrees(bend.max()):.0f}° > 180°: beyond the PCC model"
-        if np.any(np.abs(seg[:, 0]) > 0.5 * self.model.segment_lengths):
-            return "a segment stretched by more than half its length: beyond the PCC model"
-        if np.max(np.abs(w)) > 1e4:
+        per = self.model.per_segment
+        values = u.tolist()
+        for i, length in enumerate(self.model.segment_lengths.tolist()):
+            seg = values[per * i:per * (i + 1)]
+            bend = abs(seg[1]) if per == 2 else math.hypot(seg[1], seg[2])
+            if bend > math.pi:
+                return f"a segment bent by {math.degrees(bend):.0f}° > 180°: beyond the PCC model"
+            if abs(seg[0]) > 0.5 * length:
+                return "a segment stretched by more than half its length: beyond the PCC model"
+        if np.abs(w).max() > 1e4:
             return "a rate above 1e4 /s: the arm is driven beyond its model"
         return None
 
@@ -322,6 +439,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         err = self.tracking_error()
         info = {"tracking_error": err, "is_success": bool(err < self.success_threshold), "time": self.time,
                 "setpoint": self.setpoint.copy()}
+        if self.regulator is not None:
+            info["pressures"] = self.regulator.pressures.copy()
+            info["pressure_saturated"] = self._saturated
         if self.stop_reason is not None:
             info["termination_reason"] = self.stop_reason
         return info

@@ -36,6 +36,7 @@ from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.chain import (BASE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
                                     cylinder_inertia, section_colour, section_joint_values)
 from soft_envs.robots.pcc_kinematics import PCCKinematics
+from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, PAPER_ALPHA1, PAPER_ALPHA2, PressureMap
 
 _CLOSED_FORM_MIN_BEND = 1e-3  # rad; below it the series-based path is used
 
@@ -45,6 +46,7 @@ PAPER_RELAXED_LENGTH = 0.0644  # m
 PAPER_YOUNGS_MODULUS = 80e6  # Pa
 PAPER_POISSON_RATIO = 0.49
 ELASTOMER_DENSITY = 1100.0  # kg/m^3, printed elastomer (assumption, used only to size the cross-section)
+STIFFNESS_SOURCES = ("pressure", "material")
 
 
 class PCCArm(KinematicModel):
@@ -57,8 +59,14 @@ class PCCArm(KinematicModel):
         elongation: ``|ΔL| ≤ elongation · L`` (the paper's code: 10 %).
         max_bend: ``|θ| ≤ max_bend`` [rad] (the paper's code: 140°).
         segment_mass: mass of one segment [kg] (body and dynamics only).
-        youngs_modulus, poisson_ratio: material of the segments (elastic joints, see
-            :meth:`stiffness`).
+        youngs_modulus, poisson_ratio: material of the segments (the ``"material"`` stiffness).
+        alpha1, alpha2: eq. 9's pressure-map parameters [m², m⁴] (the paper's identified values;
+            :mod:`~soft_envs.robots.pcc_pressure` says how their exponents were read).
+        max_pressure: chamber gauge-pressure bound [Pa]; chambers work in ``±max_pressure``
+            (an assumption, default 30 kPa; the stiffness is calibrated on it).
+        stiffness_source: ``"pressure"`` (default): the elastic stiffness calibrated so that the
+            pressure bounds reach the elongation and bend bounds; ``"material"``: ``E A/L`` and
+            ``E I/L`` of the equivalent solid cross-section (the stiff arm of earlier versions).
 
     Configuration ``c``: ``(ΔL, θ, φ)`` per segment, shape ``(3 N,)`` or ``(B, 3 N)``; bounds
     ``ΔL ∈ ±elongation·L``, ``θ ∈ ±max_bend``, ``φ ∈ [−π, π]``.
@@ -78,6 +86,10 @@ class PCCArm(KinematicModel):
         segment_mass: float = PAPER_SEGMENT_MASS,
         youngs_modulus: float = PAPER_YOUNGS_MODULUS,
         poisson_ratio: float = PAPER_POISSON_RATIO,
+        alpha1: float = PAPER_ALPHA1,
+        alpha2: float = PAPER_ALPHA2,
+        max_pressure: float = DEFAULT_MAX_PRESSURE,
+        stiffness_source: str = "pressure",
     ) -> None:
         if int(n_segments) != n_segments or n_segments < 1:
             raise InvalidParameterError(f"n_segments must be a positive integer; got {n_segments!r}")
@@ -97,6 +109,10 @@ class PCCArm(KinematicModel):
                 raise InvalidParameterError(f"{name} must be positive [SI]; got {value!r}")
         if not np.isfinite(poisson_ratio) or not -1 < poisson_ratio < 0.5:
             raise InvalidParameterError(f"poisson_ratio must be in (−1, 0.5); got {poisson_ratio!r}")
+        if stiffness_source not in STIFFNESS_SOURCES:
+            raise InvalidParameterError(f"stiffness_source must be one of {STIFFNESS_SOURCES}; got {stiffness_source!r}")
+        if stiffness_source == "pressure" and elongation == 0:
+            raise InvalidParameterError("the pressure-calibrated stiffness needs elongation > 0")
         self.n_segments = int(n_segments)
         self.links_per_segment = int(links_per_segment)
         self.segment_lengths = lengths
@@ -105,6 +121,9 @@ class PCCArm(KinematicModel):
         self.segment_mass = float(segment_mass)
         self.youngs_modulus = float(youngs_modulus)
         self.poisson_ratio = float(poisson_ratio)
+        self.stiffness_source = stiffness_source
+        #: The chambers of every segment and eq. 9 (:class:`~soft_envs.robots.pcc_pressure.PressureMap`).
+        self.pressure = PressureMap(2 if self.planar else 3, alpha1, alpha2, PAPER_RELAXED_LENGTH, max_pressure)
         self._kinematics = PCCKinematics(self.segment_lengths, self.links_per_segment)
         lo, hi = self._segment_bounds()
         self.lower = np.concatenate([lo(i) for i in range(self.n_segments)])
@@ -124,9 +143,14 @@ class PCCArm(KinematicModel):
 
     def with_links(self, links_per_segment: int) -> "PCCArm":
         """The same arm with another number of links per segment."""
-        return type(self)(self.n_segments, links_per_segment, self.segment_lengths.copy(),
-                          elongation=self.elongation, max_bend=self.max_bend, segment_mass=self.segment_mass,
-                          youngs_modulus=self.youngs_modulus, poisson_ratio=self.poisson_ratio)
+        return type(self)(self.n_segments, links_per_segment, self.segment_lengths.copy(), **self._parameters())
+
+    def _parameters(self) -> dict:
+        """The keyword parameters of this arm (for copies)."""
+        return dict(elongation=self.elongation, max_bend=self.max_bend, segment_mass=self.segment_mass,
+                    youngs_modulus=self.youngs_modulus, poisson_ratio=self.poisson_ratio,
+                    alpha1=self.pressure.alpha1, alpha2=self.pressure.alpha2,
+                    max_pressure=self.pressure.max_pressure, stiffness_source=self.stiffness_source)
 
     @property
     def total_length(self) -> float:
@@ -326,15 +350,34 @@ class PCCArm(KinematicModel):
     def stiffness(self) -> np.ndarray:
         """Elastic stiffness per segment ``(k_ΔL [N/m], k_θ [N m/rad], k_φ = 0)``, shape ``(N, 3)``.
 
-        Linear elasticity of the equivalent cross-section (:meth:`cross_section`) over each
-        segment's relaxed length ``L``: axial ``E A / L``, bending ``E I / L``; the bending
-        plane ``φ`` stores no energy. With the paper's material (E = 80 MPa) and 17.3 g:
-        ``A = 2.44e-4 m²``, ``I = 4.7e-9 m⁴``.
+        Energy ``½ k_ΔL ΔL² + ½ k_θ θ²``; the bending plane ``φ`` stores none.
+        ``stiffness_source="pressure"`` (default): calibrated so that the chamber-pressure bounds
+        hold the arm at the corners of the elongation and bend bounds
+        (:meth:`~soft_envs.robots.pcc_pressure.PressureMap.calibrated_stiffness`; with the
+        defaults ``k_ΔL ≈ 5.5e3 N/m``, ``k_θ ≈ 0.113 N m/rad`` for 65 mm). ``"material"``:
+        linear elasticity of the equivalent cross-section (:meth:`cross_section`) over each
+        segment's relaxed length, ``E A / L`` and ``E I / L`` (E = 80 MPa, 17.3 g:
+        ``A = 2.44e-4 m²``, ``I = 4.7e-9 m⁴``) — about 50 times stiffer.
         """
+        if self.stiffness_source == "pressure":
+            k = np.array([self.pressure.calibrated_stiffness(length, self.elongation, self.max_bend)
+                          for length in self.segment_lengths.tolist()])
+            return np.stack((k[:, 0], k[:, 1], np.zeros(self.n_segments)), axis=-1)
         area, inertia = self.cross_section()
         e = self.youngs_modulus
         return np.stack((e * area / self.segment_lengths, e * inertia / self.segment_lengths,
                          np.zeros(self.n_segments)), axis=-1)
+
+    def pressure_map(self) -> np.ndarray:
+        """``H_u`` with ``τ_u = H_u p``: generalised forces on the smooth coordinates ``(ΔL, a, b)``
+        (planar ``(ΔL, θ)``) per pascal of every chamber, ``(n_dof, n_dof)``, block diagonal
+        (chambers ordered segment by segment; eq. 9, :mod:`~soft_envs.robots.pcc_pressure`)."""
+        block = self.pressure.segment_matrix()
+        d = block.shape[0]
+        out = np.zeros((self.n_dof, self.n_dof))
+        for i in range(self.n_segments):
+            out[d * i:d * (i + 1), d * i:d * (i + 1)] = block
+        return out
 
     # ------------------------------------------------------------------ PyBullet body
 
@@ -367,7 +410,7 @@ class PCCArm(KinematicModel):
             raise InvalidParameterError("body_joint_positions takes a single configuration")
         return self.body_joint_map() @ c
 
-    def chain(self) -> Chain:
+    def chain(self, payload: float = 0.0) -> Chain:
         """The rigid-link body as a chain (plain data; joint values :meth:`body_joint_positions`).
 
         Per segment ``s{i}_``: :func:`~soft_envs.robots.chain.bend_section` with
@@ -377,9 +420,11 @@ class PCCArm(KinematicModel):
         (:meth:`cross_section`); hinge links are nearly massless (``1e-3`` of a link). No link
         has spin inertia about its own axis: the body's link frames are ``Rz(φ)`` · (physical
         orientation), an extra spin about the link's own axis that the material does not have
-        (see :mod:`soft_envs.sim.pcc_body`). Joint limits are wide: bounds are the model's,
-        enforced by the caller.
+        (see :mod:`soft_envs.sim.soft_arm`). Joint limits are wide: bounds are the model's,
+        enforced by the caller. ``payload`` [kg] is a point mass at the tip (on the last end link).
         """
+        if not np.isfinite(payload) or payload < 0:
+            raise InvalidParameterError(f"payload must be >= 0 kg; got {payload!r}")
         m = self.links_per_segment
         area, _ = self.cross_section()
         radius = float(np.sqrt(area / np.pi))
@@ -394,8 +439,9 @@ class PCCArm(KinematicModel):
             extension = Body(rigid_mass, _spinless(cylinder_inertia(rigid_mass, radius, nominal)),
                              com=(0.0, 0.0, 0.5 * nominal),
                              visuals=(Cylinder(radius, 0.9 * nominal, 0.5 * nominal, section_colour(i)),))
+            end = Body(hinge_mass + payload, hinge.inertia) if i == self.n_segments - 1 and payload else hinge
             links += bend_section(f"s{i}", m, nominal, entry_offset=0.0, plane=hinge, bend=hinge, extension=extension,
-                                  tilt=hinge, end=hinge, extension_name="link", end_name="end", revolute=revolute,
+                                  tilt=hinge, end=end, extension_name="link", end_name="end", revolute=revolute,
                                   prismatic=Limits(-nominal, nominal, effort=100.0, velocity=10.0))
         base = Body(visuals=(Cylinder(2.5 * radius, 0.004, -0.002, BASE_COLOUR),))
         return Chain(f"pcc_{self.n_segments}x{m}", base, tuple(links))
@@ -487,9 +533,7 @@ class PlanarPCCArm(PCCArm):
         return PCCArm.link_points(self._as_3d(), self._embed(self.check_configuration(c)))
 
     def _as_3d(self) -> PCCArm:
-        return PCCArm(self.n_segments, self.links_per_segment, self.segment_lengths.copy(),
-                      elongation=self.elongation, max_bend=self.max_bend, segment_mass=self.segment_mass,
-                      youngs_modulus=self.youngs_modulus, poisson_ratio=self.poisson_ratio)
+        return PCCArm(self.n_segments, self.links_per_segment, self.segment_lengths.copy(), **self._parameters())
 
     def pcc_state(self, c: np.ndarray) -> np.ndarray:
         """``(ε, κ)`` per segment (``κ = θ / (L + ΔL)`` [1/m]), shape like ``c``."""

@@ -29,6 +29,7 @@ from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, Chai
                                     cylinder_inertia, section_colour, section_joint_values)
 
 KINEMATICS = ("tilted", "pcc")
+DEFAULT_LEG_STIFFNESS = 1300.0  # N/m per leg (assumption, see Peter)
 
 # Constant skew matrices d[w]×/da and d[w]×/db for w = (−b, a, 0).
 _DW_DA = skew(np.array([0.0, 1.0, 0.0]))
@@ -48,6 +49,11 @@ class Peter(KinematicModel):
         kinematics: ``"tilted"`` (paper) or ``"pcc"`` (the PyBullet body's kinematics).
         links_per_module: rigid links each module's arc is discretised into in the PyBullet body.
         module_mass: mass of one module [kg] (body only).
+        leg_stiffness: axial stiffness of one leg [N/m] about its inflated rest length (the
+            soft body, :meth:`stiffness`). An assumption — the paper gives none: 1300 N/m makes
+            0.5 kg sag a 2-module arm with every leg at 1 s by about 3 mm, as the real arm
+            carries 0.5 kg "without changing its kinematic model"; a gas spring of the leg's
+            size (``γ p A²/V`` with 2 bar absolute, 10 mm bore, 53 mm long) is about 1.6e3 N/m.
     """
 
     def __init__(
@@ -62,6 +68,7 @@ class Peter(KinematicModel):
         kinematics: str = "tilted",
         links_per_module: int = 3,
         module_mass: float = 0.12,
+        leg_stiffness: float = DEFAULT_LEG_STIFFNESS,
     ) -> None:
         if int(n_modules) != n_modules or not 1 <= n_modules <= 4:
             raise InvalidParameterError(f"n_modules must be an integer from 1 to 4; got {n_modules!r}")
@@ -69,7 +76,7 @@ class Peter(KinematicModel):
             raise InvalidParameterError(f"kinematics must be one of {KINEMATICS}; got {kinematics!r}")
         for name, value in (("radius", radius), ("leg_length_at_rest", leg_length_at_rest),
                             ("leg_rate", leg_rate), ("max_inflation_time", max_inflation_time),
-                            ("module_mass", module_mass)):
+                            ("module_mass", module_mass), ("leg_stiffness", leg_stiffness)):
             if not np.isfinite(value) or value <= 0:
                 raise InvalidParameterError(f"{name} must be a positive number [SI]; got {value!r}")
         if not np.isfinite(gap) or gap < 0:
@@ -87,6 +94,7 @@ class Peter(KinematicModel):
         self.kinematics = kinematics
         self.links_per_module = int(links_per_module)
         self.module_mass = float(module_mass)
+        self.leg_stiffness = float(leg_stiffness)
         self.leg_angles = np.deg2rad([0.0, 120.0, 240.0])
         self.lower = np.zeros(3 * self.n_modules)
         self.upper = np.full(3 * self.n_modules, self.max_inflation_time)
@@ -115,7 +123,35 @@ class Peter(KinematicModel):
         return Peter(self.n_modules, radius=self.radius, gap=self.gap,
                      leg_length_at_rest=self.leg_length_at_rest, leg_rate=self.leg_rate,
                      max_inflation_time=self.max_inflation_time, kinematics=kinematics,
-                     links_per_module=self.links_per_module, module_mass=self.module_mass)
+                     links_per_module=self.links_per_module, module_mass=self.module_mass,
+                     leg_stiffness=self.leg_stiffness)
+
+    # ------------------------------------------------------------------ physical parameters
+
+    def stiffness(self) -> np.ndarray:
+        """Elastic stiffness per module of its arc ``(L, a, b)``: ``(3 k, 3/2 k r², 3/2 k r²)``, ``(N, 3)``.
+
+        Three legs of stiffness ``k`` [N/m] (:attr:`leg_stiffness`) at radius ``r`` about the
+        backbone: leg ``j`` of a module bent by ``(a, b)`` is ``l_j = L − r (a cos α_j +
+        b sin α_j)`` long (:meth:`legs_from_arc`), so the energy ``½ k Σ (l_j − l_j,rest)²`` is
+        ``½ (Δu)ᵀ diag(3k, 3/2 k r², 3/2 k r²) Δu`` exactly (``Σ cos α_j = Σ sin α_j =
+        Σ cos α_j sin α_j = 0``, ``Σ cos² α_j = 3/2``): axial [N/m] and bending [N m/rad]
+        stiffness. (A leg's ``k = E A / l`` makes the bending one the beam's ``E I / L`` with
+        ``I = 3/2 A r²``.)
+        """
+        k = self.leg_stiffness
+        row = np.array([3.0 * k, 1.5 * k * self.radius**2, 1.5 * k * self.radius**2])
+        return np.tile(row, (self.n_modules, 1))
+
+    def arc_from_legs(self, legs: np.ndarray) -> np.ndarray:
+        """Arc parameters ``(L, a, b)`` per module [m, rad, rad] of leg lengths ``(..., N, 3)`` [m]."""
+        return np.asarray(legs, dtype=float) @ self._q_from_l.T
+
+    def legs_from_arc(self, arc: np.ndarray) -> np.ndarray:
+        """Leg lengths [m] of arc parameters ``(..., N, 3)``: ``l_j = L − r (a cos α_j + b sin α_j)``."""
+        arc = np.asarray(arc, dtype=float)
+        return arc[..., :1] - self.radius * (arc[..., 1:2] * np.cos(self.leg_angles)
+                                             + arc[..., 2:3] * np.sin(self.leg_angles))
 
     # ------------------------------------------------------------------ public kinematics
 

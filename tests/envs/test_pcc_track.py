@@ -34,7 +34,7 @@ def test_env_torque_action_and_validation():
     obs, _ = env.reset(seed=0)
     tip0 = obs[0:3].copy()
     push = np.zeros(6, dtype=np.float32)
-    push[1] = 0.5  # bending moment on a of the first segment: bends towards +x
+    push[1] = 0.2  # bending moment on a of the first segment: bends towards +x
     for _ in range(3):
         obs, reward, terminated, truncated, info = env.step(push)
     assert obs[0] > tip0[0] + 0.01 and not terminated
@@ -42,20 +42,40 @@ def test_env_torque_action_and_validation():
         env.step(np.full(6, np.nan, dtype=np.float32))
     env.close()
     with pytest.raises(ValueError):
-        gym.make("soft_envs/PCCTrack-v0", action_type="pressure")
-    with pytest.raises(ValueError):
-        gym.make("soft_envs/PCCTrack-v0", trajectory="unknown")
+        gym.make("soft_envs/PCCTrack-v0", action_type="pressure", actuation="direct")  # no chambers
+    for kwargs in (dict(trajectory="unknown"), dict(physics="rigid"), dict(actuation="motors"),
+                   dict(controller_period=3e-3), dict(regulator_delay=-0.1), dict(max_pressure=3e5)):
+        with pytest.raises(ValueError):
+            gym.make("soft_envs/PCCTrack-v0", **kwargs)
+
+
+def test_pressure_action_bends_towards_the_pressurised_chamber():
+    env = gym.make("soft_envs/PCCTrack-v0", action_type="pressure", random_start=False, start_straight=True)
+    obs, info = env.reset(seed=0)
+    unwrapped = env.unwrapped
+    np.testing.assert_allclose(unwrapped.action_to_model(np.ones(6)), 30e3)  # the ±30 kPa bound
+    hold = unwrapped.model_to_action(info["pressures"])  # the pressures that hold the start
+    action = hold.copy()
+    action[0] += 0.3  # chamber 1 of segment 1 (γ = 0): bends the segment towards +x
+    for _ in range(10):
+        obs, _, terminated, _, info = env.step(action)
+    assert obs[0] > 0.01 and abs(obs[1]) < 1e-3 and not terminated
+    np.testing.assert_allclose(info["pressures"][0], unwrapped.action_to_model(action)[0], rtol=1e-3)
+    assert not info["pressure_saturated"]
+    env.close()
 
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(trajectory="planar_circle", n_segments=4, time_scale=4.0)],
                          ids=["spiral", "planar"])
 def test_ik_plus_pd_feedforward_tracks_the_trajectory(kwargs):
+    # The soft arm lags its moving set-point (the paper's law feeds forward K and G only):
+    # about a millimetre, below the paper's 3 mm on the real robot.
     env = gym.make("soft_envs/PCCTrack-v0", **kwargs)
     agent = PCCTrackingAgent(env)
     out = track(env, agent, 30, seed=1)
     env.close()
     errors = out["errors"]
-    assert np.sqrt(np.mean(errors**2)) < 0.5e-3 and errors[5:].max() < 0.1e-3  # below the paper's 3 mm
+    assert np.sqrt(np.mean(errors**2)) < 1e-3 and errors[5:].max() < 1.5e-3
     assert out["ik_errors"].max() < 1e-9
     if env.unwrapped.model.planar:
         angles = env.unwrapped.model.tip_angle(env.unwrapped.setpoint)
@@ -75,11 +95,12 @@ def test_goal_conditioned_form_recomputes_the_reward():
 
 
 def test_feedforward_model_error_shows_in_tracking():
+    # A 10 % too stiff feed-forward: k_p M adds little to the soft arm's K, so the error stays.
     errors = {}
     for err in (0.0, 0.1):
         env = gym.make("soft_envs/PCCTrack-v0", stiffness_error=err, random_start=False)
         errors[err] = track(env, PCCTrackingAgent(env), 12)["errors"][-1]
         env.close()
-    assert errors[0.0] < 1e-4 < errors[0.1]
+    assert errors[0.0] < 1e-3 < 3e-3 < errors[0.1]
     with pytest.raises(ValueError):
         PDFeedforward(PCCArm(1, 2), stiffness_error=-1.0)

@@ -1,4 +1,5 @@
-"""PeterReach-v0 specifics: layout, goals, success, the TRR agent acting through step."""
+"""PeterReach-v0 specifics: layout, goals, success, the TRR agent acting through step, the soft
+physics (sag, fill time, ideal settings), the stiff option, PyBullet's joint limit, no native leak."""
 
 from __future__ import annotations
 
@@ -22,16 +23,85 @@ def run_agent(env, agent, seed, steps):
 
 @pytest.mark.parametrize("n_modules", [1, 2, 4])
 def test_trr_agent_reaches_the_goal_in_physics_with_gravity(n_modules):
+    # Open loop the compliant arm sags under its own weight (0.2 mm for one module, up to
+    # 10 mm for four); closing the loop on the measured tip removes it within the episode.
     env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules)
     open_loop, closed_loop = TRRReachAgent(env), TRRReachAgent(env, feedback=True)
     for seed in range(2):
-        _, _, info_open = run_agent(env, open_loop, seed, 40)
-        _, reward, info = run_agent(env, closed_loop, seed, 40)
-        assert info_open["distance"] < 3e-3  # gravity sag of the commanded shape
-        assert info["is_success"] and info["distance"] < 2e-4, info["distance"]
-        assert info["distance"] <= info_open["distance"]
+        _, _, info_open = run_agent(env, open_loop, seed, 50)
+        _, reward, info = run_agent(env, closed_loop, seed, 50)
+        assert 1e-4 < info_open["distance"] < 15e-3
+        assert info["is_success"] and info["distance"] < 0.2 * info_open["distance"], info["distance"]
         assert reward == pytest.approx(-info["distance"])
     env.close()
+
+
+def test_a_two_second_fill_completes_within_an_episode():
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=2)
+    assert env.unwrapped.dt == pytest.approx(0.1) and env.spec.max_episode_steps * env.unwrapped.dt >= 4.0
+    env.reset(seed=0)
+    full = np.ones(6, dtype=np.float32)  # every leg to 2 s
+    inflation = [env.step(full)[4]["leg_inflation"] for _ in range(25)]
+    np.testing.assert_allclose(inflation[9], 1.0, atol=1e-9)   # 1 s of filling at 10 mm/s
+    np.testing.assert_allclose(inflation[19], 2.0, atol=1e-9)  # full after 2 s ...
+    np.testing.assert_allclose(inflation[-1], 2.0, atol=1e-9)  # ... and it stays there
+    env.close()
+
+
+def test_ideal_settings_reproduce_the_kinematic_model():
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=3, gravity=False, actuation="instant")
+    env.reset(seed=0)
+    action = np.linspace(-1.0, 0.8, 9).astype(np.float32)
+    for _ in range(40):
+        obs, _, _, _, info = env.step(action)
+    model = env.unwrapped.model
+    assert np.linalg.norm(env.unwrapped.tip - model.forward(env.unwrapped.action_to_model(action))) < 1e-9
+    env.close()
+
+
+def test_stiff_option_is_the_position_servo_body():
+    from soft_envs.sim.peter_body import PeterBody
+
+    env = gym.make("soft_envs/PeterReach-v0", physics="stiff")
+    assert isinstance(env.unwrapped.body, PeterBody) and env.unwrapped.dt == pytest.approx(0.05)
+    agent = TRRReachAgent(env)
+    assert run_agent(env, agent, 0, 20)[2]["distance"] < 1e-5  # holds the commanded shape
+    env.close()
+
+
+def test_bodies_over_pybullets_joint_limit_raise_at_construction():
+    with pytest.raises(ValueError, match="at most 128 links"):
+        gym.make("soft_envs/PeterReach-v0", n_modules=4, links_per_module=15)
+    gym.make("soft_envs/PeterReach-v0", n_modules=4, links_per_module=15, kinematic=True).close()
+
+
+def test_make_step_close_cycles_do_not_grow_the_process():
+    # PyBullet's direct (Dantzig) solver leaks ~8 KB per client that stepped; the soft default
+    # never uses it. 300 cycles of the stiff body grow the process by ~2.4 MB.
+    import ctypes
+    import gc
+
+    libc = ctypes.CDLL(None)
+
+    def rss_mb() -> float:
+        gc.collect()
+        if hasattr(libc, "malloc_trim"):
+            libc.malloc_trim(0)
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * 4096 / 1e6
+
+    def cycle() -> None:
+        env = gym.make("soft_envs/PeterReach-v0")
+        env.reset(seed=0)
+        env.step(env.action_space.sample())
+        env.close()
+
+    for _ in range(30):
+        cycle()
+    before = rss_mb()
+    for _ in range(300):
+        cycle()
+    assert rss_mb() - before < 1.0
 
 
 def test_kinematic_variant_on_the_paper_model_is_exact():

@@ -99,7 +99,7 @@ def test_invalid_parameters_raise_value_error(kwargs):
 
 
 def test_stiffness_from_the_papers_material():
-    arm = PCCArm(2, 6)
+    arm = PCCArm(2, 6, stiffness_source="material")
     area, inertia = arm.cross_section()
     np.testing.assert_allclose(area, 0.0173 / (1100.0 * 0.0644))
     np.testing.assert_allclose(inertia, area**2 / (4 * np.pi))
@@ -107,3 +107,19 @@ def test_stiffness_from_the_papers_material():
     np.testing.assert_allclose(k[:, 0], 80e6 * area / 0.065)
     np.testing.assert_allclose(k[:, 1], 80e6 * inertia / 0.065)
     assert np.all(k[:, 2] == 0)
+
+
+def test_default_stiffness_is_calibrated_on_the_chamber_pressures():
+    # The most loaded chamber at a workspace corner (10 % elongation, 140° bend) is at the bound,
+    # half of it for each: k_ΔL = ½ p d α₁ / (0.1 L), k_θ = ½ p α₁ r_b / (2/3 θ_max).
+    arm = PCCArm(2, 6)
+    pm = arm.pressure
+    k = arm.stiffness()
+    np.testing.assert_allclose(k[:, 0], 0.5 * 30e3 * 3 * 8e-4 / (0.1 * 0.065))
+    np.testing.assert_allclose(k[:, 1], 0.5 * 30e3 * 8e-4 * pm.chamber_offset / (2 / 3 * np.deg2rad(140.0)))
+    softer = PCCArm(2, 6, max_pressure=15e3).stiffness()
+    np.testing.assert_allclose(softer, 0.5 * k)
+    assert arm.pressure_map().shape == (6, 6)
+    for kwargs in (dict(stiffness_source="rubber"), dict(max_pressure=-1.0), dict(alpha1=0.0)):
+        with pytest.raises(ValueError):
+            PCCArm(**kwargs)

@@ -1,0 +1,497 @@
+"""The elastic soft-arm core: reduced-coordinate dynamics of a chain of bend sections, PyBullet
+supplying the rigid-body terms. Both soft arms run on it: the PCC arm
+(:mod:`soft_envs.sim.pcc_body`, a section is a segment) and PETER
+(:mod:`soft_envs.sim.peter_soft`, a section is a module).
+
+Body. A section is a constant-curvature arc in PyBullet as the rigid-link pattern of
+:func:`~soft_envs.robots.chain.bend_section`: ``Rz(φ)``, ``m`` pairs (y bend, prismatic), a
+last half bend, ``Rz(−φ)``. Its joint values are linear in ``c̃ = (m·e, θ, φ)``
+(:func:`~soft_envs.robots.chain.section_joint_values`; ``e`` is the extension of every
+prismatic joint), ``q_body = B c̃``.
+
+Coordinates. The state is the smooth configuration ``u = (x, a, b)`` per section (planar:
+``(x, θ)``): ``x`` [m] the change of the arc length ``ℓ = L_ref + x``, ``(a, b) = θ (cos φ,
+sin φ)`` [rad] the bend vector, not singular for a straight section. ``c̃ = g(u)`` with
+``θ = ±|(a, b)|`` (the sign nearest the previous state, so the body's joints move
+continuously) and, for the link extension, either *tangent* links of length ``ℓ/m`` (the
+PCC arm's discretisation, ``m·e = x``) or *chord* links whose joints lie on the arc (PETER,
+``m·e = ℓ sinc(θ/2m) − L_ref``).
+
+Dynamics. With ``J = ∂c̃/∂u`` and PyBullet's exact rigid-link inertia ``M_b``
+(``calculateMassMatrix``) and inverse dynamics ``ID`` (``calculateInverseDynamics``, gravity
+included), the equations of motion in ``u`` are
+
+    ``M(u) ü + C(u, u̇) u̇ + G(u) + K (u − u_rest) + D u̇ = τ``,
+    ``M = (BJ)ᵀ M_b (BJ)``, ``C u̇ + G = (BJ)ᵀ ID(B c̃, B J u̇, B J̇ u̇)``,
+
+with a diagonal elastic stiffness ``K`` (axial [N/m], bending [N m/rad]) about a rest
+configuration ``u_rest`` (the PCC arm: straight and relaxed; PETER: the shape of the legs'
+rest lengths) and Rayleigh damping ``D = α M + β K``. A payload is a mass on the chain's last
+link, so it enters ``M``, ``C`` and ``G`` exactly. Links inside a section carry no spin inertia
+about their own axis (their frames spin with ``φ``, the material does not; with it ``M`` would
+be infinite at ``θ = 0``), and the dynamics terms are evaluated at least ``1e-4`` rad away from
+a straight section (``J`` has ``1/θ`` entries; the error is of order ``1e-8`` of the terms).
+
+Integration (:meth:`SoftArmBody.step`). PyBullet's own integrator cannot keep the body on the
+section subspace, so the core integrates itself, with the generalised-α method (Chung &
+Hulbert 1993; ``ρ∞ = 0.9``, ``ρ∞ = 1`` is the trapezoidal rule): second order, unconditionally
+stable, with a little numerical dissipation only for modes the step does not resolve (their
+amplitude falls by at most 10 % per step when ``ω dt ≫ 1``). The elastic, damping, actuation and
+rest-shape terms are implicit (exactly, they are linear); ``M``, ``C``, ``G`` are taken at the
+step's start. One linear solve per step,
+``((1 − α_m) M + (1 − α_f)(γ dt D + β dt² K)) a_{n+1} = τ − C u̇ − G − α_m M a_n − D ũ̇ − K (ũ − u_rest)``
+(``ũ``, ``ũ̇`` the Newmark predictors at ``t_{n+1−α_f}``). Checked in ``tests/sim`` and the PCC
+bench: an undamped elastic oscillation keeps its amplitude (the four-segment arm's first mode,
+10 periods at 5 ms: 100 %; one segment's 172 rad/s mode, 6 steps per period: 99 %; the
+semi-implicit Euler it replaces removed 96 % within 50–100 ms at 2 ms), halving the step
+changes a 2 s tracking run's tip path by 0.3 % of its span, and a horizontal cantilever sags as
+Euler–Bernoulli's ``w L⁴ / 8 E I`` (within 2 % with four sections; one constant-curvature
+section gives the energy method's ``w L⁴ / 12 E I``). The state is written into PyBullet
+(``resetJointStatesMultiDof``) only when a PyBullet quantity is asked for (tip, frames,
+rendering).
+
+Parameter sources (``[seed]`` a paper's number, ``[assumed]`` an assumption, ``[derived]``):
+
+==================================  ==========================================================
+PETER
+leg law ``l(t) = 42.926 mm + 10 mm/s · t``  [seed 000, eq. 1]; also the legs' fill rate
+leg circle 45 mm, module mass 0.12 kg      [assumed, SPEC section 2]; gap 17 mm [seed 000]
+leg stiffness 1300 N/m                      [assumed]: 0.5 kg sags the 2-module arm 2.5 mm
+module stiffness ``3k``, ``3/2 k r²``       [derived]: :meth:`Peter.stiffness`
+venting 10 mm/s, valve delay 0              [assumed]; Rayleigh ``β = 0.02 s`` [assumed]
+PCC arm
+17.3 g, 64.4 mm, E = 80 MPa, ν = 0.49       [seed 004 section 3.2] (E: the stiff option only)
+eq. 9's α₁ = 8e-4 m², α₂ = 7.91e-7 m⁴        [seed 004 section 4; exponent signs read on the
+                                            bellow geometry, :mod:`soft_envs.robots.pcc_pressure`]
+pressure bound ±30 kPa                      [assumed]; stiffness calibrated on it [derived]
+regulator lag 10 ms                         [assumed]; dead time 100–150 ms [seed 004], option
+PD + feed-forward ``k_p = 80``, ``k_v = 3``   [seed 004]; every 5 ms [seed 004: 250 Hz loop]
+Rayleigh ``β = 5e-3 s``                     [assumed]; 17.3 g spread over the ``m`` links
+both
+gravity 9.81 m/s²; ``ρ∞ = 0.9``; 5 ms (PCC) and 1/240 s (PETER) steps  [numerical choices]
+==================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pybullet
+
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
+from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
+from soft_envs.sim.urdf import load_chain
+
+DEFAULT_SPECTRAL_RADIUS = 0.9  # generalised-α ρ∞ (see the module docstring)
+MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section
+_SMALL_HALF = 1e-3  # sinc series below this half-angle per link [rad]
+
+
+class SectionMap:
+    """Smooth coordinates of a chain of bend sections → the joint values of its PyBullet body.
+
+    Args:
+        links: rigid links ``m`` per section (the same for every section).
+        reference_lengths: arc length ``L_ref`` [m] of every section at ``x = 0``; with chord
+            links also the chord sum the body's prismatic joints are zero at.
+        planar: sections bend in the ``x–z`` plane only; ``u = (x, θ)`` per section.
+        chord: links are chords of the arc (joints on the arc, PETER) instead of tangent links
+            of length ``ℓ/m`` (the PCC arm's discretisation).
+    """
+
+    def __init__(self, links: int, reference_lengths: np.ndarray, *, planar: bool = False,
+                 chord: bool = False) -> None:
+        if planar and chord:
+            raise InvalidParameterError("chord links are implemented for 3-D sections only")
+        self.links = int(links)
+        self.reference_lengths = np.asarray(reference_lengths, dtype=float)
+        self.n_sections = int(self.reference_lengths.shape[0])
+        self.planar, self.chord = bool(planar), bool(chord)
+        self.per_section = 2 if planar else 3
+        self.n = self.per_section * self.n_sections
+        m = self.links
+        per = 2 * m + 3
+        block = np.stack([section_joint_values(0.0, 0.0, 1.0 / m, m), section_joint_values(0.0, 1.0, 0.0, m),
+                          section_joint_values(1.0, 0.0, 0.0, m)], axis=-1)
+        #: ``q_body = B c̃``, ``(n_joints, 3N)``.
+        self.B = np.zeros((self.n_sections * per, 3 * self.n_sections))
+        for i in range(self.n_sections):
+            self.B[i * per:(i + 1) * per, 3 * i:3 * i + 3] = block
+        self.joints_per_section = per
+        idx = np.arange(self.n_sections)
+        self._rows = 3 * idx
+        self._cols = self.per_section * idx
+
+    # ------------------------------------------------------------------ maps
+
+    def configuration(self, u: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+        """``c̃ = (m·e, θ, φ)`` per section, ``(3N,)``; ``(θ, φ)`` or ``(−θ, φ ± π)``, the one
+        nearest ``reference`` (a previous ``c̃``; ``φ`` kept at ``θ = 0``), else ``θ ≥ 0``.
+
+        (Scalar arithmetic per section: a handful of sections, evaluated every physics step.)
+        """
+        flat = np.asarray(u, dtype=float).tolist()
+        ref = None if reference is None else np.asarray(reference, dtype=float).tolist()
+        out = []
+        per = self.per_section
+        for i in range(self.n_sections):
+            x = flat[per * i]
+            if self.planar:
+                out += [x, flat[per * i + 1], 0.0]
+                continue
+            a, b = flat[per * i + 1], flat[per * i + 2]
+            theta = math.hypot(a, b)
+            ext = (self.reference_lengths[i] + x) * _sinc_scalar(theta, self.links)[0] - self.reference_lengths[i] \
+                if self.chord else x
+            phi = math.atan2(b, a)
+            if ref is not None:
+                ref_theta, ref_phi = ref[3 * i + 1], ref[3 * i + 2]
+                flip_phi = _wrap(phi + math.pi)
+                d_keep = abs(_wrap(phi - ref_phi)) + abs(theta - ref_theta)
+                d_flip = abs(_wrap(flip_phi - ref_phi)) + abs(theta + ref_theta)
+                if d_flip < d_keep:
+                    theta, phi = -theta, flip_phi
+                if theta == 0.0:
+                    phi = ref_phi
+            out += [ext, theta, phi]
+        return np.array(out)
+
+    def evaluation_point(self, u: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """``u`` with every bend moved to at least :data:`MIN_BEND` (direction from ``c`` at zero)."""
+        if self.planar or all(abs(theta) >= MIN_BEND for theta in c[1::3].tolist()):
+            return u
+        s = u.reshape(self.n_sections, 3)
+        r = np.hypot(s[:, 1], s[:, 2])
+        small = r < MIN_BEND
+        s = s.copy()
+        ref = c.reshape(self.n_sections, 3)
+        phi = np.where(r > 0, np.arctan2(s[:, 2], s[:, 1]), ref[:, 2])
+        s[small, 1] = MIN_BEND * np.cos(phi[small])
+        s[small, 2] = MIN_BEND * np.sin(phi[small])
+        return s.ravel()
+
+    def jacobian(self, u: np.ndarray, c: np.ndarray, w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``J = ∂c̃/∂u`` ``(3N, n)`` at ``u`` (every bend ≥ :data:`MIN_BEND`; ``c = c̃(u)`` gives
+        the sign of ``θ``) and the velocity-product term ``J̇ w = wᵀ ∇²c̃ w`` ``(3N,)`` (zeros
+        without ``w``)."""
+        N = self.n_sections
+        J = np.zeros((3 * N, self.n))
+        acc = np.zeros(3 * N)
+        if self.planar:
+            J[self._rows, self._cols] = 1.0
+            J[self._rows + 1, self._cols + 1] = 1.0
+            return J, acc
+        flat, cflat = u.tolist(), c.tolist()
+        wflat = None if w is None else w.tolist()
+        for i in range(N):
+            x, a, b = flat[3 * i:3 * i + 3]
+            r2 = a * a + b * b
+            r = math.sqrt(r2)
+            sign = -1.0 if cflat[3 * i + 1] < 0 else 1.0
+            row, col = 3 * i, 3 * i
+            J[row + 1, col + 1] = sign * a / r
+            J[row + 1, col + 2] = sign * b / r
+            J[row + 2, col + 1] = -b / r2
+            J[row + 2, col + 2] = a / r2
+            if self.chord:
+                sv, ds, dds = _sinc_scalar(r, self.links)
+                ell = self.reference_lengths[i] + x
+                J[row, col] = sv
+                J[row, col + 1] = ell * ds * a / r
+                J[row, col + 2] = ell * ds * b / r
+            else:
+                J[row, col] = 1.0
+            if wflat is not None:
+                xd, ad, bd = wflat[3 * i:3 * i + 3]
+                cross = a * bd - b * ad
+                rdot = (a * ad + b * bd) / r
+                rdd = cross * cross / (r2 * r)
+                acc[row + 1] = sign * rdd
+                acc[row + 2] = -2.0 * cross * rdot / (r2 * r)
+                if self.chord:
+                    acc[row] = 2.0 * xd * ds * rdot + ell * (dds * rdot * rdot + ds * rdd)
+        return J, acc
+
+
+def _wrap(angle: float) -> float:
+    """``angle`` wrapped into ``[−π, π)``."""
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _sinc_scalar(r: float, m: int) -> tuple[float, float, float]:
+    """``s(r) = sin(y)/y``, ``y = r/2m``, and its first two derivatives in ``r`` (scalar)."""
+    y = r / (2.0 * m)
+    if abs(y) < _SMALL_HALF:
+        return (1.0 - y * y / 6.0 + y**4 / 120.0, (-y / 3.0 + y**3 / 30.0) / (2.0 * m),
+                (-1.0 / 3.0 + y * y / 10.0) / (4.0 * m * m))
+    sin, cos = math.sin(y), math.cos(y)
+    return sin / y, (y * cos - sin) / (y * y) / (2.0 * m), ((2.0 - y * y) * sin - 2.0 * y * cos) / y**3 / (4.0 * m * m)
+
+
+def spinless_sections(chain: Chain, joints_per_section: int) -> Chain:
+    """``chain`` with no spin inertia (about the link's own z) on every link of a section but its
+    last (the links whose frames turn with the section's ``φ``; the last one is after ``Rz(−φ)``)."""
+    links = []
+    for k, link in enumerate(chain.links):
+        if k % joints_per_section != joints_per_section - 1 and link.body.inertia[2] != 0.0:
+            ixx, iyy, _ = link.body.inertia
+            body = type(link.body)(link.body.mass, (ixx, iyy, 0.0), link.body.com, link.body.visuals)
+            link = ChainLink(link.name, link.joint, link.offset, body, link.limits)
+        links.append(link)
+    return Chain(chain.name, chain.base, tuple(links))
+
+
+class SoftArmBody:
+    """A chain of elastic bend sections in a PyBullet ``client`` (see the module docstring).
+
+    Args:
+        client: a ``BulletClient`` owned by the caller.
+        chain: the arm's rigid-link body (the sections' links in order, ``2m + 3`` per section).
+        sections: the map from the smooth coordinates to the body's joints.
+        stiffness: the diagonal of ``K``, ``(n,)``: axial [N/m], bending [N m/rad].
+        gravity: standard gravity [m/s²] along the world's −z (set on the client, in the arm's base
+            frame: PyBullet's inverse dynamics uses it so; one arm per client).
+        rayleigh_mass, rayleigh_stiffness: ``α`` [1/s] and ``β`` [s] of ``D = α M + β K``.
+        base_position: where the arm's foot is in the world [m].
+        base_orientation: the arm's base frame in the world, a quaternion ``(x, y, z, w)``
+            (default upright: the arm's ``z`` along the world's ``z``, against gravity).
+
+    Measurements (:meth:`tip_state`, :meth:`link_frames`) are in the arm's base frame.
+    State: :attr:`u` (smooth configuration), :attr:`w` (its rate), :attr:`rest` (``u_rest``),
+    :attr:`time` [s].
+    """
+
+    def __init__(self, client, chain: Chain, sections: SectionMap, stiffness: np.ndarray, *,
+                 gravity: float = 9.81, rayleigh_mass: float = 0.0, rayleigh_stiffness: float = 0.0,
+                 base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
+                 base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
+                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
+        if not (isinstance(spectral_radius, (int, float)) and 0.0 <= spectral_radius <= 1.0):
+            raise InvalidParameterError(f"spectral_radius must be in [0, 1]; got {spectral_radius!r}")
+        check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
+        stiffness = np.asarray(stiffness, dtype=float)
+        if stiffness.shape != (sections.n,) or not np.all(np.isfinite(stiffness)) or np.any(stiffness <= 0):
+            raise InvalidParameterError(f"stiffness must be {sections.n} positive numbers; got {stiffness!r}")
+        if len(chain.links) != sections.n_sections * sections.joints_per_section:
+            raise InvalidParameterError("the chain does not match the section map")
+        self.client = client
+        self.sections = sections
+        self.gravity = float(gravity)
+        self.alpha, self.beta = float(rayleigh_mass), float(rayleigh_stiffness)
+        self.base_position = np.asarray(base_position, dtype=float)
+        self.base_rotation = quaternion_to_matrix(check_unit_quaternion(np.asarray(base_orientation, dtype=float)))
+        self.stiffness = stiffness
+        # PyBullet's inverse dynamics of a fixed-base body takes the gravity vector in the base
+        # frame: the world's −z gravity, turned into it.
+        client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
+        self.chain = spinless_sections(chain, sections.joints_per_section)
+        self.body = load_chain(client, self.chain, basePosition=list(base_position),
+                               baseOrientation=[float(x) for x in base_orientation], useFixedBase=True,
+                               flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
+        self.n_joints = client.getNumJoints(self.body)
+        self.joints = list(range(self.n_joints))
+        self.tip_link = self.n_joints - 1
+        client.setJointMotorControlArray(self.body, self.joints, pybullet.VELOCITY_CONTROL,
+                                         forces=[0.0] * self.n_joints)
+        self.B = sections.B
+        # BulletClient builds a new partial on every attribute access: keep the two hot ones.
+        self._mass_matrix_of = client.calculateMassMatrix
+        self._inverse_dynamics = client.calculateInverseDynamics
+        n = sections.n
+        self.u, self.w, self.rest = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.a = np.zeros(n)  # the integrator's acceleration state
+        self._diagonal = np.diag_indices(n)
+        self.spectral_radius = float(spectral_radius)
+        rho = self.spectral_radius
+        am, af = (2.0 * rho - 1.0) / (rho + 1.0), rho / (rho + 1.0)
+        self._alpha_parameters = (am, af, 0.5 - am + af, 0.25 * (1.0 - am + af) ** 2)
+        self.c = sections.configuration(self.u)
+        self.time = 0.0
+        self._zeros = [0.0] * self.n_joints
+        self._cache: dict[str, np.ndarray] = {}
+        self._bullet_stale = True
+        self._update()
+
+    @property
+    def n_dof(self) -> int:
+        """Number of smooth coordinates."""
+        return self.sections.n
+
+    # ------------------------------------------------------------------ state
+
+    def set_state(self, u: np.ndarray, w: np.ndarray | None = None, *, reference: np.ndarray | None = None,
+                  reset_time: bool = True) -> None:
+        """Put the arm at smooth configuration ``u`` with rate ``w`` (default at rest); the body's
+        ``(θ, φ)`` representation nearest ``reference`` (a ``c̃``; default ``θ ≥ 0``)."""
+        u = np.array(u, dtype=float)
+        if u.shape != (self.n_dof,) or not np.all(np.isfinite(u)):
+            raise InvalidParameterError(f"u must be {self.n_dof} finite numbers; got {u!r}")
+        self.u = u
+        self.w = np.zeros(self.n_dof) if w is None else np.array(w, dtype=float)
+        self.a = np.zeros(self.n_dof)
+        if reset_time:
+            self.time = 0.0
+        self.c = self.sections.configuration(self.u, reference)
+        self._update()
+
+    def _update(self) -> None:
+        self.c = self.sections.configuration(self.u, self.c)
+        ue = self.sections.evaluation_point(self.u, self.c)
+        ce = self.sections.configuration(ue, self.c) if ue is not self.u else self.c
+        J, acc = self.sections.jacobian(ue, ce, self.w)
+        BJ = self.B @ J
+        self._cache = {"ce": ce, "J": J, "BJ": BJ, "acc": acc, "qb": (self.B @ ce).tolist()}
+        self._bullet_stale = True
+
+    def sync_bullet(self) -> None:
+        """Write the state into PyBullet (done lazily before any query of the PyBullet body)."""
+        if not self._bullet_stale:
+            return
+        qb, vb = self.B @ self.c, self._cache["BJ"] @ self.w
+        self.client.resetJointStatesMultiDof(self.body, self.joints, [[float(x)] for x in qb],
+                                             targetVelocities=[[float(x)] for x in vb])
+        self._bullet_stale = False
+
+    def snapshot(self) -> tuple:
+        """The state, to :meth:`restore` later (references: the state arrays are replaced, never mutated)."""
+        return self.u, self.w, self.a, self.c, self.rest, self.time
+
+    def restore(self, snapshot: tuple, *, at_rest: bool = False) -> None:
+        """Go back to a :meth:`snapshot` (with zero rate and acceleration if ``at_rest``)."""
+        self.u, self.w, self.a, self.c, self.rest, self.time = snapshot
+        if at_rest:
+            self.w, self.a = np.zeros(self.n_dof), np.zeros(self.n_dof)
+        self._update()
+
+    def is_finite(self) -> bool:
+        """Whether the state is finite."""
+        return bool(np.all(np.isfinite(self.u)) and np.all(np.isfinite(self.w)))
+
+    # ------------------------------------------------------------------ dynamics terms (in u)
+
+    def mass_matrix(self) -> np.ndarray:
+        """``M(u)`` at the current state."""
+        M = self._cache.get("M")
+        if M is None:
+            BJ = self._cache["BJ"]
+            n = self.n_joints
+            Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self.body, self._cache["qb"])),
+                             float, n * n).reshape(n, n)
+            M = self._cache["M"] = BJ.T @ Mb @ BJ
+        return M
+
+    def bias(self) -> np.ndarray:
+        """``C(u, u̇) u̇ + G(u)`` at the current state."""
+        h = self._cache.get("h")
+        if h is None:
+            BJ = self._cache["BJ"]
+            tau = self._inverse_dynamics(self.body, self._cache["qb"], (BJ @ self.w).tolist(),
+                                                       (self.B @ self._cache["acc"]).tolist())
+            h = self._cache["h"] = BJ.T @ np.asarray(tau)
+        return h
+
+    def gravity_torque(self, u: np.ndarray | None = None) -> np.ndarray:
+        """``G(u)``: the current state's, or that of the smooth configuration ``u``."""
+        if u is None:
+            G = self._cache.get("G")
+            if G is None:
+                tau = self._inverse_dynamics(self.body, self._cache["qb"], self._zeros, self._zeros)
+                G = self._cache["G"] = self._cache["BJ"].T @ np.asarray(tau)
+            return G
+        u = np.asarray(u, dtype=float)
+        c = self.sections.configuration(u, self.c)
+        ue = self.sections.evaluation_point(u, c)
+        ce = self.sections.configuration(ue, c) if ue is not u else c
+        J, _ = self.sections.jacobian(ue, ce)
+        BJ = self.B @ J
+        tau = self._inverse_dynamics(self.body, (self.B @ ce).tolist(), self._zeros, self._zeros)
+        return BJ.T @ np.asarray(tau)
+
+    def coriolis(self) -> np.ndarray:
+        """``C(u, u̇) u̇`` at the current state."""
+        return self.bias() - self.gravity_torque()
+
+    def elastic_torque(self, u: np.ndarray | None = None) -> np.ndarray:
+        """``K (u − u_rest)``: axial force [N] and bending moments [N m] (current state or ``u``)."""
+        return self.stiffness * ((self.u if u is None else np.asarray(u, dtype=float)) - self.rest)
+
+    def damping_matrix(self) -> np.ndarray:
+        """Rayleigh ``D = α M + β K`` at the current state."""
+        D = self._cache.get("D")
+        if D is None:
+            D = self.alpha * self.mass_matrix() if self.alpha else np.zeros((self.n_dof, self.n_dof))
+            D[np.diag_indices(self.n_dof)] += self.beta * self.stiffness
+            self._cache["D"] = D
+        return D
+
+    def energy(self) -> float:
+        """Kinetic plus elastic energy [J] (gravity excluded)."""
+        return float(0.5 * self.w @ self.mass_matrix() @ self.w
+                     + 0.5 * np.sum(self.stiffness * (self.u - self.rest) ** 2))
+
+    # ------------------------------------------------------------------ integration
+
+    def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
+             rest_end: np.ndarray | None = None, cancel_damping: bool = False) -> None:
+        """Advance by ``dt`` [s] with the generalised-α method (module docstring).
+
+        ``torque`` is the generalised actuation in ``u`` at the step's start (and ``torque_end``
+        at its end, default the same); ``rest_end`` the rest configuration at the step's end
+        (default unchanged; the rest shape moves linearly over the step). ``cancel_damping``
+        drops the damping force, as a controller's ``+D u̇`` term applied at the same
+        (implicit) velocity does.
+        """
+        am, af, gamma, beta = self._alpha_parameters
+        M = self.mass_matrix()
+        k = self.stiffness
+        tau = np.asarray(torque, dtype=float)
+        if torque_end is not None:
+            tau = tau + (1.0 - af) * (np.asarray(torque_end, dtype=float) - tau)
+        rest = self.rest if rest_end is None else self.rest + (1.0 - af) * (np.asarray(rest_end, dtype=float) - self.rest)
+        u, w, a = self.u, self.w, self.a
+        # u, w at the end of the step without a_{n+1}'s share
+        u_pred = u + dt * w + ((0.5 - beta) * dt * dt) * a
+        w_pred = w + ((1.0 - gamma) * dt) * a
+        force = tau - self.bias() - am * (M @ a) - k * (af * u + (1.0 - af) * u_pred - rest)
+        A = (1.0 - am) * M
+        diagonal = ((1.0 - af) * beta * dt * dt) * k
+        damped = not (cancel_damping or (self.alpha == 0.0 and self.beta == 0.0))
+        if damped and self.alpha == 0.0:  # D = β K, diagonal
+            force -= (self.beta * k) * (af * w + (1.0 - af) * w_pred)
+            diagonal += ((1.0 - af) * gamma * dt * self.beta) * k
+        elif damped:
+            D = self.damping_matrix()
+            force -= D @ (af * w + (1.0 - af) * w_pred)
+            A += ((1.0 - af) * gamma * dt) * D
+        A[self._diagonal] += diagonal
+        a_next = np.linalg.solve(A, force)
+        self.u = u_pred + (beta * dt * dt) * a_next
+        self.w = w_pred + (gamma * dt) * a_next
+        self.a = a_next
+        if rest_end is not None:
+            self.rest = np.array(rest_end, dtype=float)
+        self.time += dt
+        self._update()
+
+    # ------------------------------------------------------------------ measurements
+
+    def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame."""
+        self.sync_bullet()
+        state = self.client.getLinkState(self.body, self.tip_link, computeLinkVelocity=1,
+                                         computeForwardKinematics=1)
+        R = self.base_rotation
+        return R.T @ (np.asarray(state[0]) - self.base_position), R.T @ np.asarray(state[6])
+
+    def link_frames(self) -> tuple[np.ndarray, np.ndarray]:
+        """Simulated centre-of-mass positions ``(K, 3)`` [m] (base frame) and link rotations ``(K, 3, 3)``."""
+        self.sync_bullet()
+        states = self.client.getLinkStates(self.body, self.joints, computeForwardKinematics=1)
+        R = self.base_rotation
+        pos = (np.array([s[0] for s in states]) - self.base_position) @ R
+        rot = R.T @ quaternion_to_matrix(np.array([s[1] for s in states]))
+        return pos, rot
+
