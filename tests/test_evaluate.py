@@ -18,9 +18,11 @@ def _small_jobs() -> list[Job]:
 
 def test_episode_measures_what_the_env_reports():
     result = run_episode(Job(TASKS["peter-2"], "trr", "ideal", seed=3))
-    assert result.success and result.metric < 1e-6 and 0 < result.time_to_goal <= result.steps * 0.05
+    assert result.success and result.metric < 1e-3 and result.time_to_goal > 0 and result.steps == 50
+    closed = run_episode(Job(TASKS["peter-2"], "trr-feedback", "ideal", seed=3))
+    assert closed.metric < 0.1 * result.metric  # tip feedback removes the sag of the soft arm
     paper = run_episode(Job(TASKS["peter-2"], "trr-paper-model", "ideal", seed=3))
-    assert not paper.success and paper.metric > 1e-3  # the tilted-plane model gap, open loop
+    assert paper.metric > result.metric  # + the tilted-plane model gap, open loop
 
 
 def test_processes_give_the_same_results_as_one_process_in_job_order():
@@ -31,7 +33,7 @@ def test_processes_give_the_same_results_as_one_process_in_job_order():
         np.testing.assert_array_equal(serial.columns()[column], parallel.columns()[column])
     rows = {(r["controller"]): r for r in parallel.summary()}
     assert rows["trr"]["success_rate"] == 1.0
-    assert rows["trr-paper-model"]["metric_mean"] > 100 * rows["trr"]["metric_mean"]  # the model gap
+    assert rows["trr-paper-model"]["metric_mean"] > rows["trr"]["metric_mean"]  # the model gap
     assert "| peter-2 | trr | ideal | 2 | 100 % |" in parallel.table()
 
 
