@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+from math import cos, sin
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -117,6 +118,62 @@ def _depth_first_joint_order(joints_by_child: dict[str, ChainJoint], roots: list
         order.append(joint.name)
         stack.extend(reversed(children.get(joint.child, [])))
     return order
+
+
+def _frame_with_z_along(axis: np.ndarray) -> np.ndarray:
+    """A rotation ``P`` with ``P e_z = axis`` (unit); exact 0/±1 entries for a coordinate axis."""
+    z = np.asarray(axis, dtype=float)
+    if np.array_equal(z, [0.0, 0.0, 1.0]):
+        return np.eye(3)
+    e = np.zeros(3)
+    e[int(np.argmin(np.abs(z)))] = 1.0
+    x = e - (e @ z) * z
+    x /= np.linalg.norm(x)
+    return np.stack((x, np.cross(z, x), z), axis=1)
+
+
+def chain_pose_jacobian(tables: tuple, q: list[float]) -> tuple[list[float], list[float], list[float]]:
+    """Pose and geometric Jacobian of one configuration in plain floats (the fast path of
+    :class:`BulletChain`): ``tables`` from :meth:`BulletChain._single_tables`, ``q`` the joint
+    values. Returns the position ``[x, y, z]`` [m], the rotation matrix (row-major, 9 floats) and
+    the Jacobian ``6 × n`` (row-major, flat: linear rows, then angular rows), base frame."""
+    joints, tip_R, tip_p = tables
+    n = len(q)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    px = py = pz = 0.0
+    frames = []
+    for ((a00, a01, a02, a10, a11, a12, a20, a21, a22), (ax, ay, az), revolute), value in zip(joints, q):
+        px, py, pz = px + r00 * ax + r01 * ay + r02 * az, py + r10 * ax + r11 * ay + r12 * az, \
+            pz + r20 * ax + r21 * ay + r22 * az
+        if revolute:  # A · Rz(value): the first two columns turn
+            c, s = cos(value), sin(value)
+            a00, a01 = c * a00 + s * a01, c * a01 - s * a00
+            a10, a11 = c * a10 + s * a11, c * a11 - s * a10
+            a20, a21 = c * a20 + s * a21, c * a21 - s * a20
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = (
+            r00 * a00 + r01 * a10 + r02 * a20, r00 * a01 + r01 * a11 + r02 * a21, r00 * a02 + r01 * a12 + r02 * a22,
+            r10 * a00 + r11 * a10 + r12 * a20, r10 * a01 + r11 * a11 + r12 * a21, r10 * a02 + r11 * a12 + r12 * a22,
+            r20 * a00 + r21 * a10 + r22 * a20, r20 * a01 + r21 * a11 + r22 * a21, r20 * a02 + r21 * a12 + r22 * a22)
+        if not revolute:  # · Tz(value)
+            px, py, pz = px + value * r02, py + value * r12, pz + value * r22
+        frames.append((revolute, r02, r12, r22, px, py, pz))
+    tx, ty, tz = tip_p
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = tip_R
+    position = [px + r00 * tx + r01 * ty + r02 * tz, py + r10 * tx + r11 * ty + r12 * tz,
+                pz + r20 * tx + r21 * ty + r22 * tz]
+    rotation = [r00 * b00 + r01 * b10 + r02 * b20, r00 * b01 + r01 * b11 + r02 * b21, r00 * b02 + r01 * b12 + r02 * b22,
+                r10 * b00 + r11 * b10 + r12 * b20, r10 * b01 + r11 * b11 + r12 * b21, r10 * b02 + r11 * b12 + r12 * b22,
+                r20 * b00 + r21 * b10 + r22 * b20, r20 * b01 + r21 * b11 + r22 * b21, r20 * b02 + r21 * b12 + r22 * b22]
+    ex, ey, ez = position
+    J = [0.0] * (6 * n)
+    for j, (revolute, zx, zy, zz, ox, oy, oz) in enumerate(frames):
+        if revolute:  # v = z × (tip − origin), ω = z
+            dx, dy, dz = ex - ox, ey - oy, ez - oz
+            J[j], J[n + j], J[2 * n + j] = zy * dz - zz * dy, zz * dx - zx * dz, zx * dy - zy * dx
+            J[3 * n + j], J[4 * n + j], J[5 * n + j] = zx, zy, zz
+        else:
+            J[j], J[n + j], J[2 * n + j] = zx, zy, zz
+    return position, rotation, J
 
 
 class BulletChain(KinematicModel):
@@ -228,6 +285,28 @@ class BulletChain(KinematicModel):
         self._revolute = np.array(revolute)
         self._tip = tip
         self._tip_is_identity = bool(np.array_equal(tip, np.eye(4)))
+        self._single_tables(tip_offset)
+
+    def _single_tables(self, tip_offset: np.ndarray) -> None:
+        """Constants of the one-configuration float path: every movable joint re-framed so that it
+        turns about (or slides along) its own z axis: ``local_j(q) = A_j · Rz(q)`` (or ``· Tz(q)``),
+        the frame change ``P_j`` (``P_j e_z = axis``) folded into ``A_j`` and, transposed, into
+        the next joint's origin (or the tip)."""
+        tables = []
+        pending = np.eye(4)
+        for joint in self.joints:
+            if joint.type == "fixed":
+                pending = pending @ joint.origin
+                continue
+            P = _frame_with_z_along(joint.axis)
+            A = pending @ joint.origin
+            A[:3, :3] = A[:3, :3] @ P
+            tables.append((tuple(A[:3, :3].ravel().tolist()), tuple(A[:3, 3].tolist()), joint.type != "prismatic"))
+            pending = np.eye(4)
+            pending[:3, :3] = P.T
+        tip = pending.copy()
+        tip[:3, 3] = pending[:3, :3] @ tip_offset + pending[:3, 3]
+        self._single = (tuple(tables), tuple(tip[:3, :3].ravel().tolist()), tuple(tip[:3, 3].tolist()))
 
     # ------------------------------------------------------------------ kinematics
     def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -253,15 +332,19 @@ class BulletChain(KinematicModel):
         Rows 0–2 of the Jacobian: d position / dq; rows 3–5: angular velocity of the end link per
         unit joint rate (the geometric Jacobian). For speed only the shape of ``q`` is checked
         (:class:`InvalidConfigurationError`); ``q`` must be a finite float array — use
-        :meth:`forward_pose` and :meth:`pose_jacobian` for fully checked calls.
+        :meth:`forward_pose` and :meth:`pose_jacobian` for fully checked calls. A batch of one
+        runs the float path of one configuration (as the single-configuration methods do).
         """
         if q.ndim != 2 or q.shape[1] != self._revolute.shape[0]:
             raise InvalidConfigurationError(f"pose_and_jacobian takes a batch of shape (B, {self.n_dof}); "
                                             f"got {q.shape}")
+        if q.shape[0] == 1:
+            p, R, J = chain_pose_jacobian(self._single, q[0].tolist())
+            return np.array([p]), np.array(R).reshape(1, 3, 3), np.array(J).reshape(1, 6, -1)
         return self._pose_and_jacobian(q)
 
     def _pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`pose_and_jacobian` without the shape check."""
+        """:meth:`pose_and_jacobian` of a batch, vectorised, without the shape check."""
         frames, tip = self._frames(q)
         p = tip[:, :3, 3]
         z = np.einsum("bnij,nj->bni", frames[..., :3, :3], self._axes)
@@ -271,28 +354,42 @@ class BulletChain(KinematicModel):
         J = np.concatenate((jv, jw), axis=2).transpose(0, 2, 1)
         return p, tip[:, :3, :3], J
 
+    def _one(self, q: np.ndarray) -> list[float] | None:
+        """``q`` as a list of floats when it is one finite configuration ``(n,)``, else ``None``
+        (batches and anything :meth:`check_configuration` rejects take the checked numpy path)."""
+        arr = np.asarray(q, dtype=float)
+        if arr.shape != self.lower.shape:
+            return None
+        values = arr.tolist()
+        return values if all(map(math.isfinite, values)) else None
+
     def _batch(self, q: np.ndarray) -> tuple[np.ndarray, bool]:
         q = self.check_configuration(q)
         return (q[None], True) if q.ndim == 1 else (q, False)
 
     def forward(self, q: np.ndarray) -> np.ndarray:
         """End-effector position [m] in the base frame, ``(3,)`` or ``(B, 3)``."""
-        qb, single = self._batch(q)
-        p = self._frames(qb)[1][:, :3, 3]
-        return p[0] if single else p
+        one = self._one(q)
+        if one is not None:
+            return np.array(chain_pose_jacobian(self._single, one)[0])
+        return self._frames(self._batch(q)[0])[1][:, :3, 3]
 
     def forward_matrix(self, q: np.ndarray) -> np.ndarray:
         """Homogeneous end-effector pose ``(4, 4)`` or ``(B, 4, 4)`` in the base frame [m]."""
-        qb, single = self._batch(q)
-        T = self._frames(qb)[1]
-        return T[0] if single else T
+        one = self._one(q)
+        if one is not None:
+            p, R, _ = chain_pose_jacobian(self._single, one)
+            return np.array(R[0:3] + p[0:1] + R[3:6] + p[1:2] + R[6:9] + p[2:3] + [0.0, 0.0, 0.0, 1.0]).reshape(4, 4)
+        return self._frames(self._batch(q)[0])[1]
 
     def forward_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion xyzw ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
-        qb, single = self._batch(q)
-        T = self._frames(qb)[1]
-        p, quat = T[:, :3, 3], matrix_to_quaternion(T[:, :3, :3])
-        return (p[0], quat[0]) if single else (p, quat)
+        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion ``(x, y, z, w)`` ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
+        one = self._one(q)
+        if one is not None:
+            p, R, _ = chain_pose_jacobian(self._single, one)
+            return np.array(p), matrix_to_quaternion(np.array(R).reshape(3, 3))
+        T = self._frames(self._batch(q)[0])[1]
+        return T[:, :3, 3], matrix_to_quaternion(T[:, :3, :3])
 
     def link_positions(self, q: np.ndarray) -> np.ndarray:
         """Origins of the movable joints' child-link frames [m], ``(n, 3)`` or ``(B, n, 3)``."""
@@ -302,26 +399,31 @@ class BulletChain(KinematicModel):
 
     def jacobian(self, q: np.ndarray) -> np.ndarray:
         """d position / dq, ``(3, n)`` or ``(B, 3, n)`` [m per rad or m per m]."""
-        qb, single = self._batch(q)
-        J = self._pose_and_jacobian(qb)[2][:, :3]
-        return J[0] if single else J
+        one = self._one(q)
+        if one is not None:
+            return np.array(chain_pose_jacobian(self._single, one)[2][:3 * len(one)]).reshape(3, -1)
+        return self._pose_and_jacobian(self._batch(q)[0])[2][:, :3]
 
     def pose_jacobian(self, q: np.ndarray) -> np.ndarray:
         """Geometric Jacobian ``(6, n)`` or ``(B, 6, n)``: linear velocity rows, then angular velocity
         rows, in the base frame."""
-        qb, single = self._batch(q)
-        J = self._pose_and_jacobian(qb)[2]
-        return J[0] if single else J
+        one = self._one(q)
+        if one is not None:
+            return np.array(chain_pose_jacobian(self._single, one)[2]).reshape(6, -1)
+        return self._pose_and_jacobian(self._batch(q)[0])[2]
 
     @property
     def reach(self) -> float:
         """Upper bound of the end effector's distance from the base origin [m]: the sum of the
         chain's joint offsets, prismatic travels and the tip offset."""
-        total = float(np.linalg.norm(self.tip_offset))
-        for joint in self.joints:
-            total += float(np.linalg.norm(joint.origin[:3, 3]))
-            if joint.type == "prismatic":
-                total += max(abs(joint.lower), abs(joint.upper))
+        total = self.__dict__.get("_reach")
+        if total is None:
+            total = float(np.linalg.norm(self.tip_offset))
+            for joint in self.joints:
+                total += float(np.linalg.norm(joint.origin[:3, 3]))
+                if joint.type == "prismatic":
+                    total += max(abs(joint.lower), abs(joint.upper))
+            self.__dict__["_reach"] = total
         return total
 
     def __repr__(self) -> str:
