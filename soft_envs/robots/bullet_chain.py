@@ -15,8 +15,9 @@ joints. The kinematics and the indices are checked against PyBullet (``getLinkSt
 ``calculateJacobian``, ``getJointInfo``) in ``tests/robots/test_bullet_chain.py``.
 
 Fixed joints inside the chain are folded into the next movable joint's origin (or into the tip
-transform), so forward kinematics costs one 4×4 product per movable joint, batched over
-configurations. ``mimic`` tags are ignored, as PyBullet ignores them: a mimic joint in the chain
+transform), and every joint is re-framed to turn about its own z axis, so forward kinematics
+costs one constant 4×4 product and a plane rotation per movable joint: in plain floats for one
+configuration (about 10 µs for 7 joints) and vectorised over a batch. ``mimic`` tags are ignored, as PyBullet ignores them: a mimic joint in the chain
 is an independent variable. Continuous joints get the bounds ``[−π, π]``.
 """
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
-from soft_envs.geometry import cross, matrix_to_quaternion, rpy_to_matrix
+from soft_envs.geometry import matrix_to_quaternion, rpy_to_matrix
 from soft_envs.robots.base import KinematicModel
 
 _MOVABLE = ("revolute", "continuous", "prismatic")
@@ -134,7 +135,7 @@ def _frame_with_z_along(axis: np.ndarray) -> np.ndarray:
 
 def chain_pose_jacobian(tables: tuple, q: list[float]) -> tuple[list[float], list[float], list[float]]:
     """Pose and geometric Jacobian of one configuration in plain floats (the fast path of
-    :class:`BulletChain`): ``tables`` from :meth:`BulletChain._single_tables`, ``q`` the joint
+    :class:`BulletChain`): ``tables`` from :meth:`BulletChain._build_tables`, ``q`` the joint
     values. Returns the position ``[x, y, z]`` [m], the rotation matrix (row-major, 9 floats) and
     the Jacobian ``6 × n`` (row-major, flat: linear rows, then angular rows), base frame."""
     joints, tip_R, tip_p = tables
@@ -255,44 +256,12 @@ class BulletChain(KinematicModel):
 
     # ------------------------------------------------------------------ construction helpers
     def _build_tables(self, tip_offset: np.ndarray) -> None:
-        """Per movable joint ``j``: ``local_j(q) = C0_j + a(q) C1_j + b(q) C2_j`` (4×4), with
-        ``a = sin q, b = 1 − cos q`` (revolute) or ``a = q, b = 0`` (prismatic); fixed joints are
-        folded into the following origin or into the tip transform."""
-        C0, C1, C2, axes, revolute = [], [], [], [], []
-        pending = np.eye(4)
-        for joint in self.joints:
-            if joint.type == "fixed":
-                pending = pending @ joint.origin
-                continue
-            pre = pending @ joint.origin
-            pending = np.eye(4)
-            A, B = np.zeros((4, 4)), np.zeros((4, 4))
-            if joint.type == "prismatic":
-                A[:3, 3] = joint.axis
-            else:
-                x, y, z = joint.axis
-                K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-                A[:3, :3], B[:3, :3] = K, K @ K
-            C0.append(pre)
-            C1.append(pre @ A)
-            C2.append(pre @ B)
-            axes.append(joint.axis)
-            revolute.append(joint.type != "prismatic")
-        tip = pending.copy()
-        tip[:3, 3] = pending[:3, :3] @ tip_offset + pending[:3, 3]
-        self._C0, self._C1, self._C2 = np.array(C0), np.array(C1), np.array(C2)
-        self._axes = np.array(axes)
-        self._revolute = np.array(revolute)
-        self._tip = tip
-        self._tip_is_identity = bool(np.array_equal(tip, np.eye(4)))
-        self._single_tables(tip_offset)
-
-    def _single_tables(self, tip_offset: np.ndarray) -> None:
-        """Constants of the one-configuration float path: every movable joint re-framed so that it
-        turns about (or slides along) its own z axis: ``local_j(q) = A_j · Rz(q)`` (or ``· Tz(q)``),
-        the frame change ``P_j`` (``P_j e_z = axis``) folded into ``A_j`` and, transposed, into
-        the next joint's origin (or the tip)."""
-        tables = []
+        """The kinematics' constants: every movable joint re-framed so that it turns about (or
+        slides along) its own z axis, ``local_j(q) = A_j · Rz(q)`` (or ``· Tz(q)``): the fixed joints
+        before it and a frame change ``P_j`` (``P_j e_z = axis``) folded into ``A_j``, ``P_jᵀ`` into
+        the next joint's ``A`` (or the tip transform). Kept as floats for the one-configuration
+        path (:func:`chain_pose_jacobian`) and as transposed 4×4 arrays for the batched one."""
+        tables, transposed = [], []
         pending = np.eye(4)
         for joint in self.joints:
             if joint.type == "fixed":
@@ -302,28 +271,49 @@ class BulletChain(KinematicModel):
             A = pending @ joint.origin
             A[:3, :3] = A[:3, :3] @ P
             tables.append((tuple(A[:3, :3].ravel().tolist()), tuple(A[:3, 3].tolist()), joint.type != "prismatic"))
+            transposed.append(A.T.copy())
             pending = np.eye(4)
             pending[:3, :3] = P.T
         tip = pending.copy()
         tip[:3, 3] = pending[:3, :3] @ tip_offset + pending[:3, 3]
         self._single = (tuple(tables), tuple(tip[:3, :3].ravel().tolist()), tuple(tip[:3, 3].tolist()))
+        self._columns = (tuple(transposed), tip.T.copy())
+        self._revolute = np.array([revolute for _, _, revolute in tables])
 
     # ------------------------------------------------------------------ kinematics
-    def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``q (B, n)`` -> (joint frames ``(B, n, 4, 4)`` after each movable joint, tip ``(B, 4, 4)``)."""
-        rev = self._revolute
-        a = np.where(rev, np.sin(q), q)
-        half = np.sin(0.5 * q)
-        b = np.where(rev, 2.0 * half * half, 0.0)
-        local = self._C0 + a[..., None, None] * self._C1 + b[..., None, None] * self._C2
-        frames = np.empty_like(local)
-        T = local[:, 0]
-        frames[:, 0] = T
-        for j in range(1, local.shape[1]):
-            T = T @ local[:, j]
-            frames[:, j] = T
-        tip = T if self._tip_is_identity else T @ self._tip
-        return frames, tip
+    def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Batch ``q (B, n)`` -> the end-effector frames side by side, ``X = [T_1ᵀ … T_Bᵀ]``
+        ``(4, 3B)`` (rotation columns, then the origin, as rows), and every movable joint's axis
+        and origin ``(n, 3B)`` in the base frame.
+
+        With the frames transposed side by side each joint's constant ``A_j`` is one matrix
+        product ``A_jᵀ X`` for the whole batch, and its ``Rz(q)`` mixes two contiguous rows.
+        """
+        batch, n = q.shape
+        transposed, tip_t = self._columns
+        c = np.repeat(np.cos(q).T, 3, axis=1)  # (n, 3B): each configuration's value thrice
+        s = np.repeat(np.sin(q).T, 3, axis=1)
+        X = np.tile(transposed[0][:, :3], (1, batch))
+        axes, origins = np.empty((n, 3 * batch)), np.empty((n, 3 * batch))
+        for j, revolute in enumerate(self._revolute):
+            if j:
+                X = transposed[j] @ X
+            if revolute:
+                x0 = X[0].copy()
+                X[0] *= c[j]
+                X[0] += s[j] * X[1]
+                X[1] *= c[j]
+                X[1] -= s[j] * x0
+            else:
+                X[3] += np.repeat(q[:, j], 3) * X[2]
+            axes[j], origins[j] = X[2], X[3]
+        return tip_t @ X, axes, origins
+
+    @staticmethod
+    def _split(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions ``(B, 3)`` and rotations ``(B, 3, 3)`` of side-by-side transposed frames."""
+        batch = X.shape[1] // 3
+        return X[3].reshape(batch, 3), X[:3].reshape(3, batch, 3).transpose(1, 2, 0)
 
     def pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Batch ``q (B, n)`` -> position ``(B, 3)`` [m], rotation matrix ``(B, 3, 3)``, Jacobian
@@ -345,14 +335,18 @@ class BulletChain(KinematicModel):
 
     def _pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`pose_and_jacobian` of a batch, vectorised, without the shape check."""
-        frames, tip = self._frames(q)
-        p = tip[:, :3, 3]
-        z = np.einsum("bnij,nj->bni", frames[..., :3, :3], self._axes)
+        X, axes, origins = self._frames(q)
+        p, R = self._split(X)
+        batch, n = q.shape
+        z = axes.reshape(n, batch, 3)
+        d = p[None] - origins.reshape(n, batch, 3)
         rev = self._revolute[:, None]
-        jv = np.where(rev, cross(z, p[:, None, :] - frames[..., :3, 3]), z)
-        jw = np.where(rev, z, 0.0)
-        J = np.concatenate((jv, jw), axis=2).transpose(0, 2, 1)
-        return p, tip[:, :3, :3], J
+        J = np.empty((batch, 6, n))
+        J[:, 0] = np.where(rev, z[..., 1] * d[..., 2] - z[..., 2] * d[..., 1], z[..., 0]).T
+        J[:, 1] = np.where(rev, z[..., 2] * d[..., 0] - z[..., 0] * d[..., 2], z[..., 1]).T
+        J[:, 2] = np.where(rev, z[..., 0] * d[..., 1] - z[..., 1] * d[..., 0], z[..., 2]).T
+        J[:, 3:] = np.where(rev[..., None], z, 0.0).transpose(1, 2, 0)
+        return p, R, J
 
     def _one(self, q: np.ndarray) -> list[float] | None:
         """``q`` as a list of floats when it is one finite configuration ``(n,)``, else ``None``
@@ -372,7 +366,7 @@ class BulletChain(KinematicModel):
         one = self._one(q)
         if one is not None:
             return np.array(chain_pose_jacobian(self._single, one)[0])
-        return self._frames(self._batch(q)[0])[1][:, :3, 3]
+        return self._split(self._frames(self._batch(q)[0])[0])[0]
 
     def forward_matrix(self, q: np.ndarray) -> np.ndarray:
         """Homogeneous end-effector pose ``(4, 4)`` or ``(B, 4, 4)`` in the base frame [m]."""
@@ -380,7 +374,10 @@ class BulletChain(KinematicModel):
         if one is not None:
             p, R, _ = chain_pose_jacobian(self._single, one)
             return np.array(R[0:3] + p[0:1] + R[3:6] + p[1:2] + R[6:9] + p[2:3] + [0.0, 0.0, 0.0, 1.0]).reshape(4, 4)
-        return self._frames(self._batch(q)[0])[1]
+        p, R = self._split(self._frames(self._batch(q)[0])[0])
+        T = np.zeros((p.shape[0], 4, 4))
+        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
+        return T
 
     def forward_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion ``(x, y, z, w)`` ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
@@ -388,13 +385,13 @@ class BulletChain(KinematicModel):
         if one is not None:
             p, R, _ = chain_pose_jacobian(self._single, one)
             return np.array(p), matrix_to_quaternion(np.array(R).reshape(3, 3))
-        T = self._frames(self._batch(q)[0])[1]
-        return T[:, :3, 3], matrix_to_quaternion(T[:, :3, :3])
+        p, R = self._split(self._frames(self._batch(q)[0])[0])
+        return p, matrix_to_quaternion(R)
 
     def link_positions(self, q: np.ndarray) -> np.ndarray:
         """Origins of the movable joints' child-link frames [m], ``(n, 3)`` or ``(B, n, 3)``."""
         qb, single = self._batch(q)
-        o = self._frames(qb)[0][..., :3, 3]
+        o = self._frames(qb)[2].reshape(self.n_dof, -1, 3).transpose(1, 0, 2)
         return o[0] if single else o
 
     def jacobian(self, q: np.ndarray) -> np.ndarray:
