@@ -56,6 +56,7 @@ from soft_envs.agents.ik.result import IKResult, check_count, check_one_target, 
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError
 from soft_envs.geometry import check_unit_quaternion, matrix_to_quaternion
 from soft_envs.robots.base import KinematicModel, PoseKinematics
+from soft_envs.robots.gauss_newton import has_capability
 
 METHODS = ("pinv", "dls", "transpose")
 DEFAULT_TIMEOUT = 0.05  # s: wall-clock budget of pinv and DLS (TRAC-IK's default is 5 ms)
@@ -123,22 +124,10 @@ def orientation_error(R_desired: list[float], R: list[float]) -> tuple[float, fl
     return x, y, z, 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), w)
 
 
-_POSE_TYPES: dict[type, bool] = {}
-
-
-def has_pose_kinematics(model: KinematicModel) -> bool:
-    """``isinstance(model, PoseKinematics)``, remembered per class (a runtime protocol check costs
-    about as much as an IK iteration)."""
-    kind = type(model)
-    if kind not in _POSE_TYPES:
-        _POSE_TYPES[kind] = isinstance(model, PoseKinematics)
-    return _POSE_TYPES[kind]
-
-
 def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | None,
                gain: np.ndarray) -> _Evaluator:
     """The error, Jacobian and the cost ``‖e_p‖² + angle²`` at ``q``, for this model and target."""
-    has_pose = has_pose_kinematics(model)
+    has_pose = has_capability(model, PoseKinematics)
     px, py, pz = position.tolist()
     if quat is None:
         if has_pose:
@@ -276,15 +265,18 @@ def jacobian_ik(
     position = check_one_target(model, position, "jacobian_ik")
     quat = None if orientation is None else check_orientation(orientation)
     adaptive, lam2_fixed = _damping(method, damping)
-    max_iterations = check_count(20000 if method == "transpose" else 2000 if max_iterations is None
-                                 else max_iterations, "max_iterations", 1)
-    stall_iterations = check_count(300 if method == "transpose" else 10 if stall_iterations is None
-                                   else stall_iterations, "stall_iterations", 1)
+    transpose = method == "transpose"
+    if max_iterations is None:
+        max_iterations = 20000 if transpose else 2000
+    if stall_iterations is None:
+        stall_iterations = 300 if transpose else 10
+    max_iterations = check_count(max_iterations, "max_iterations", 1)
+    stall_iterations = check_count(stall_iterations, "stall_iterations", 1)
     restarts = check_count(restarts, "restarts", 0)
     tol = check_tol(tol)
     orientation_tol = check_tol(orientation_tol, "orientation_tol")
     if timeout is None:
-        timeout = TRANSPOSE_TIMEOUT if method == "transpose" else DEFAULT_TIMEOUT
+        timeout = TRANSPOSE_TIMEOUT if transpose else DEFAULT_TIMEOUT
     deadline = start_time + check_timeout(timeout)
     if not (np.isfinite(max_step) and max_step > 0):
         raise InvalidParameterError(f"max_step must be a positive number; got {max_step!r}")

@@ -132,11 +132,9 @@ def check_count(value: int, name: str, minimum: int = 0) -> int:
 def check_timeout(timeout: float, name: str = "timeout") -> float:
     """The wall-clock budget [s] as a float: a number > 0 (``math.inf``: no budget), else
     :class:`InvalidParameterError`."""
-    try:
-        value = float(timeout)
-    except (TypeError, ValueError):
-        value = math.nan
-    if isinstance(timeout, bool) or not value > 0:
+    numeric = isinstance(timeout, (int, float, np.integer, np.floating)) and not isinstance(timeout, bool)
+    value = float(timeout) if numeric else math.nan
+    if not value > 0:
         raise InvalidParameterError(f"{name} must be a number of seconds > 0 (math.inf: no budget); got {timeout!r}")
     return value
 
