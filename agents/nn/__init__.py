@@ -168,7 +168,8 @@ class NeuralIK:
         Always inside ``[t_low, t_high]``; float64 output. A target that is not finite, or more
         than 100 arm lengths away (millimetres for metres), raises :class:`ValueError`.
         """
-        x = check_target(targets, reach=self.model.reach)
+        with np.errstate(over="ignore"):  # an absurd target (1e300 m) is rejected, not warned about
+            x = check_target(targets, reach=self.model.reach)
         single = x.ndim == 1
         x2 = np.atleast_2d(x)
         out = np.empty((x2.shape[0], self.n_outputs))

@@ -1,7 +1,9 @@
 """A serial chain of any URDF as a kinematic model: numpy forward kinematics and Jacobians.
 
-``BulletChain(urdf_path, end_link, base_link=None)`` takes the joints from ``base_link`` (default
-the URDF's root link) to ``end_link`` and becomes a :class:`KinematicModel`: configuration = the
+``BulletChain(urdf_path, end_link, base_link=None)`` first checks the file's structure
+(:func:`~soft_envs.robots.urdf_checks.check_urdf`: unique names, a tree, meshes that exist
+and parse — the inputs that hang a parser or crash PyBullet), then takes the joints from
+``base_link`` (default the URDF's root link) to ``end_link`` and becomes a :class:`KinematicModel`: configuration = the
 chain's movable joints (revolute [rad], continuous [rad], prismatic [m]) in chain order, bounds
 = the URDF's joint limits, position = the origin of ``end_link``'s URDF link frame (plus an
 optional ``tip_offset`` in that frame) [m], expressed in ``base_link``'s URDF link frame.
@@ -34,6 +36,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
 from soft_envs.geometry import matrix_to_quaternion, rpy_to_matrix
 from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.urdf_checks import check_urdf
 
 _MOVABLE = ("revolute", "continuous", "prismatic")
 _SUPPORTED = _MOVABLE + ("fixed",)
@@ -65,14 +68,21 @@ def _floats(text: str | None, default: tuple[float, ...], what: str) -> np.ndarr
     return values
 
 
-def parse_urdf_joints(urdf_text: str) -> tuple[dict[str, ChainJoint], set[str]]:
-    """All joints of a URDF (keyed by child link name, in document order) and the set of link names."""
+def read_urdf(urdf_text: str) -> ET.Element:
+    """The ``<robot>`` element of a URDF document (:class:`InvalidParameterError` otherwise)."""
     try:
         root = ET.fromstring(urdf_text)
     except ET.ParseError as exc:
         raise InvalidParameterError(f"not a valid URDF (XML error: {exc})") from exc
     if root.tag != "robot":
         raise InvalidParameterError(f"not a URDF: root element is <{root.tag}>, expected <robot>")
+    return root
+
+
+def parse_urdf_joints(urdf: str | ET.Element) -> tuple[dict[str, ChainJoint], set[str]]:
+    """All joints of a URDF (text, or its parsed ``<robot>`` element; keyed by child link name, in
+    document order) and the set of link names."""
+    root = read_urdf(urdf) if isinstance(urdf, str) else urdf
     links = {link.get("name") for link in root.findall("link")}
     joints: dict[str, ChainJoint] = {}
     for el in root.findall("joint"):
@@ -208,7 +218,9 @@ class BulletChain(KinematicModel):
         if not os.path.isfile(self.urdf_path):
             raise InvalidParameterError(f"URDF file not found: {self.urdf_path!r}")
         with open(self.urdf_path) as fh:
-            joints_by_child, links = parse_urdf_joints(fh.read())
+            root = read_urdf(fh.read())
+        check_urdf(root, self.urdf_path)  # names, tree, meshes: before anything walks the file
+        joints_by_child, links = parse_urdf_joints(root)
         if end_link not in links:
             raise InvalidParameterError(f"end_link {end_link!r} is not a link of {self.urdf_path}; "
                                         f"links: {sorted(links)}")
