@@ -29,6 +29,7 @@ import math
 import time
 from collections.abc import Callable
 from functools import lru_cache
+from math import cos, sin
 
 import numpy as np
 
@@ -247,11 +248,40 @@ def newton_raphson_legs(
 
 @lru_cache(maxsize=16)
 def _leg_constants(lengths: tuple, sides: tuple, lower: tuple, upper: tuple) -> tuple:
-    """Per-robot constants of the fused loop as arrays (array × array is cheaper than float × array)."""
-    k = tuple(np.full(4, v) for v in lengths)
-    low = np.array(lower).reshape(4, 3).T
-    high = np.array(upper).reshape(4, 3).T
-    return (*k, np.array(sides), 0.5 * (low + high), 0.5 * (high - low))
+    """Per-robot constants of the fused loop as floats: the lengths, and per leg its side and the
+    middle and half-width of its three joint ranges."""
+    legs = tuple((float(sides[i]), tuple(0.5 * (lower[3 * i + j] + upper[3 * i + j]) for j in range(3)),
+                  tuple(0.5 * (upper[3 * i + j] - lower[3 * i + j]) for j in range(3))) for i in range(4))
+    return tuple(float(v) for v in lengths), legs
+
+
+def _fused_leg(k0: float, k1: float, k2: float, k3: float, side: float, a0: float, a1: float, a2: float,
+               target: list[float], iterations: int, limit: float, deadline: float) -> tuple[float, float, float] | None:
+    """The fused Newton loop of one leg in floats, or ``None`` when the general core must take over
+    (the move must be split, a singular step, out of time)."""
+    a12 = a1 + a2
+    gx, gy, gz = target[0], side * target[1], target[2]
+    for k in range(iterations):
+        if k and time.perf_counter() > deadline:
+            return None
+        s0, c0 = sin(a0), cos(a0)
+        s1, c1 = sin(a1) * k2, cos(a1) * k2  # l2 sin q1, l2 cos q1
+        s12, c12 = sin(a12) * k3, cos(a12) * k3  # l3 sin(q1+q2), l3 cos(q1+q2)
+        c = s1 - s12 - k0  # foot height in the abduction-rotated plane
+        rx = gx - c12 + c1
+        u = gy - k1 * c0 - c * s0  # side · (target_y − Y)
+        rz = gz - c * c0 + k1 * s0
+        if k == 0 and rx * rx + u * u + rz * rz > limit:
+            return None  # the move must be split
+        det = s12 * c1 - c12 * s1  # l2 l3 sin q2
+        if c == 0.0 or det == 0.0:
+            return None
+        d0 = (u * c0 - rz * s0) / c
+        m = u * s0 + rz * c0 + k1 * d0
+        a0 += d0
+        a1 += (s12 * m - rx * c12) / det
+        a12 += (s1 * m - c1 * rx) / det
+    return a0, a1, a12 - a1
 
 
 def legs_solve(robot: Quadruped, q: np.ndarray, targets: np.ndarray, *, iterations: int = 5,
@@ -261,46 +291,30 @@ def legs_solve(robot: Quadruped, q: np.ndarray, targets: np.ndarray, *, iteratio
     ``(q (4, 3), iterations (4,))``.
 
     The common case — every foot within ``max_step`` of its target, no early stop — runs a
-    fused loop: forward kinematics and the closed-form inverse Jacobian share the sines and
-    cosines of ``(q0, q1, q1 + q2)`` (about 45 numpy operations per iteration on 4-vectors).
-    Anything else (splitting, early stop, a singular leg, an iterate out of the bounds) goes
-    through the general vectorised core, from the start.
+    fused loop per leg in plain floats: forward kinematics and the closed-form inverse Jacobian
+    share the sines and cosines of ``(q0, q1, q1 + q2)`` (about 40 float operations per
+    iteration). Anything else (splitting, early stop, a singular leg, an iterate out of the
+    bounds) goes through the general vectorised core, from the start.
     """
     q = np.asarray(q, dtype=float)
     if stop_tol == 0:
-        k0, k1, k2, k3, sides, mid, half = _leg_constants(
-            robot.lengths, tuple(robot.sides), tuple(robot.lower), tuple(robot.upper))
-        a0, a1, a12 = q[:, 0].copy(), q[:, 1].copy(), q[:, 1] + q[:, 2]
-        gx, gy, gz = targets[:, 0], sides * targets[:, 1], targets[:, 2]
-        limit = np.inf if max_step is None else max_step**2
-        fast = True
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            for k in range(iterations):
-                if k and time.perf_counter() > deadline:
-                    fast = False  # out of time: the general core returns the start, unmoved
+        (k0, k1, k2, k3), legs = _leg_constants(robot.lengths, tuple(robot.sides), tuple(robot.lower),
+                                                tuple(robot.upper))
+        limit = math.inf if max_step is None else max_step**2
+        rows, goals = q.tolist(), targets.tolist()
+        out = []
+        try:
+            for (side, mid, half), (a0, a1, a2), goal in zip(legs, rows, goals):
+                leg = _fused_leg(k0, k1, k2, k3, side, a0, a1, a2, goal, iterations, limit, deadline)
+                # A split move, a singular leg or an iterate out of the bounds: the general core.
+                if leg is None or not all(abs(v - m) <= h if respect_bounds else abs(v) < 1e3
+                                          for v, m, h in zip(leg, mid, half)):
                     break
-                s0, c0 = np.sin(a0), np.cos(a0)
-                s1, c1 = np.sin(a1) * k2, np.cos(a1) * k2  # l2 sin q1, l2 cos q1
-                s12, c12 = np.sin(a12) * k3, np.cos(a12) * k3  # l3 sin(q1+q2), l3 cos(q1+q2)
-                c = s1 - s12 - k0  # foot height in the abduction-rotated plane
-                rx = gx - c12 + c1
-                u = gy - k1 * c0 - c * s0  # side · (target_y − Y)
-                rz = gz - c * c0 + k1 * s0
-                if k == 0 and (rx * rx + u * u + rz * rz).max() > limit:
-                    fast = False  # the move must be split
-                    break
-                d0 = (u * c0 - rz * s0) / c
-                m = u * s0 + rz * c0 + k1 * d0
-                det = s12 * c1 - c12 * s1  # l2 l3 sin q2
-                a0 += d0
-                a1 += (s12 * m - rx * c12) / det
-                a12 += (s1 * m - c1 * rx) / det
-            if fast:
-                out = np.array((a0, a1, a12 - a1))
-                # A singular leg (division by ~0, NaN) or an iterate out of the bounds: general core.
-                inside = np.abs(out - mid) <= half if respect_bounds else np.abs(out) < 1e3
-                if inside.all():
-                    return out.T, np.full(4, iterations)
+                out.append(leg)
+        except (ValueError, OverflowError, ZeroDivisionError):  # a diverging iterate (sin of inf, ...)
+            out = []
+        if len(out) == 4:
+            return np.array(out), np.full(4, iterations)
     lower, upper = (robot.lower.reshape(4, 3), robot.upper.reshape(4, 3)) if respect_bounds else (None, None)
     return _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, upper, deadline)
 

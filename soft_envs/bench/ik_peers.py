@@ -23,6 +23,7 @@ import os
 import re
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -73,7 +74,8 @@ def _pose_matrix(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
 def _rtb(chain: BulletChain, method: str) -> Solve:
     import roboticstoolbox as rtb
 
-    with quiet_native_output():
+    with quiet_native_output(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Robot.URDF: still the documented one-call loader
         robot = rtb.Robot.URDF(standalone_urdf(chain))
     solver = getattr(robot, method)
 
@@ -133,8 +135,6 @@ def _pink(chain: BulletChain) -> Solve:
 
 
 def _ikpy(chain: BulletChain) -> Solve:
-    import warnings
-
     from ikpy.chain import Chain
 
     elements = [chain.joints[0].parent]
