@@ -201,7 +201,8 @@ def ik_step(
     gain: float | np.ndarray | None = None,
 ) -> np.ndarray:
     """One raw iteration step ``Δq = J†(q) K e`` (no clamping, no limits) — for analysis, e.g. of
-    the behaviour at singularities. ``damping`` is the fixed λ of ``"dls"``."""
+    the behaviour at singularities. ``position`` [m]; ``orientation`` a unit quaternion
+    ``(x, y, z, w)`` or a rotation matrix, or ``None``; ``damping`` is the fixed λ of ``"dls"``."""
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}")
     position = check_one_target(model, position, "ik_step")

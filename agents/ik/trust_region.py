@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
 from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_count, check_one_target, check_start,
@@ -82,15 +83,17 @@ def _bounded_lm(model: KinematicModel, target: np.ndarray, q: np.ndarray, stop_e
     cost = float(e @ e)
     J = model.jacobian(q)
     mu, evaluations = 1e-6, 1
-    eye = np.eye(J.shape[0])
+    rows = J.shape[0]
     while cost >= stop_error * stop_error and evaluations < max_evaluations:
         grad = e @ J
         pinned = ((q <= lower) & (grad > 0)) | ((q >= upper) & (grad < 0))
         Jf = J * ~pinned if pinned.any() else J
         A = Jf @ Jf.T
-        A += (mu * (A.trace() / 3.0) + 1e-300) * eye  # μ relative to ‖J‖²
-        q_new = q - Jf.T @ np.linalg.solve(A, e)
-        np.clip(q_new, lower, upper, out=q_new)
+        A.flat[:: rows + 1] += mu * (A.trace() / rows) + 1e-300  # μ relative to ‖J‖²
+        x, info = dposv(A, e)[1:]  # Cholesky: J Jᵀ + μ I is positive definite
+        if info:
+            break
+        q_new = np.minimum(np.maximum(q - Jf.T @ x, lower), upper)
         e_new = model.forward(q_new) - target
         cost_new = float(e_new @ e_new)
         evaluations += 1
@@ -165,14 +168,14 @@ def trr(
     if not (regularization >= 0 and math.isfinite(regularization)):
         raise InvalidParameterError(f"regularization must be a finite number >= 0; got {regularization!r}")
 
-    evaluate = _residual_function(model, target, intermediate_targets, shape_weight)
     stop_error = tol * 1e-2 if intermediate_targets is None else 0.0
-    eye = regularization * np.eye(model.n_dof)
-    rng = np.random.default_rng(seed)
+    evaluate, eye, rng = None, None, None  # TRF's residual, Tikhonov rows and the restarts' generator: when needed
     evaluations, message, attempt = 0, "", 0
 
     best = {"cost": np.inf, "err": np.inf, "q": q0}  # over every start
     for attempt in range(restarts + 1):
+        if attempt:
+            rng = np.random.default_rng(seed) if rng is None else rng
         start = q0 if attempt == 0 else model.sample(rng)
         if intermediate_targets is None:
             q_fast, err_fast, n_fast = _bounded_lm(model, target, start, stop_error, max_iterations, deadline)
@@ -185,6 +188,9 @@ def trr(
             first = q_fast  # TRF goes on from where the fast path stalled
         else:
             first = start
+        if evaluate is None:
+            evaluate = _residual_function(model, target, intermediate_targets, shape_weight)
+            eye = regularization * np.eye(model.n_dof)
         cache: dict[str, np.ndarray] = {}
 
         def fun(q: np.ndarray) -> np.ndarray:

@@ -142,9 +142,12 @@ def _ikpy(chain: BulletChain) -> Solve:
         elements += [joint.name, joint.child]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ik_chain = Chain.from_urdf_file(chain.urdf_path, base_elements=elements)
-    active = [link.name in chain.joint_names for link in ik_chain.links]
-    ik_chain.active_links_mask = np.array(active)
+        parsed = Chain.from_urdf_file(chain.urdf_path, base_elements=elements)
+        # ikpy follows the tree past the end link (the Panda's fingers): cut it at our last joint
+        names = [link.name for link in parsed.links]
+        links = parsed.links[:names.index(chain.joints[-1].name) + 1]
+        active = [link.name in chain.joint_names for link in links]
+        ik_chain = Chain(links, active_links_mask=active)
     columns = [i for i, a in enumerate(active) if a]
 
     def solve(position, quaternion, q0):

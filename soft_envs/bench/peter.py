@@ -239,7 +239,7 @@ PHYSICS_INTRO = (
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     n_targets = 1000 if full else 100
     parts = [
-        "### Table 1, TRR column\n\n" + table1(n_targets, 100 if full else 10, seed, plot_dir),
+        "### Table 1, TRR column\n\n" + table1(n_targets, 100 if full else 30, seed, plot_dir),
         "### Kinematics of one configuration\n\n" + kinematics_speed(),
         "### TRR executed on the PyBullet arm\n\n" + PHYSICS_INTRO + "\n\n"
         + "\n\n".join(physics(50 if full else 5, seed, n) for n in ((2, 4) if full else (2,))),
