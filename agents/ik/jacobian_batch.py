@@ -52,8 +52,9 @@ def _orientation_errors(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarra
     """Batched quaternion error: ``ε`` ``(k, 3)`` (vector part of ``Q_d ∗ Q⁻¹``, ``w ≥ 0``) and the
     angle ``(k,)`` [rad] (Shepperd's method near a half turn)."""
     E = R_desired @ R.transpose(0, 2, 1)
-    trace = E[:, 0, 0] + E[:, 1, 1] + E[:, 2, 2]
-    vex = np.stack((E[:, 2, 1] - E[:, 1, 2], E[:, 0, 2] - E[:, 2, 0], E[:, 1, 0] - E[:, 0, 1]), axis=1)
+    flat = E.reshape(len(E), 9)
+    trace = flat[:, 0] + flat[:, 4] + flat[:, 8]
+    vex = flat[:, [7, 2, 3]] - flat[:, [5, 6, 1]]  # (E21 − E12, E02 − E20, E10 − E01)
     w = 0.5 * np.sqrt(np.maximum(1.0 + trace, 0.0))
     far = trace <= -0.5
     eps = vex / (4.0 * np.where(far, 1.0, w))[:, None]
@@ -66,7 +67,8 @@ def _orientation_errors(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarra
 def _dls_steps(J: np.ndarray, ke: np.ndarray, lam2: np.ndarray) -> np.ndarray:
     """``Jᵀ (J Jᵀ + λ² I)⁻¹ K e`` for every row of a batch."""
     A = J @ J.transpose(0, 2, 1)
-    A += lam2[:, None, None] * np.eye(J.shape[1])
+    rows = J.shape[1]
+    A.reshape(len(A), rows * rows)[:, :: rows + 1] += lam2[:, None]
     try:
         x = np.linalg.solve(A, ke[..., None])[..., 0]
     except np.linalg.LinAlgError:  # an exactly singular row (λ = 0): least squares row by row

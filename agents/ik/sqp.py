@@ -146,7 +146,7 @@ def sqp(
 
     problem = SolveCoordinates(model)
     u0 = problem.project(problem.to_u(q0))
-    rng = np.random.default_rng(seed)
+    rng = None  # the restarts' generator, made at the first restart
     evaluations, message = 0, ""
     best_u, best_err = u0, np.inf
 
@@ -166,6 +166,8 @@ def sqp(
             attempt -= 1
             message = f"time budget of {timeout:g} s spent; " + message
             break
+        if attempt:
+            rng = np.random.default_rng(seed) if rng is None else rng
         start_u = u0 if attempt == 0 else problem.project(problem.to_u(model.sample(rng)))
         if method in ("auto", "newton"):
             u, err, n_eval = gauss_newton(problem, target, start_u, precision=precision, max_steps=newton_steps,

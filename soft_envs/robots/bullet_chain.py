@@ -352,12 +352,15 @@ class BulletChain(KinematicModel):
         batch, n = q.shape
         z = axes.reshape(n, batch, 3)
         d = p[None] - origins.reshape(n, batch, 3)
-        rev = self._revolute[:, None]
         J = np.empty((batch, 6, n))
-        J[:, 0] = np.where(rev, z[..., 1] * d[..., 2] - z[..., 2] * d[..., 1], z[..., 0]).T
-        J[:, 1] = np.where(rev, z[..., 2] * d[..., 0] - z[..., 0] * d[..., 2], z[..., 1]).T
-        J[:, 2] = np.where(rev, z[..., 0] * d[..., 1] - z[..., 1] * d[..., 0], z[..., 2]).T
-        J[:, 3:] = np.where(rev[..., None], z, 0.0).transpose(1, 2, 0)
+        zx, zy, zz = z[..., 0], z[..., 1], z[..., 2]
+        dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]
+        J[:, 0], J[:, 1], J[:, 2] = (zy * dz - zz * dy).T, (zz * dx - zx * dz).T, (zx * dy - zy * dx).T
+        J[:, 3:] = z.transpose(1, 2, 0)
+        prismatic = ~self._revolute
+        if prismatic.any():  # v = axis, ω = 0
+            J[:, :3, prismatic] = z[prismatic].transpose(1, 2, 0)
+            J[:, 3:, prismatic] = 0.0
         return p, R, J
 
     def _one(self, q: np.ndarray) -> list[float] | None:

@@ -325,3 +325,27 @@ def test_a_bad_binary_stl_is_rejected(tmp_path):
     path.write_text(_urdf(_mesh_link("l0", "b.stl") + "<link name='l1'/>", _joint("j0", "l0", "l1")))
     with pytest.raises(ValueError, match="binary STL"):
         BulletChain(path, "l1")
+
+
+def test_prismatic_joints_in_both_paths(tmp_path, client):
+    """PETER's body (revolute and prismatic joints) as a BulletChain: the float and numpy paths agree,
+    and both equal PyBullet's link pose and Jacobian."""
+    from soft_envs.robots import Peter
+
+    path = tmp_path / "peter.urdf"
+    path.write_text(Peter(2).urdf())
+    chain = BulletChain(path, "m1_plate")
+    assert "prismatic" in chain.joint_types
+    q = chain.sample(np.random.default_rng(5), 4) * 0.2
+    np.testing.assert_allclose(chain.pose_jacobian(q[0]), chain.pose_jacobian(q)[0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(chain.forward_matrix(q[0]), chain.forward_matrix(q)[0], rtol=0, atol=1e-15)
+    body = client.loadURDF(str(path), useFixedBase=True)
+    end = chain.joint_indices[-1]
+    for configuration in q:
+        for j, v in zip(chain.joint_indices, configuration):
+            client.resetJointState(body, j, v)
+        state = client.getLinkState(body, end, computeForwardKinematics=True)
+        np.testing.assert_allclose(chain.forward(configuration), state[0], atol=1e-12)  # COM at the link origin
+        lin, ang = client.calculateJacobian(body, end, [0.0, 0.0, 0.0], configuration.tolist(),
+                                            [0.0] * chain.n_dof, [0.0] * chain.n_dof)
+        np.testing.assert_allclose(chain.pose_jacobian(configuration), np.vstack((lin, ang)), atol=1e-12)
