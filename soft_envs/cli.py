@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 import time
@@ -67,11 +68,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             return 2
     for name in names:
         module = bench.load(name)
+        options = {"peers": True} if args.peers and "peers" in inspect.signature(module.run).parameters else {}
         start = time.perf_counter()
-        body = module.run(full=args.full, seed=args.seed, plot_dir=args.plot)
+        body = module.run(full=args.full, seed=args.seed, plot_dir=args.plot, **options)
         seconds = time.perf_counter() - start
         command = f"soft-envs bench {name}" + (" --full" if args.full else "") + \
-            (f" --seed {args.seed}" if args.seed else "")
+            (f" --seed {args.seed}" if args.seed else "") + (" --peers" if options else "")
         text = bench.section(name, module.TITLE, body, command, seconds)
         print(text.split("\n", 1)[1].rsplit("\n", 1)[0])
         print()
@@ -139,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--update", metavar="FILE", help="rewrite this bench's section of FILE (e.g. BENCHMARKS.md)")
     b.add_argument("--plot", metavar="DIR", help="also write figures (needs the 'plot' extra)")
+    b.add_argument("--peers", action="store_true",
+                   help="also run the other IK libraries that are installed (bench ik; the 'peers' extra)")
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="run a controller in an environment (GUI, or a GIF/MP4 headless)")

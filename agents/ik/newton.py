@@ -25,13 +25,16 @@ the seed's fixed iteration count).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from functools import lru_cache
+from math import cos, sin
 
 import numpy as np
 
-from soft_envs.agents.ik.result import BatchIKResult, IKResult, check_one_target, check_start, check_tol, is_success
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_count, check_one_target, check_start,
+                                        check_timeout, check_tol, is_success)
 from soft_envs.exceptions import (InvalidConfigurationError, InvalidParameterError, InvalidTargetError,
                                   check_nonnegative)
 from soft_envs.robots.base import JacobianSolve, KinematicModel, check_target
@@ -41,14 +44,15 @@ SINGULAR_DET = 1e-14  # |det J| below this [m³ for a 3-DOF leg] counts as singu
 DAMPING = 1e-3  # damped-least-squares λ used at singular configurations
 
 
-def _check_options(iterations: int, max_step: float | None, tol: float, stop_tol: float) -> float:
-    """Check the options shared by the three solvers; returns ``tol`` as a float."""
-    if int(iterations) != iterations or iterations < 1:
-        raise InvalidParameterError(f"iterations must be a positive integer; got {iterations!r}")
+def _check_options(iterations: int, max_step: float | None, tol: float, stop_tol: float,
+                   timeout: float) -> tuple[int, float, float]:
+    """Check the options shared by the three solvers; returns ``(iterations, tol, deadline)``."""
+    start = time.perf_counter()
+    iterations = check_count(iterations, "iterations", 1)
     if max_step is not None and not (np.isfinite(max_step) and max_step > 0):
         raise InvalidParameterError(f"max_step must be > 0 [m] or None; got {max_step!r}")
     check_nonnegative(stop_tol=stop_tol)
-    return check_tol(tol)
+    return iterations, check_tol(tol), start + check_timeout(timeout)
 
 
 def _dls(jac: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -89,8 +93,9 @@ def model_step(model: KinematicModel) -> Callable[[np.ndarray, np.ndarray], np.n
     return step
 
 
-def _newton_core(forward, step, q, targets, iterations, max_step, stop_tol, lower, upper):
-    """Vectorised NR with splitting over rows; returns ``(q, iterations per row)``."""
+def _newton_core(forward, step, q, targets, iterations, max_step, stop_tol, lower, upper, deadline=math.inf):
+    """Vectorised NR with splitting over rows; returns ``(q, iterations per row)``. Past
+    ``deadline`` (``time.perf_counter`` value) it stops between sub-moves."""
     start = forward(q)
     move = targets - start
     if max_step is None:
@@ -106,6 +111,8 @@ def _newton_core(forward, step, q, targets, iterations, max_step, stop_tol, lowe
             frac = np.minimum(k / n_seg, 1.0)[:, None]
             goal = np.where((k >= n_seg)[:, None], targets, start + frac * move)
         for _ in range(iterations):
+            if time.perf_counter() > deadline:
+                break
             r = goal - forward(q)
             live = active
             if stop_tol > 0:
@@ -132,6 +139,7 @@ def newton_raphson(
     tol: float = 1e-9,
     stop_tol: float = 0.0,
     respect_bounds: bool = True,
+    timeout: float = 1.0,
 ) -> IKResult:
     """Solve ``model.forward(q) = target`` [m] by Newton–Raphson from ``q0``.
 
@@ -147,14 +155,16 @@ def newton_raphson(
             the seed's fixed iteration count).
         respect_bounds: project every iterate into the model's bounds (``False``: the seed's
             unconstrained iteration).
+        timeout: wall-clock budget [s] (``math.inf``: none): a long split move stops between
+            sub-moves once it is spent, with the error reached (``success`` only if below ``tol``).
 
     Returns:
         :class:`IKResult` with ``iterations`` = Newton steps taken over all sub-moves.
     """
-    tol = _check_options(iterations, max_step, tol, stop_tol)
+    iterations, tol, deadline = _check_options(iterations, max_step, tol, stop_tol, timeout)
     target = check_one_target(model, target, "newton_raphson (use newton_raphson_batch for (B, 3))")
     q = check_start(model, q0, 0.5 * (model.lower + model.upper))
-    batch = _solve(model, target[None, :], q, int(iterations), max_step, float(stop_tol), respect_bounds, tol)
+    batch = _solve(model, target[None, :], q, iterations, max_step, float(stop_tol), respect_bounds, tol, deadline)
     message = "converged" if batch.success[0] else ("unreachable or singular target: best effort"
                                                     if np.isfinite(batch.errors[0]) else "diverged")
     return batch.item(0, message=message)
@@ -170,9 +180,10 @@ def newton_raphson_batch(
     tol: float = 1e-9,
     stop_tol: float = 0.0,
     respect_bounds: bool = True,
+    timeout: float = 1.0,
 ) -> BatchIKResult:
     """:func:`newton_raphson` for ``B`` targets ``(B, 3)`` at once (``q0`` ``(n,)`` or ``(B, n)``)."""
-    tol = _check_options(iterations, max_step, tol, stop_tol)
+    iterations, tol, deadline = _check_options(iterations, max_step, tol, stop_tol, timeout)
     targets = check_target(targets, reach=model.reach)
     if targets.ndim == 1:
         targets = targets[None, :]
@@ -180,17 +191,17 @@ def newton_raphson_batch(
     if q.ndim == 2 and q.shape[0] != len(targets):
         raise InvalidConfigurationError(f"q0 must have shape ({model.n_dof},) or ({len(targets)}, {model.n_dof}); "
                                         f"got {q.shape}")
-    return _solve(model, targets, q, int(iterations), max_step, float(stop_tol), respect_bounds, tol)
+    return _solve(model, targets, q, iterations, max_step, float(stop_tol), respect_bounds, tol, deadline)
 
 
 def _solve(model: KinematicModel, targets: np.ndarray, q0: np.ndarray, iterations: int, max_step: float | None,
-           stop_tol: float, respect_bounds: bool, tol: float) -> BatchIKResult:
+           stop_tol: float, respect_bounds: bool, tol: float, deadline: float) -> BatchIKResult:
     """The checked inputs of :func:`newton_raphson` / :func:`newton_raphson_batch` -> the result."""
     q = np.broadcast_to(q0, (len(targets), model.n_dof)).astype(float)
     start = time.perf_counter()
     lower, upper = (model.lower, model.upper) if respect_bounds else (None, None)
     q, iters = _newton_core(model.forward, model_step(model), q, targets, iterations, max_step, stop_tol,
-                            lower, upper)
+                            lower, upper, deadline)
     seconds = time.perf_counter() - start
     errors = np.linalg.norm(targets - model.forward(q), axis=-1)
     return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iters,
@@ -207,6 +218,7 @@ def newton_raphson_legs(
     tol: float = 1e-9,
     stop_tol: float = 0.0,
     respect_bounds: bool = True,
+    timeout: float = 1.0,
 ) -> BatchIKResult:
     """All four legs of a :class:`~soft_envs.robots.Quadruped` in one vectorised solve.
 
@@ -215,19 +227,19 @@ def newton_raphson_legs(
         targets: ``(4, 3)`` foot targets [m], each in its own leg base frame, legs in the
             order of :data:`~soft_envs.robots.quadruped.LEG_NAMES`.
         q0: ``(4, 3)`` (or ``(12,)``) start joint angles [rad]; default the standing pose.
-        iterations, max_step, tol, stop_tol, respect_bounds: as in :func:`newton_raphson`.
+        iterations, max_step, tol, stop_tol, respect_bounds, timeout: as in :func:`newton_raphson`.
 
     Returns:
         :class:`BatchIKResult` with ``solutions`` ``(4, 3)``.
     """
-    tol = _check_options(iterations, max_step, tol, stop_tol)
+    iterations, tol, deadline = _check_options(iterations, max_step, tol, stop_tol, timeout)
     targets = check_target(targets, reach=robot.leg_reach)
     if targets.shape != (4, 3):
         raise InvalidTargetError(f"targets must have shape (4, 3); got {targets.shape}")
     q = robot.standing_configuration() if q0 is None else robot.check_joint_vector(q0).copy()
     start = time.perf_counter()
-    q, iters = legs_solve(robot, q, targets, iterations=int(iterations), max_step=max_step,
-                          stop_tol=float(stop_tol), respect_bounds=respect_bounds)
+    q, iters = legs_solve(robot, q, targets, iterations=iterations, max_step=max_step,
+                          stop_tol=float(stop_tol), respect_bounds=respect_bounds, deadline=deadline)
     seconds = time.perf_counter() - start
     errors = np.linalg.norm(targets - robot.legs_forward(q), axis=-1)
     return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iters,
@@ -236,62 +248,78 @@ def newton_raphson_legs(
 
 @lru_cache(maxsize=16)
 def _leg_constants(lengths: tuple, sides: tuple, lower: tuple, upper: tuple) -> tuple:
-    """Per-robot constants of the fused loop as arrays (array × array is cheaper than float × array)."""
-    k = tuple(np.full(4, v) for v in lengths)
-    low = np.array(lower).reshape(4, 3).T
-    high = np.array(upper).reshape(4, 3).T
-    return (*k, np.array(sides), 0.5 * (low + high), 0.5 * (high - low))
+    """Per-robot constants of the fused loop as floats: the lengths, and per leg its side and the
+    middle and half-width of its three joint ranges."""
+    legs = tuple((float(sides[i]), tuple(0.5 * (lower[3 * i + j] + upper[3 * i + j]) for j in range(3)),
+                  tuple(0.5 * (upper[3 * i + j] - lower[3 * i + j]) for j in range(3))) for i in range(4))
+    return tuple(float(v) for v in lengths), legs
+
+
+def _fused_leg(k0: float, k1: float, k2: float, k3: float, side: float, a0: float, a1: float, a2: float,
+               target: list[float], iterations: int, limit: float, deadline: float) -> tuple[float, float, float] | None:
+    """The fused Newton loop of one leg in floats, or ``None`` when the general core must take over
+    (the move must be split, a singular step, out of time)."""
+    a12 = a1 + a2
+    gx, gy, gz = target[0], side * target[1], target[2]
+    for k in range(iterations):
+        if k and time.perf_counter() > deadline:
+            return None
+        s0, c0 = sin(a0), cos(a0)
+        s1, c1 = sin(a1) * k2, cos(a1) * k2  # l2 sin q1, l2 cos q1
+        s12, c12 = sin(a12) * k3, cos(a12) * k3  # l3 sin(q1+q2), l3 cos(q1+q2)
+        c = s1 - s12 - k0  # foot height in the abduction-rotated plane
+        rx = gx - c12 + c1
+        u = gy - k1 * c0 - c * s0  # side · (target_y − Y)
+        rz = gz - c * c0 + k1 * s0
+        if k == 0 and rx * rx + u * u + rz * rz > limit:
+            return None  # the move must be split
+        det = s12 * c1 - c12 * s1  # l2 l3 sin q2
+        if c == 0.0 or det == 0.0:
+            return None
+        d0 = (u * c0 - rz * s0) / c
+        m = u * s0 + rz * c0 + k1 * d0
+        a0 += d0
+        a1 += (s12 * m - rx * c12) / det
+        a12 += (s1 * m - c1 * rx) / det
+    return a0, a1, a12 - a1
 
 
 def legs_solve(robot: Quadruped, q: np.ndarray, targets: np.ndarray, *, iterations: int = 5,
                max_step: float | None = 0.006, stop_tol: float = 0.0,
-               respect_bounds: bool = True) -> tuple[np.ndarray, np.ndarray]:
+               respect_bounds: bool = True, deadline: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
     """The unchecked core of :func:`newton_raphson_legs` (for controllers in a loop):
     ``(q (4, 3), iterations (4,))``.
 
     The common case — every foot within ``max_step`` of its target, no early stop — runs a
-    fused loop: forward kinematics and the closed-form inverse Jacobian share the sines and
-    cosines of ``(q0, q1, q1 + q2)`` (about 45 numpy operations per iteration on 4-vectors).
-    Anything else (splitting, early stop, a singular leg, an iterate out of the bounds) goes
-    through the general vectorised core, from the start.
+    fused loop per leg in plain floats: forward kinematics and the closed-form inverse Jacobian
+    share the sines and cosines of ``(q0, q1, q1 + q2)`` (about 40 float operations per
+    iteration). Anything else (splitting, early stop, a singular leg, an iterate out of the
+    bounds) goes through the general vectorised core, from the start.
     """
     q = np.asarray(q, dtype=float)
     if stop_tol == 0:
-        k0, k1, k2, k3, sides, mid, half = _leg_constants(
-            robot.lengths, tuple(robot.sides), tuple(robot.lower), tuple(robot.upper))
-        a0, a1, a12 = q[:, 0].copy(), q[:, 1].copy(), q[:, 1] + q[:, 2]
-        gx, gy, gz = targets[:, 0], sides * targets[:, 1], targets[:, 2]
-        limit = np.inf if max_step is None else max_step**2
-        fast = True
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            for k in range(iterations):
-                s0, c0 = np.sin(a0), np.cos(a0)
-                s1, c1 = np.sin(a1) * k2, np.cos(a1) * k2  # l2 sin q1, l2 cos q1
-                s12, c12 = np.sin(a12) * k3, np.cos(a12) * k3  # l3 sin(q1+q2), l3 cos(q1+q2)
-                c = s1 - s12 - k0  # foot height in the abduction-rotated plane
-                rx = gx - c12 + c1
-                u = gy - k1 * c0 - c * s0  # side · (target_y − Y)
-                rz = gz - c * c0 + k1 * s0
-                if k == 0 and (rx * rx + u * u + rz * rz).max() > limit:
-                    fast = False  # the move must be split
+        (k0, k1, k2, k3), legs = _leg_constants(robot.lengths, tuple(robot.sides), tuple(robot.lower),
+                                                tuple(robot.upper))
+        limit = math.inf if max_step is None else max_step**2
+        rows, goals = q.tolist(), targets.tolist()
+        out = []
+        try:
+            for (side, mid, half), (a0, a1, a2), goal in zip(legs, rows, goals):
+                leg = _fused_leg(k0, k1, k2, k3, side, a0, a1, a2, goal, iterations, limit, deadline)
+                # A split move, a singular leg or an iterate out of the bounds: the general core.
+                if leg is None or not all(abs(v - m) <= h if respect_bounds else abs(v) < 1e3
+                                          for v, m, h in zip(leg, mid, half)):
                     break
-                d0 = (u * c0 - rz * s0) / c
-                m = u * s0 + rz * c0 + k1 * d0
-                det = s12 * c1 - c12 * s1  # l2 l3 sin q2
-                a0 += d0
-                a1 += (s12 * m - rx * c12) / det
-                a12 += (s1 * m - c1 * rx) / det
-            if fast:
-                out = np.array((a0, a1, a12 - a1))
-                # A singular leg (division by ~0, NaN) or an iterate out of the bounds: general core.
-                inside = np.abs(out - mid) <= half if respect_bounds else np.abs(out) < 1e3
-                if inside.all():
-                    return out.T, np.full(4, iterations)
+                out.append(leg)
+        except (ValueError, OverflowError, ZeroDivisionError):  # a diverging iterate (sin of inf, ...)
+            out = []
+        if len(out) == 4:
+            return np.array(out), np.full(4, iterations)
     lower, upper = (robot.lower.reshape(4, 3), robot.upper.reshape(4, 3)) if respect_bounds else (None, None)
-    return _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, upper)
+    return _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, upper, deadline)
 
 
-def _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, upper):
+def _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, upper, deadline=math.inf):
     sides = robot.sides
     lengths = robot.lengths
     legs = list(robot.legs.values())
@@ -313,4 +341,4 @@ def _legs_general(robot, q, targets, iterations, max_step, stop_tol, lower, uppe
         return dq
 
     return _newton_core(forward, step, np.asarray(q, dtype=float), targets, iterations, max_step, stop_tol,
-                        lower, upper)
+                        lower, upper, deadline)

@@ -11,8 +11,12 @@ in the model's base frame, and returns an :class:`IKResult` (one target) or a
 * **success** is :func:`is_success`: ``error < tol``, strictly, with ``tol`` the solver's
   success threshold on the position error [m] (solvers that also solve an orientation
   additionally require ``orientation_error < orientation_tol``);
-* bad input (NaN, wrong shape, millimetres for metres, a start of the wrong shape, ``tol <= 0``)
-  raises a :class:`ValueError` subclass from :mod:`soft_envs.exceptions` before any work.
+* bad input (NaN, wrong shape, millimetres for metres, a start of the wrong shape, ``tol <= 0`` or
+  ``inf``, a count that is not a whole number, NaN options) raises a :class:`ValueError` subclass
+  from :mod:`soft_envs.exceptions` before any work;
+* every solver has a wall-clock budget, its ``timeout`` keyword [s] (a default suited to the
+  solver; ``math.inf`` for none): past it the solver returns its best effort so far, with
+  ``success`` true only if that already meets the tolerances.
 
 ``tests/agents/test_solver_contract.py`` checks this over every solver.
 """
@@ -50,6 +54,8 @@ class IKResult:
         orientation_error: angle of the orientation error [rad] (or the tip-angle error of
             ``sqp``), ``None`` for position-only IK.
         message: the solver's own words on how it stopped.
+        restarts: random restarts the solver made after its first start (0: the first start
+            was enough).
     """
 
     solution: np.ndarray
@@ -59,6 +65,7 @@ class IKResult:
     seconds: float
     orientation_error: float | None = None
     message: str = ""
+    restarts: int = 0
 
 
 @dataclass
@@ -72,6 +79,8 @@ class BatchIKResult:
         iterations: ``(B,)`` iterations spent on each target.
         seconds: wall time of the whole batch [s].
         extra: solver-specific figures (e.g. how many targets ``trr_batch`` polished).
+        orientation_errors: ``(B,)`` orientation error angles [rad] of a full-pose solve, else ``None``.
+        restarts: ``(B,)`` random restarts spent on each target, or ``None`` for solvers without restarts.
     """
 
     solutions: np.ndarray
@@ -80,6 +89,8 @@ class BatchIKResult:
     iterations: np.ndarray
     seconds: float
     extra: dict = field(default_factory=dict)
+    orientation_errors: np.ndarray | None = None
+    restarts: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.errors.shape[0])
@@ -88,7 +99,10 @@ class BatchIKResult:
         """Target ``index`` as an :class:`IKResult` (``seconds`` default: the whole batch's)."""
         return IKResult(solution=self.solutions[index], error=float(self.errors[index]),
                         success=bool(self.success[index]), iterations=int(self.iterations[index]),
-                        seconds=self.seconds if seconds is None else float(seconds), message=message)
+                        seconds=self.seconds if seconds is None else float(seconds), message=message,
+                        orientation_error=(None if self.orientation_errors is None
+                                           else float(self.orientation_errors[index])),
+                        restarts=0 if self.restarts is None else int(self.restarts[index]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,9 +119,36 @@ def check_tol(tol: float, name: str = "tol") -> float:
     return value
 
 
+def check_count(value: int, name: str, minimum: int = 0) -> int:
+    """``value`` as an ``int`` if it is a whole number ``>= minimum`` (``2.0`` passes; ``2.5``, NaN,
+    inf, ``True`` and non-numbers raise :class:`InvalidParameterError`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    if not (math.isfinite(value) and int(value) == value and value >= minimum):
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_timeout(timeout: float, name: str = "timeout") -> float:
+    """The wall-clock budget [s] as a float: a number > 0 (``math.inf``: no budget), else
+    :class:`InvalidParameterError`."""
+    numeric = isinstance(timeout, (int, float, np.integer, np.floating)) and not isinstance(timeout, bool)
+    value = float(timeout) if numeric else math.nan
+    if not value > 0:
+        raise InvalidParameterError(f"{name} must be a number of seconds > 0 (math.inf: no budget); got {timeout!r}")
+    return value
+
+
 def check_one_target(model: KinematicModel, target: np.ndarray, solver: str) -> np.ndarray:
     """One target position ``(3,)`` [m] for ``model`` (NaN, another shape, or a target more
     than 100 reaches away — millimetres for metres — raise :class:`InvalidTargetError`)."""
+    arr = np.asarray(target, dtype=float)
+    if arr.shape == (3,):  # the common case, checked in floats
+        x, y, z = arr.tolist()
+        reach = model.reach
+        distance = math.sqrt(x * x + y * y + z * z)
+        if math.isfinite(distance) and (reach is None or distance <= 100.0 * reach):
+            return arr
     arr = check_target(target, reach=model.reach)
     if arr.ndim != 1:
         raise InvalidTargetError(f"{solver} solves one target of shape (3,); got {arr.shape}")

@@ -28,12 +28,14 @@ the position error is not worse than stage 1's. The model must be a
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 from scipy.optimize import minimize
 
-from soft_envs.agents.ik.result import BatchIKResult, IKResult, check_one_target, check_targets, check_tol, is_success
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_count, check_one_target, check_targets,
+                                        check_timeout, check_tol, is_success)
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient
@@ -51,8 +53,16 @@ def _constraints(coords: SolveCoordinates) -> list[dict]:
              "jac": lambda u: model.smooth_constraint(u)[1]}]
 
 
+def _stop_at(deadline: float):
+    """An optimiser callback that stops the optimiser once ``time.perf_counter()`` passes ``deadline``."""
+    def callback(*_) -> None:
+        if time.perf_counter() > deadline:
+            raise StopIteration
+    return callback
+
+
 def _slsqp(problem: SolveCoordinates, target: np.ndarray, u0: np.ndarray,
-           max_iterations: int) -> tuple[np.ndarray, int, str]:
+           max_iterations: int, deadline: float = math.inf) -> tuple[np.ndarray, int, str]:
     def fun(u):
         x, J = problem.kinematics(u)
         e = x - target
@@ -60,19 +70,20 @@ def _slsqp(problem: SolveCoordinates, target: np.ndarray, u0: np.ndarray,
 
     bounds = list(zip(problem.lower, problem.upper))
     res = minimize(fun, np.clip(u0, problem.lower, problem.upper), jac=True, method="SLSQP", bounds=bounds,
-                   constraints=_constraints(problem), options={"ftol": 1e-30, "maxiter": max_iterations})
+                   constraints=_constraints(problem), options={"ftol": 1e-30, "maxiter": max_iterations},
+                   callback=_stop_at(deadline))
     return problem.project(res.x), int(res.nfev), str(res.message)
 
 
 def _slsqp_angle(problem: SolveCoordinates, target: np.ndarray, u0: np.ndarray, angle_target: float, angle_fn,
-                 angle_grad: np.ndarray, max_iterations: int) -> tuple[np.ndarray, int]:
+                 angle_grad: np.ndarray, max_iterations: int, deadline: float = math.inf) -> tuple[np.ndarray, int]:
     """Stage 2 of the lexicographic solve: tip angle subject to ``x_tip(u) = x_d``."""
     cons = _constraints(problem) + [{
         "type": "eq", "fun": lambda u: problem.kinematics(u)[0] - target,
         "jac": lambda u: problem.kinematics(u)[1]}]
     res = minimize(lambda u: (0.5 * (angle_fn(u) - angle_target) ** 2, (angle_fn(u) - angle_target) * angle_grad),
                    u0, jac=True, method="SLSQP", bounds=list(zip(problem.lower, problem.upper)),
-                   constraints=cons, options={"ftol": 1e-24, "maxiter": max_iterations})
+                   constraints=cons, options={"ftol": 1e-24, "maxiter": max_iterations}, callback=_stop_at(deadline))
     return problem.project(res.x), int(res.nfev)
 
 
@@ -89,6 +100,7 @@ def sqp(
     newton_steps: int = 12,
     restarts: int = 4,
     seed: int = 0,
+    timeout: float = 1.0,
 ) -> IKResult:
     """Solve ``model.forward(q) = target`` within the bounds (SQP; see the module docstring).
 
@@ -108,6 +120,8 @@ def sqp(
         newton_steps: Gauss–Newton step cap.
         restarts: seeded random restarts when neither path reaches ``tol``.
         seed: seed of the restarts.
+        timeout: wall-clock budget [s] (``math.inf``: none); past it the best effort so far is
+            returned.
 
     Returns:
         :class:`IKResult`; ``iterations`` counts kinematics evaluations, ``orientation_error``
@@ -119,8 +133,10 @@ def sqp(
         raise InvalidParameterError(f"method must be 'auto', 'newton' or 'slsqp'; got {method!r}")
     tol = check_tol(tol)
     precision = check_tol(precision, "precision")
-    if not (max_iterations >= 1 and newton_steps >= 1 and restarts >= 0):
-        raise InvalidParameterError("max_iterations, newton_steps >= 1; restarts >= 0")
+    max_iterations = check_count(max_iterations, "max_iterations", 1)
+    newton_steps = check_count(newton_steps, "newton_steps", 1)
+    restarts = check_count(restarts, "restarts", 0)
+    deadline = start_time + check_timeout(timeout)
     q0 = clipped_start(model, q0)
     angle_grad = tip_angle_gradient(model, tip_angle)
     angle_fn = None
@@ -130,7 +146,7 @@ def sqp(
 
     problem = SolveCoordinates(model)
     u0 = problem.project(problem.to_u(q0))
-    rng = np.random.default_rng(seed)
+    rng = None  # the restarts' generator, made at the first restart
     evaluations, message = 0, ""
     best_u, best_err = u0, np.inf
 
@@ -144,7 +160,14 @@ def sqp(
             best_u, best_err = u, err
         return err
 
+    attempt = 0
     for attempt in range(restarts + 1):
+        if attempt and time.perf_counter() > deadline:
+            attempt -= 1
+            message = f"time budget of {timeout:g} s spent; " + message
+            break
+        if attempt:
+            rng = np.random.default_rng(seed) if rng is None else rng
         start_u = u0 if attempt == 0 else problem.project(problem.to_u(model.sample(rng)))
         if method in ("auto", "newton"):
             u, err, n_eval = gauss_newton(problem, target, start_u, precision=precision, max_steps=newton_steps,
@@ -156,7 +179,7 @@ def sqp(
                 if best_err < tol:
                     break
                 continue
-        u, n_eval, message = _slsqp(problem, target, start_u, max_iterations)
+        u, n_eval, message = _slsqp(problem, target, start_u, max_iterations, deadline)
         evaluations += n_eval
         err = consider(u)
         if method == "auto" and err < 1e-3:  # polish to machine precision (and the tip angle)
@@ -167,7 +190,8 @@ def sqp(
         if tip_angle is not None and best_err < tol and abs(angle_fn(best_u) - tip_angle) > 1e-9:
             # Lexicographic stage 2: the tip angle subject to the position equality, then a
             # task-priority Newton polish; kept only if the position is as good as stage 1's.
-            u2, n_eval = _slsqp_angle(problem, target, best_u, tip_angle, angle_fn, angle_grad, max_iterations)
+            u2, n_eval = _slsqp_angle(problem, target, best_u, tip_angle, angle_fn, angle_grad, max_iterations,
+                                      deadline)
             evaluations += n_eval
             u2, err2, n_eval = gauss_newton(problem, target, u2, precision=precision, max_steps=newton_steps,
                                            angle_target=tip_angle, angle_grad=angle_grad)
@@ -181,7 +205,8 @@ def sqp(
     error = float(np.linalg.norm(model.forward(solution) - target))
     angle_error = None if tip_angle is None else float(abs(model.tip_angle(solution) - tip_angle))
     return IKResult(solution=solution, error=error, success=bool(is_success(error, tol)), iterations=evaluations,
-                    seconds=time.perf_counter() - start_time, orientation_error=angle_error, message=message)
+                    seconds=time.perf_counter() - start_time, orientation_error=angle_error, message=message,
+                    restarts=attempt)
 
 
 def sqp_trajectory(
@@ -201,6 +226,7 @@ def sqp_trajectory(
     """
     start_time = time.perf_counter()
     targets = check_targets(model, targets, "sqp_trajectory")
+    tol = check_tol(options.get("tol", 1e-6))
     n = targets.shape[0]
     solutions = np.empty((n, model.n_dof))
     errors, seconds, iterations = np.empty(n), np.empty(n), np.empty(n, dtype=int)
@@ -222,7 +248,6 @@ def sqp_trajectory(
         if res.orientation_error is not None:
             angle_errors[i] = res.orientation_error
         before, previous = previous, res.solution
-    tol = options.get("tol", 1e-6)
     return BatchIKResult(solutions=solutions, errors=errors, success=errors < tol, iterations=iterations,
                          seconds=time.perf_counter() - start_time,
                          extra={"seconds": seconds, "tip_angle_errors": angle_errors})

@@ -1,30 +1,39 @@
 """Trust-Region-Reflective IK (García-Samartín et al. 2025, section 3.2) and a batched solver.
 
-``trr`` wraps ``scipy.optimize.least_squares(method="trf")`` with the model's analytic
-Jacobian and its bounds. Two details make it fast and exact on redundant arms (3N inputs for
-a 3-D target):
+``trr`` solves ``forward(q) = target`` within the model's bounds with the model's analytic
+Jacobian, in two stages:
 
-* TRF converges very slowly when the Jacobian has fewer rows than columns, so a tiny
-  Tikhonov residual ``ε (q − q_start)`` is appended (``ε = regularization``, default 1e-6
-  in the residual's units per unit of ``q``). It makes the problem well posed, selects the
-  solution nearest the start (smooth trajectories when warm-started) and biases the tip by
-  about ``ε² |Δq| / σ_min(J)`` — below 1e-10 m here.
-* The solve stops as soon as the position error is below ``tol / 100``.
+* **fast path** — a bounded Levenberg–Marquardt iteration on the tip residual (the damped
+  minimum-norm step ``Δq = −Jᵀ (J Jᵀ + μ I)⁻¹ e`` with the variables pinned on a bound held
+  fixed, then clipped into the bounds). It converges quadratically in a handful of steps and
+  costs a few model evaluations and a 3×3 solve per step, no per-call set-up;
+* **TRF** — ``scipy.optimize.least_squares(method="trf")``, the paper's trust-region-reflective
+  method, from where the fast path stalled (a local minimum on the bounds, or slow progress).
+  TRF converges very slowly when the Jacobian has fewer rows than columns, so a tiny Tikhonov
+  residual ``ε (q − q_start)`` is appended (``ε = regularization``, default 1e-6 in the
+  residual's units per unit of ``q``). It makes the problem well posed, selects the solution
+  nearest the start (smooth trajectories when warm-started) and biases the tip by about
+  ``ε² |Δq| / σ_min(J)`` — below 1e-10 m here.
 
-A target the start does not lead to (a local minimum on the bounds) is retried from seeded
-random starts; an unreachable target returns the best effort with ``success=False``.
+Both stop as soon as the position error is below ``tol / 100``. A target the start does not lead
+to is retried from seeded random starts; an unreachable target returns the best effort with
+``success=False``, at the latest when the wall-clock budget ``timeout`` is spent. Shape control
+(intermediate module targets) runs TRF directly.
 """
+
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
 import numpy as np
+from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start, check_targets,
-                                        check_tol, is_success)
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_count, check_one_target, check_start,
+                                        check_targets, check_timeout, check_tol, is_success)
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
 from soft_envs.robots.base import KinematicModel, ModulePoints, check_target
 
@@ -61,6 +70,48 @@ def _residual_function(
     return evaluate_shape
 
 
+def _bounded_lm(model: KinematicModel, target: np.ndarray, q: np.ndarray, stop_error: float,
+               max_evaluations: int, deadline: float) -> tuple[np.ndarray, float, int]:
+    """The fast path: bounded Levenberg–Marquardt on the tip from ``q`` (inside the bounds).
+
+    Returns the best configuration, its tip error [m] and the evaluations spent. Stops below
+    ``stop_error`` [m], after ``max_evaluations`` forward evaluations, past ``deadline``
+    (``time.perf_counter`` value), or when the damping has to grow beyond recovery (stalled).
+    """
+    lower, upper = model.lower, model.upper
+    e = model.forward(q) - target
+    cost = float(e @ e)
+    J = model.jacobian(q)
+    mu, evaluations = 1e-6, 1
+    rows = J.shape[0]
+    while cost >= stop_error * stop_error and evaluations < max_evaluations:
+        grad = e @ J
+        pinned = ((q <= lower) & (grad > 0)) | ((q >= upper) & (grad < 0))
+        Jf = J * ~pinned if pinned.any() else J
+        A = Jf @ Jf.T
+        A.flat[:: rows + 1] += mu * (A.trace() / rows) + 1e-300  # μ relative to ‖J‖²
+        x, info = dposv(A, e)[1:]  # Cholesky: J Jᵀ + μ I is positive definite
+        if info:
+            break
+        q_new = np.minimum(np.maximum(q - Jf.T @ x, lower), upper)
+        e_new = model.forward(q_new) - target
+        cost_new = float(e_new @ e_new)
+        evaluations += 1
+        if cost_new < cost:
+            q, e, cost = q_new, e_new, cost_new
+            mu = max(0.1 * mu, 1e-12)
+            if cost < stop_error * stop_error:
+                break
+            J = model.jacobian(q)
+        else:
+            mu *= 10.0
+            if mu > 1e6:
+                break
+        if time.perf_counter() > deadline:
+            break
+    return q, math.sqrt(cost), evaluations
+
+
 def trr(
     model: KinematicModel,
     target: np.ndarray,
@@ -73,8 +124,9 @@ def trr(
     regularization: float = 1e-6,
     restarts: int = 8,
     seed: int = 0,
+    timeout: float = 1.0,
 ) -> IKResult:
-    """Solve ``model.forward(q) = target`` within the model's bounds with TRF.
+    """Solve ``model.forward(q) = target`` within the model's bounds (fast bounded LM, then TRF).
 
     Args:
         model: any :class:`~soft_envs.robots.base.KinematicModel` (e.g. ``Peter``).
@@ -84,13 +136,16 @@ def trr(
             (shape control; the model must offer :class:`~soft_envs.robots.base.ModulePoints`).
         shape_weight: weight α of the shape residuals relative to the tip residual.
         tol: success threshold on the tip position error [m].
-        max_iterations: cap on TRF function evaluations per start (the paper: 2000).
-        regularization: ε of the Tikhonov residual (see the module docstring); 0 disables it.
+        max_iterations: cap on function evaluations per start, fast path and TRF each (the
+            paper: 2000 for TRF).
+        regularization: ε of TRF's Tikhonov residual (see the module docstring); 0 disables it.
         restarts: extra seeded random starts tried when a start does not reach ``tol``.
         seed: seed of the random restarts.
+        timeout: wall-clock budget [s] of the whole solve (``math.inf``: none).
 
     Returns:
-        :class:`IKResult`; ``iterations`` counts function evaluations over every start.
+        :class:`IKResult`; ``iterations`` counts function evaluations over every start,
+        ``restarts`` the random starts used.
     """
     start_time = time.perf_counter()
     target = check_one_target(model, target, "trr")
@@ -107,18 +162,35 @@ def trr(
         if not np.isfinite(shape_weight) or shape_weight < 0:
             raise InvalidParameterError(f"shape_weight must be >= 0; got {shape_weight!r}")
     tol = check_tol(tol)
-    if not regularization >= 0 or max_iterations < 1 or restarts < 0:
-        raise InvalidParameterError("regularization >= 0, max_iterations >= 1 and restarts >= 0 required")
+    max_iterations = check_count(max_iterations, "max_iterations", 1)
+    restarts = check_count(restarts, "restarts", 0)
+    deadline = start_time + check_timeout(timeout)
+    if not (regularization >= 0 and math.isfinite(regularization)):
+        raise InvalidParameterError(f"regularization must be a finite number >= 0; got {regularization!r}")
 
-    evaluate = _residual_function(model, target, intermediate_targets, shape_weight)
     stop_error = tol * 1e-2 if intermediate_targets is None else 0.0
-    eye = regularization * np.eye(model.n_dof)
-    rng = np.random.default_rng(seed)
-    evaluations, message = 0, ""
+    evaluate, eye, rng = None, None, None  # TRF's residual, Tikhonov rows and the restarts' generator: when needed
+    evaluations, message, attempt = 0, "", 0
 
     best = {"cost": np.inf, "err": np.inf, "q": q0}  # over every start
     for attempt in range(restarts + 1):
+        if attempt:
+            rng = np.random.default_rng(seed) if rng is None else rng
         start = q0 if attempt == 0 else model.sample(rng)
+        if intermediate_targets is None:
+            q_fast, err_fast, n_fast = _bounded_lm(model, target, start, stop_error, max_iterations, deadline)
+            evaluations += n_fast
+            if err_fast < best["err"]:
+                best.update(cost=err_fast * err_fast, err=err_fast, q=q_fast)
+            message = "bounded LM converged" if err_fast < stop_error else "bounded LM stalled"
+            if err_fast < stop_error or time.perf_counter() > deadline:
+                break
+            first = q_fast  # TRF goes on from where the fast path stalled
+        else:
+            first = start
+        if evaluate is None:
+            evaluate = _residual_function(model, target, intermediate_targets, shape_weight)
+            eye = regularization * np.eye(model.n_dof)
         cache: dict[str, np.ndarray] = {}
 
         def fun(q: np.ndarray) -> np.ndarray:
@@ -138,21 +210,24 @@ def trr(
             return np.concatenate((J, eye)) if regularization else J
 
         def callback(intermediate_result) -> None:
-            if best["err"] < stop_error:
+            if best["err"] < stop_error or time.perf_counter() > deadline:
                 raise StopIteration
 
-        sol = least_squares(fun, start, jac=jac, bounds=(lower, upper), method="trf",
+        sol = least_squares(fun, first, jac=jac, bounds=(lower, upper), method="trf",
                             xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iterations,
                             callback=callback)
         evaluations += int(sol.nfev)
-        message = str(sol.message)
-        if best["err"] < tol:
+        message = "TRF: " + str(sol.message)
+        if best["err"] < tol or time.perf_counter() > deadline:
             break
     best_q, best_err = best["q"], best["err"]
+    if time.perf_counter() > deadline and not best_err < tol:
+        message = f"time budget of {timeout:g} s spent; " + message
 
     best_q = np.clip(best_q, lower, upper)
     return IKResult(solution=best_q, error=float(best_err), success=is_success(best_err, tol),
-                    iterations=evaluations, seconds=time.perf_counter() - start_time, message=message)
+                    iterations=evaluations, seconds=time.perf_counter() - start_time, message=message,
+                    restarts=attempt)
 
 
 def trr_batch(
@@ -164,6 +239,7 @@ def trr_batch(
     max_iterations: int = 60,
     polish: bool = True,
     seed: int = 0,
+    timeout: float = 60.0,
 ) -> BatchIKResult:
     """Solve many targets at once: vectorised bounded Levenberg–Marquardt, then ``trr``.
 
@@ -182,12 +258,14 @@ def trr_batch(
         max_iterations: vectorised iterations before polishing.
         polish: finish unconverged targets with :func:`trr`.
         seed: seed of ``trr``'s random restarts.
+        timeout: wall-clock budget [s] of the whole batch (``math.inf``: none); targets not
+            finished by then keep their best effort.
     """
     start_time = time.perf_counter()
     targets = check_targets(model, targets, "trr_batch")
     tol = check_tol(tol)
-    if int(max_iterations) != max_iterations or max_iterations < 0:
-        raise InvalidParameterError(f"max_iterations must be an integer >= 0; got {max_iterations!r}")
+    max_iterations = check_count(max_iterations, "max_iterations", 0)
+    deadline = start_time + check_timeout(timeout)
     batch = targets.shape[0]
     lower, upper = model.lower, model.upper
     start = 0.5 * (lower + upper) if q0 is None else model.check_configuration(q0)
@@ -205,7 +283,7 @@ def trr_batch(
     active = np.sqrt(cost) >= tol * 1e-2
     for _ in range(max_iterations):
         idx = np.flatnonzero(active)
-        if idx.size == 0:
+        if idx.size == 0 or time.perf_counter() > deadline:
             break
         qa, ea = q[idx], e[idx]
         J = model.jacobian(qa)
@@ -228,7 +306,10 @@ def trr_batch(
     polished = 0
     if polish:
         for i in np.flatnonzero(errors >= tol):
-            res = trr(model, targets[i], q[i], tol=tol, seed=seed)
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                break
+            res = trr(model, targets[i], q[i], tol=tol, seed=seed, timeout=remaining)
             if res.error < errors[i]:
                 q[i], errors[i] = res.solution, res.error
             iterations[i] += res.iterations

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from soft_envs.agents.ik.result import BatchIKResult, IKResult, check_one_target, check_targets, check_tol, is_success
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets, check_timeout,
+                                        check_tol, is_success)
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import check_target
@@ -87,12 +88,18 @@ class NeuralIK:
             if k and W.shape[0] != self.weights[k - 1][0].shape[1]:
                 raise InvalidParameterError(f"layer {k} takes {W.shape[0]} inputs; layer {k - 1} gives "
                                             f"{self.weights[k - 1][0].shape[1]}")
+        for k, (W, b) in enumerate(self.weights):
+            if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+                raise InvalidParameterError(f"layer {k} has NaN/inf weights: not a usable network")
         self.x_mean = np.asarray(x_mean, dtype=np.float64).reshape(-1)
         self.x_std = np.asarray(x_std, dtype=np.float64).reshape(-1)
         self.t_low = np.asarray(t_low, dtype=np.float64).reshape(-1)
         self.t_high = np.asarray(t_high, dtype=np.float64).reshape(-1)
-        if self.x_mean.shape != (3,) or self.x_std.shape != (3,) or np.any(self.x_std <= 0):
+        if self.x_mean.shape != (3,) or self.x_std.shape != (3,) or not np.all(self.x_std > 0):
             raise InvalidParameterError("x_mean and x_std must have shape (3,), x_std > 0")
+        scalers = (self.x_mean, self.x_std, self.t_low, self.t_high)
+        if not all(np.all(np.isfinite(a)) for a in scalers):
+            raise InvalidParameterError("the input scaler and output bounds must be finite")
         n_out = self.weights[-1][0].shape[1]
         if self.weights[0][0].shape[0] != 3 or self.t_low.shape != (n_out,) or self.t_high.shape != (n_out,):
             raise InvalidParameterError(f"the network maps 3 inputs to {n_out} outputs; scalers do not match")
@@ -160,9 +167,11 @@ class NeuralIK:
     def predict(self, targets: np.ndarray) -> np.ndarray:
         """Inflation times [s] for target tip positions [m]: ``(3,) -> (3N,)``, ``(B, 3) -> (B, 3N)``.
 
-        Always inside ``[t_low, t_high]``; float64 output.
+        Always inside ``[t_low, t_high]``; float64 output. A target that is not finite, or more
+        than 100 arm lengths away (millimetres for metres), raises :class:`ValueError`.
         """
-        x = check_target(targets)
+        with np.errstate(over="ignore"):  # an absurd target (1e300 m) is rejected, not warned about
+            x = check_target(targets, reach=self.model.reach)
         single = x.ndim == 1
         x2 = np.atleast_2d(x)
         out = np.empty((x2.shape[0], self.n_outputs))
@@ -185,7 +194,7 @@ class NeuralIK:
         return h
 
     # ------------------------------------------------------------------ hybrid
-    def solve(self, target: np.ndarray, *, refine: bool = True, tol: float = TOL) -> IKResult:
+    def solve(self, target: np.ndarray, *, refine: bool = True, tol: float = TOL, timeout: float = 1.0) -> IKResult:
         """IK of one target: the network's answer, refined by TRR when ``refine`` (the hybrid).
 
         Refinement runs :func:`~soft_envs.agents.ik.trr_batch` from the prediction (vectorised
@@ -195,21 +204,25 @@ class NeuralIK:
             target: tip position ``(3,)`` [m] in the arm's base frame.
             refine: refine the network's answer with TRR.
             tol: success threshold on the position error [m].
+            timeout: wall-clock budget of the refinement [s] (``math.inf``: none).
         """
         start = time.perf_counter()
         target = check_one_target(self.model, target, "NeuralIK.solve")
-        res = self.solve_batch(target[None], refine=refine, tol=tol)
+        res = self.solve_batch(target[None], refine=refine, tol=tol, timeout=timeout)
         return res.item(0, seconds=time.perf_counter() - start, message="network + TRR" if refine else "network")
 
-    def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = TOL) -> BatchIKResult:
-        """IK of ``(B, 3)`` targets [m]: network prediction, TRR-refined when ``refine``."""
+    def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = TOL,
+                    timeout: float = 60.0) -> BatchIKResult:
+        """IK of ``(B, 3)`` targets [m]: network prediction, TRR-refined when ``refine`` (within
+        ``timeout`` [s] for the whole batch)."""
         start = time.perf_counter()
         targets = check_targets(self.model, targets, "NeuralIK.solve_batch")
         tol = check_tol(tol)
+        timeout = check_timeout(timeout)
         model = self.model
         guess = self.predict(targets)
         if refine:
-            res = trr_batch(model, targets, guess, tol=tol)
+            res = trr_batch(model, targets, guess, tol=tol, timeout=max(timeout - (time.perf_counter() - start), 1e-9))
             return BatchIKResult(res.solutions, res.errors, res.success, res.iterations,
                                  time.perf_counter() - start, dict(res.extra, refined=True))
         errors = np.linalg.norm(model.forward(guess) - targets, axis=-1)

@@ -2,11 +2,14 @@
 
 Targets are the end-effector poses (forward kinematics) of uniformly random joint configurations
 within the limits (seeded). On the same targets: our pseudo-inverse, damped least squares and
-transpose iterations (:func:`~soft_envs.agents.ik.jacobian.jacobian_ik`), and
+transpose iterations (:func:`~soft_envs.agents.ik.jacobian.jacobian_ik`), the batched solver
+(:func:`~soft_envs.agents.ik.jacobian_batch.jacobian_ik_batch`), and
 ``pybullet.calculateInverseKinematics`` called once, and looped to convergence (reset the joints
-to its answer and call again, as its maintainers advise). TRAC-IK's published figures (C++)
-are shown for reference. Errors of every solver are measured with our forward kinematics,
-which the tests check against PyBullet's ``getLinkState`` to 1e-15 m.
+to its answer and call again, as its maintainers advise). With ``peers=True``
+(``soft-envs bench ik --peers``) the C++ and Python solvers of :mod:`soft_envs.bench.ik_peers`
+run on the same targets too; TRAC-IK's published figures are shown for reference. Errors of every
+solver are measured with our forward kinematics, which the tests check against PyBullet's
+``getLinkState`` to 1e-12 m.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
+from soft_envs.agents.ik.jacobian_batch import jacobian_ik_batch
+from soft_envs.bench import ik_peers
 from soft_envs.robots.bullet_chain import BulletChain
 
 TITLE = "Jacobian IK (pinv / DLS / transpose) on KUKA iiwa and Franka Panda, vs pybullet and TRAC-IK"
@@ -47,23 +52,35 @@ def random_targets(chain: BulletChain, n: int, seed: int) -> tuple[np.ndarray, n
 
 
 def _errors(chain: BulletChain, q: np.ndarray, positions: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Position errors [m] and orientation error angles [rad] (no arccos: exact near 0)."""
-    p, quat = chain.forward_pose(q)
-    pos_err = np.linalg.norm(p - positions, axis=1)
-    w = np.abs(np.einsum("bi,bi->b", quat, quats))
-    # vector part of Q_d ∗ Q^{-1}
-    vec = quat[:, 3:4] * quats[:, :3] - quats[:, 3:4] * quat[:, :3] - np.cross(quats[:, :3], quat[:, :3])
-    return pos_err, 2.0 * np.arctan2(np.linalg.norm(vec, axis=1), w)
+    """Position errors [m] and orientation error angles [rad] (no arccos: exact near 0); rows of
+    ``q`` that are NaN (a solver's failure) get infinite errors."""
+    pos_err, ori_err = np.full(len(q), np.inf), np.full(len(q), np.inf)
+    ok = np.all(np.isfinite(q), axis=1)
+    if ok.any():
+        p, quat = chain.forward_pose(q[ok])
+        pos_err[ok] = np.linalg.norm(p - positions[ok], axis=1)
+        w = np.abs(np.einsum("bi,bi->b", quat, quats[ok]))
+        # vector part of Q_d ∗ Q^{-1}
+        vec = quat[:, 3:4] * quats[ok, :3] - quats[ok, 3:4] * quat[:, :3] - np.cross(quats[ok, :3], quat[:, :3])
+        ori_err[ok] = 2.0 * np.arctan2(np.linalg.norm(vec, axis=1), w)
+    return pos_err, ori_err
+
+
+HEADERS = ["robot", "solver", "targets", "success", "median pos err [m]", "max pos err [m]", "median ori err [rad]",
+           "max ori err [rad]", "limit violations", "median [ms]", "p99 [ms]", "median ÷ ours (DLS)"]
 
 
 def _row(robot: str, solver: str, chain: BulletChain, q: np.ndarray, seconds: np.ndarray,
-         positions: np.ndarray, quats: np.ndarray) -> tuple[list, float]:
+         positions: np.ndarray, quats: np.ndarray, reference: float | None = None) -> tuple[list, float]:
+    """A table row and the success fraction; ``reference``: our DLS median time [s] for the ratio."""
     pos_err, ori_err = _errors(chain, q, positions, quats)
-    within = np.all((q >= chain.lower) & (q <= chain.upper), axis=1)
+    within = np.all((q >= chain.lower) & (q <= chain.upper), axis=1) | ~np.all(np.isfinite(q), axis=1)
     ok = (pos_err < POSITION_TOL) & (ori_err < ORIENTATION_TOL) & within
+    median = float(np.median(seconds))
     row = [robot, solver, len(q), f"{ok.mean() * 100:.2f} %", f"{np.median(pos_err):.1e}", f"{pos_err.max():.1e}",
            f"{np.median(ori_err):.1e}", f"{ori_err.max():.1e}", int((~within).sum()),
-           f"{np.median(seconds) * 1e3:.3f}", f"{seconds.mean() * 1e3:.3f}", f"{np.percentile(seconds, 95) * 1e3:.2f}"]
+           f"{median * 1e3:.3f}", f"{np.percentile(seconds, 99) * 1e3:.2f}",
+           "1" if reference is None else f"{median / reference:.2f}"]
     return row, float(ok.mean())
 
 
@@ -118,34 +135,83 @@ def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, l
     return sols, secs
 
 
-def comparison(n_targets: int, n_transpose: int, seed: int, plot_dir: str | None = None) -> tuple[str, dict]:
+def comparison(n_targets: int, n_transpose: int, seed: int, plot_dir: str | None = None,
+               peers: bool = False) -> tuple[str, dict]:
     """The side-by-side table; also returns ``{(robot, solver): success fraction}``."""
     rows, success, times = [], {}, {}
     for robot, (_, _, trac_success, trac_ms) in ROBOTS.items():
         chain = load_robot(robot)
         _, positions, quats = random_targets(chain, n_targets, seed)
+        reference = None
         for method, n in (("dls", n_targets), ("pinv", n_targets), ("transpose", n_transpose)):
             if n == 0:
                 continue
             sols, secs = run_ours(chain, positions[:n], quats[:n], method, desc=f"{robot} {method}")
-            row, ok = _row(robot, f"ours, {method}", chain, sols, secs, positions[:n], quats[:n])
+            row, ok = _row(robot, f"ours, {method}", chain, sols, secs, positions[:n], quats[:n], reference)
+            reference = reference or float(np.median(secs))
             rows.append(row)
             success[(robot, method)], times[(robot, method)] = ok, secs
+        batch = jacobian_ik_batch(chain, positions, quats)
+        row, ok = _row(robot, "ours, `jacobian_ik_batch` (time: batch ÷ targets)", chain, batch.solutions,
+                       np.full(n_targets, batch.seconds / n_targets), positions, quats, reference)
+        rows.append(row)
+        success[(robot, "batch")] = ok
         for looped in (False, True):
             name = "pybullet looped" if looped else "pybullet, one call"
             sols, secs = run_pybullet(chain, positions, quats, looped)
             row, ok = _row(robot, f"`calculateInverseKinematics`, {'looped ≤ 100 calls' if looped else 'one call'}",
-                           chain, sols, secs, positions, quats)
+                           chain, sols, secs, positions, quats, reference)
             rows.append(row)
             success[(robot, name)], times[(robot, name)] = ok, secs
+        if peers:
+            for name in ik_peers.PEERS:
+                out = ik_peers.run_peer(name, chain, positions, quats, limit=None if "ikpy" not in name
+                                        else max(1, n_targets // 5))
+                if isinstance(out, str):
+                    rows.append([robot, name, "—", out] + ["—"] * (len(HEADERS) - 4))
+                    continue
+                sols, secs = out
+                row, ok = _row(robot, name, chain, sols, secs, positions[:len(sols)], quats[:len(sols)], reference)
+                rows.append(row)
+                success[(robot, name)], times[(robot, name)] = ok, secs
         rows.append([robot, "TRAC-IK (published, C++, 5 ms timeout)", "—", f"{trac_success:.2f} %", "—", "—", "—",
-                     "—", "—", "—", f"{trac_ms:.2f}", "—"])
-    table = markdown_table(["robot", "solver", "targets", "success", "median pos err [m]", "max pos err [m]",
-                            "median ori err [rad]", "max ori err [rad]", "limit violations", "median [ms]",
-                            "mean [ms]", "p95 [ms]"], rows)
+                     "—", "—", f"{trac_ms:.2f} (mean)", "—", "—"])
+    table = markdown_table(HEADERS, rows)
     if plot_dir:
         _plot_times(times, plot_dir)
     return table, success
+
+
+def batch_table(n_targets: int, seed: int) -> str:
+    """``jacobian_ik_batch`` throughput, next to ``jacobian_ik`` one target at a time (same run)."""
+    rows = []
+    for robot in ROBOTS:
+        chain = load_robot(robot)
+        _, positions, quats = random_targets(chain, n_targets, seed + 1)
+        batch = jacobian_ik_batch(chain, positions, quats)
+        k = min(n_targets, 200)
+        _, secs = run_ours(chain, positions[:k], quats[:k], "dls", desc=f"{robot} one by one")
+        rate, single = n_targets / batch.seconds, 1.0 / float(np.mean(secs))
+        rows.append([robot, n_targets, f"{rate:,.0f}", f"{batch.success.mean() * 100:.2f} %",
+                     f"{batch.errors.max():.1e}", f"{batch.orientation_errors.max():.1e}",
+                     f"{np.mean(batch.restarts > 0) * 100:.1f} %", f"{single:,.0f}", f"{rate / single:.1f}×"])
+    return markdown_table(["robot", "targets", "poses/s (batch)", "success", "max pos err [m]", "max ori err [rad]",
+                           "targets that restarted", "poses/s (one at a time, first 200)", "batch ÷ one at a time"],
+                          rows)
+
+
+def unreachable_table() -> str:
+    """Time to give up on unreachable poses with the default budget (50 ms)."""
+    rows = []
+    for robot in ROBOTS:
+        chain = load_robot(robot)
+        _, quat = chain.forward_pose(0.5 * (chain.lower + chain.upper))
+        for label, position in (("2 m away", np.array([2.0, 0.0, 0.5])),
+                                ("in reach, orientation impossible there", np.array([0.0, 0.0, 0.2]))):
+            res = jacobian_ik(chain, position, quat)
+            rows.append([robot, label, "no" if not res.success else "yes", f"{res.seconds * 1e3:.1f}", res.restarts,
+                         res.iterations])
+    return markdown_table(["robot", "target", "success", "returned after [ms]", "restarts", "iterations"], rows)
 
 
 def seed_table(n_targets: int, seed: int, seeds: tuple[int, ...] = (0, 1, 2)) -> str:
@@ -194,26 +260,38 @@ def _plot_times(times: dict, plot_dir: str) -> None:
     save_figure(fig, plot_dir, "chain_ik_times.png")
 
 
-def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, peers: bool = False) -> str:
     n_targets = 1000 if full else 100
     n_transpose = 200 if full else 10
-    table, _ = comparison(n_targets, n_transpose, seed, plot_dir)
+    table, _ = comparison(n_targets, n_transpose, seed, plot_dir, peers=peers)
     text = (
         f"Full pose (position and orientation of the end link: `lbr_iiwa_link_7`, `panda_hand`), targets = "
         f"forward kinematics of uniformly random joint configurations within the limits (seed {seed}). "
         f"*Success* = position error < {POSITION_TOL:g} m **and** orientation error < {ORIENTATION_TOL:g} rad "
         "**and** every joint within its limits. Ours: `jacobian_ik(chain, position, quaternion, method=…)` with "
         "default settings (tolerances 1e-6 m / 1e-6 rad, first start at the middle of the limits, seeded random "
-        "restarts on stall, DLS with adaptive damping); the transpose method on the first "
-        f"{n_transpose} targets only (it converges linearly: thousands of iterations). pybullet: "
+        "restarts on stall, DLS with adaptive damping, 50 ms budget); the transpose method on the first "
+        f"{n_transpose} targets only (it converges linearly: thousands of iterations). `jacobian_ik_batch`: all "
+        "targets in one call, time per target = the batch's time ÷ targets. pybullet: "
         "`calculateInverseKinematics(body, link, position, orientation)` from the same start, default "
         "parameters (its DLS, 20 iterations), once; and looped (joints reset to its answer, called again until "
         "within half the tolerances, ≤ 100 calls — the maintainer's `accurateCalculateInverseKinematics`, "
-        "https://github.com/bulletphysics/bullet3/issues/1380). Times are wall time per target in Python on the machine named above; TRAC-IK's are its published C++ figures (SPEC section 5), not run here.\n\n"
-        + table
+        "https://github.com/bulletphysics/bullet3/issues/1380). Times are wall time per target on the machine "
+        "named above, every row in the same run; the last column is the row's median over our DLS median "
+        "(> 1: slower than ours). TRAC-IK's published figures (C++, SPEC section 5) are its paper's means."
     )
+    if peers:
+        text += ("\n\nPeers (`--peers`, the `peers` extra), same targets, same first guess, each asked for the "
+                 "same accuracy (ikpy on the first fifth of the targets: it is slow):\n\n"
+                 + markdown_table(["peer", "settings"], [[k, v] for k, v in ik_peers.SETTINGS.items()]))
+    text += "\n\n" + table
     if plot_dir:
         text += f"\n\nSolve-time histograms: `{plot_dir}/chain_ik_times.png`."
+    text += ("\n\nBatched full-pose IK (`jacobian_ik_batch`: vectorised adaptive DLS, restarts in parallel across "
+             "the batch, the last stragglers finished one at a time), next to `jacobian_ik` one target at a time "
+             "in the same run:\n\n" + batch_table(10_000 if full else 2000, seed))
+    text += ("\n\nUnreachable poses with the default wall-clock budget (50 ms; TRAC-IK's default is 5 ms): the "
+             "solver returns its best effort with `success=False`:\n\n" + unreachable_table())
     text += ("\n\nThe success rate does not hinge on the restart seed (DLS, same targets, seeds of the random "
              "restarts):\n\n" + seed_table(n_targets if full else 50, seed))
     text += ("\n\nAt a singularity (KUKA iiwa stretched upright, joints 2 and 4 at δ, target 1 cm further along "

@@ -1,7 +1,9 @@
 """A serial chain of any URDF as a kinematic model: numpy forward kinematics and Jacobians.
 
-``BulletChain(urdf_path, end_link, base_link=None)`` takes the joints from ``base_link`` (default
-the URDF's root link) to ``end_link`` and becomes a :class:`KinematicModel`: configuration = the
+``BulletChain(urdf_path, end_link, base_link=None)`` first checks the file's structure
+(:func:`~soft_envs.robots.urdf_checks.check_urdf`: unique names, a tree, meshes that exist
+and parse — the inputs that hang a parser or crash PyBullet), then takes the joints from
+``base_link`` (default the URDF's root link) to ``end_link`` and becomes a :class:`KinematicModel`: configuration = the
 chain's movable joints (revolute [rad], continuous [rad], prismatic [m]) in chain order, bounds
 = the URDF's joint limits, position = the origin of ``end_link``'s URDF link frame (plus an
 optional ``tip_offset`` in that frame) [m], expressed in ``base_link``'s URDF link frame.
@@ -15,8 +17,9 @@ joints. The kinematics and the indices are checked against PyBullet (``getLinkSt
 ``calculateJacobian``, ``getJointInfo``) in ``tests/robots/test_bullet_chain.py``.
 
 Fixed joints inside the chain are folded into the next movable joint's origin (or into the tip
-transform), so forward kinematics costs one 4×4 product per movable joint, batched over
-configurations. ``mimic`` tags are ignored, as PyBullet ignores them: a mimic joint in the chain
+transform), and every joint is re-framed to turn about its own z axis, so forward kinematics
+costs one constant 4×4 product and a plane rotation per movable joint: in plain floats for one
+configuration (about 10 µs for 7 joints) and vectorised over a batch. ``mimic`` tags are ignored, as PyBullet ignores them: a mimic joint in the chain
 is an independent variable. Continuous joints get the bounds ``[−π, π]``.
 """
 
@@ -24,14 +27,16 @@ from __future__ import annotations
 
 import math
 import os
+from math import cos, sin
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 import numpy as np
 
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
-from soft_envs.geometry import cross, matrix_to_quaternion, rpy_to_matrix
+from soft_envs.geometry import matrix_to_quaternion, rpy_to_matrix
 from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.urdf_checks import check_urdf
 
 _MOVABLE = ("revolute", "continuous", "prismatic")
 _SUPPORTED = _MOVABLE + ("fixed",)
@@ -63,14 +68,21 @@ def _floats(text: str | None, default: tuple[float, ...], what: str) -> np.ndarr
     return values
 
 
-def parse_urdf_joints(urdf_text: str) -> tuple[dict[str, ChainJoint], set[str]]:
-    """All joints of a URDF (keyed by child link name, in document order) and the set of link names."""
+def read_urdf(urdf_text: str) -> ET.Element:
+    """The ``<robot>`` element of a URDF document (:class:`InvalidParameterError` otherwise)."""
     try:
         root = ET.fromstring(urdf_text)
     except ET.ParseError as exc:
         raise InvalidParameterError(f"not a valid URDF (XML error: {exc})") from exc
     if root.tag != "robot":
         raise InvalidParameterError(f"not a URDF: root element is <{root.tag}>, expected <robot>")
+    return root
+
+
+def parse_urdf_joints(urdf: str | ET.Element) -> tuple[dict[str, ChainJoint], set[str]]:
+    """All joints of a URDF (text, or its parsed ``<robot>`` element; keyed by child link name, in
+    document order) and the set of link names."""
+    root = read_urdf(urdf) if isinstance(urdf, str) else urdf
     links = {link.get("name") for link in root.findall("link")}
     joints: dict[str, ChainJoint] = {}
     for el in root.findall("joint"):
@@ -119,6 +131,62 @@ def _depth_first_joint_order(joints_by_child: dict[str, ChainJoint], roots: list
     return order
 
 
+def _frame_with_z_along(axis: np.ndarray) -> np.ndarray:
+    """A rotation ``P`` with ``P e_z = axis`` (unit); exact 0/±1 entries for a coordinate axis."""
+    z = np.asarray(axis, dtype=float)
+    if np.array_equal(z, [0.0, 0.0, 1.0]):
+        return np.eye(3)
+    e = np.zeros(3)
+    e[int(np.argmin(np.abs(z)))] = 1.0
+    x = e - (e @ z) * z
+    x /= np.linalg.norm(x)
+    return np.stack((x, np.cross(z, x), z), axis=1)
+
+
+def chain_pose_jacobian(tables: tuple, q: list[float]) -> tuple[list[float], list[float], list[float]]:
+    """Pose and geometric Jacobian of one configuration in plain floats (the fast path of
+    :class:`BulletChain`): ``tables`` from :meth:`BulletChain._build_tables`, ``q`` the joint
+    values. Returns the position ``[x, y, z]`` [m], the rotation matrix (row-major, 9 floats) and
+    the Jacobian ``6 × n`` (row-major, flat: linear rows, then angular rows), base frame."""
+    joints, tip_R, tip_p = tables
+    n = len(q)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    px = py = pz = 0.0
+    frames = []
+    for ((a00, a01, a02, a10, a11, a12, a20, a21, a22), (ax, ay, az), revolute), value in zip(joints, q):
+        px, py, pz = px + r00 * ax + r01 * ay + r02 * az, py + r10 * ax + r11 * ay + r12 * az, \
+            pz + r20 * ax + r21 * ay + r22 * az
+        if revolute:  # A · Rz(value): the first two columns turn
+            c, s = cos(value), sin(value)
+            a00, a01 = c * a00 + s * a01, c * a01 - s * a00
+            a10, a11 = c * a10 + s * a11, c * a11 - s * a10
+            a20, a21 = c * a20 + s * a21, c * a21 - s * a20
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = (
+            r00 * a00 + r01 * a10 + r02 * a20, r00 * a01 + r01 * a11 + r02 * a21, r00 * a02 + r01 * a12 + r02 * a22,
+            r10 * a00 + r11 * a10 + r12 * a20, r10 * a01 + r11 * a11 + r12 * a21, r10 * a02 + r11 * a12 + r12 * a22,
+            r20 * a00 + r21 * a10 + r22 * a20, r20 * a01 + r21 * a11 + r22 * a21, r20 * a02 + r21 * a12 + r22 * a22)
+        if not revolute:  # · Tz(value)
+            px, py, pz = px + value * r02, py + value * r12, pz + value * r22
+        frames.append((revolute, r02, r12, r22, px, py, pz))
+    tx, ty, tz = tip_p
+    b00, b01, b02, b10, b11, b12, b20, b21, b22 = tip_R
+    position = [px + r00 * tx + r01 * ty + r02 * tz, py + r10 * tx + r11 * ty + r12 * tz,
+                pz + r20 * tx + r21 * ty + r22 * tz]
+    rotation = [r00 * b00 + r01 * b10 + r02 * b20, r00 * b01 + r01 * b11 + r02 * b21, r00 * b02 + r01 * b12 + r02 * b22,
+                r10 * b00 + r11 * b10 + r12 * b20, r10 * b01 + r11 * b11 + r12 * b21, r10 * b02 + r11 * b12 + r12 * b22,
+                r20 * b00 + r21 * b10 + r22 * b20, r20 * b01 + r21 * b11 + r22 * b21, r20 * b02 + r21 * b12 + r22 * b22]
+    ex, ey, ez = position
+    J = [0.0] * (6 * n)
+    for j, (revolute, zx, zy, zz, ox, oy, oz) in enumerate(frames):
+        if revolute:  # v = z × (tip − origin), ω = z
+            dx, dy, dz = ex - ox, ey - oy, ez - oz
+            J[j], J[n + j], J[2 * n + j] = zy * dz - zz * dy, zz * dx - zx * dz, zx * dy - zy * dx
+            J[3 * n + j], J[4 * n + j], J[5 * n + j] = zx, zy, zz
+        else:
+            J[j], J[n + j], J[2 * n + j] = zx, zy, zz
+    return position, rotation, J
+
+
 class BulletChain(KinematicModel):
     """Kinematic model of the serial chain ``base_link → end_link`` of a URDF.
 
@@ -150,7 +218,9 @@ class BulletChain(KinematicModel):
         if not os.path.isfile(self.urdf_path):
             raise InvalidParameterError(f"URDF file not found: {self.urdf_path!r}")
         with open(self.urdf_path) as fh:
-            joints_by_child, links = parse_urdf_joints(fh.read())
+            root = read_urdf(fh.read())
+        check_urdf(root, self.urdf_path)  # names, tree, meshes: before anything walks the file
+        joints_by_child, links = parse_urdf_joints(root)
         if end_link not in links:
             raise InvalidParameterError(f"end_link {end_link!r} is not a link of {self.urdf_path}; "
                                         f"links: {sorted(links)}")
@@ -198,53 +268,64 @@ class BulletChain(KinematicModel):
 
     # ------------------------------------------------------------------ construction helpers
     def _build_tables(self, tip_offset: np.ndarray) -> None:
-        """Per movable joint ``j``: ``local_j(q) = C0_j + a(q) C1_j + b(q) C2_j`` (4×4), with
-        ``a = sin q, b = 1 − cos q`` (revolute) or ``a = q, b = 0`` (prismatic); fixed joints are
-        folded into the following origin or into the tip transform."""
-        C0, C1, C2, axes, revolute = [], [], [], [], []
+        """The kinematics' constants: every movable joint re-framed so that it turns about (or
+        slides along) its own z axis, ``local_j(q) = A_j · Rz(q)`` (or ``· Tz(q)``): the fixed joints
+        before it and a frame change ``P_j`` (``P_j e_z = axis``) folded into ``A_j``, ``P_jᵀ`` into
+        the next joint's ``A`` (or the tip transform). Kept as floats for the one-configuration
+        path (:func:`chain_pose_jacobian`) and as transposed 4×4 arrays for the batched one."""
+        tables, transposed = [], []
         pending = np.eye(4)
         for joint in self.joints:
             if joint.type == "fixed":
                 pending = pending @ joint.origin
                 continue
-            pre = pending @ joint.origin
+            P = _frame_with_z_along(joint.axis)
+            A = pending @ joint.origin
+            A[:3, :3] = A[:3, :3] @ P
+            tables.append((tuple(A[:3, :3].ravel().tolist()), tuple(A[:3, 3].tolist()), joint.type != "prismatic"))
+            transposed.append(A.T.copy())
             pending = np.eye(4)
-            A, B = np.zeros((4, 4)), np.zeros((4, 4))
-            if joint.type == "prismatic":
-                A[:3, 3] = joint.axis
-            else:
-                x, y, z = joint.axis
-                K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-                A[:3, :3], B[:3, :3] = K, K @ K
-            C0.append(pre)
-            C1.append(pre @ A)
-            C2.append(pre @ B)
-            axes.append(joint.axis)
-            revolute.append(joint.type != "prismatic")
+            pending[:3, :3] = P.T
         tip = pending.copy()
         tip[:3, 3] = pending[:3, :3] @ tip_offset + pending[:3, 3]
-        self._C0, self._C1, self._C2 = np.array(C0), np.array(C1), np.array(C2)
-        self._axes = np.array(axes)
-        self._revolute = np.array(revolute)
-        self._tip = tip
-        self._tip_is_identity = bool(np.array_equal(tip, np.eye(4)))
+        self._single = (tuple(tables), tuple(tip[:3, :3].ravel().tolist()), tuple(tip[:3, 3].tolist()))
+        self._columns = (tuple(transposed), tip.T.copy())
+        self._revolute = np.array([revolute for _, _, revolute in tables])
 
     # ------------------------------------------------------------------ kinematics
-    def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``q (B, n)`` -> (joint frames ``(B, n, 4, 4)`` after each movable joint, tip ``(B, 4, 4)``)."""
-        rev = self._revolute
-        a = np.where(rev, np.sin(q), q)
-        half = np.sin(0.5 * q)
-        b = np.where(rev, 2.0 * half * half, 0.0)
-        local = self._C0 + a[..., None, None] * self._C1 + b[..., None, None] * self._C2
-        frames = np.empty_like(local)
-        T = local[:, 0]
-        frames[:, 0] = T
-        for j in range(1, local.shape[1]):
-            T = T @ local[:, j]
-            frames[:, j] = T
-        tip = T if self._tip_is_identity else T @ self._tip
-        return frames, tip
+    def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Batch ``q (B, n)`` -> the end-effector frames side by side, ``X = [T_1ᵀ … T_Bᵀ]``
+        ``(4, 3B)`` (rotation columns, then the origin, as rows), and every movable joint's axis
+        and origin ``(n, 3B)`` in the base frame.
+
+        With the frames transposed side by side each joint's constant ``A_j`` is one matrix
+        product ``A_jᵀ X`` for the whole batch, and its ``Rz(q)`` mixes two contiguous rows.
+        """
+        batch, n = q.shape
+        transposed, tip_t = self._columns
+        c = np.repeat(np.cos(q).T, 3, axis=1)  # (n, 3B): each configuration's value thrice
+        s = np.repeat(np.sin(q).T, 3, axis=1)
+        X = np.tile(transposed[0][:, :3], (1, batch))
+        axes, origins = np.empty((n, 3 * batch)), np.empty((n, 3 * batch))
+        for j, revolute in enumerate(self._revolute):
+            if j:
+                X = transposed[j] @ X
+            if revolute:
+                x0 = X[0].copy()
+                X[0] *= c[j]
+                X[0] += s[j] * X[1]
+                X[1] *= c[j]
+                X[1] -= s[j] * x0
+            else:
+                X[3] += np.repeat(q[:, j], 3) * X[2]
+            axes[j], origins[j] = X[2], X[3]
+        return tip_t @ X, axes, origins
+
+    @staticmethod
+    def _split(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions ``(B, 3)`` and rotations ``(B, 3, 3)`` of side-by-side transposed frames."""
+        batch = X.shape[1] // 3
+        return X[3].reshape(batch, 3), X[:3].reshape(3, batch, 3).transpose(1, 2, 0)
 
     def pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Batch ``q (B, n)`` -> position ``(B, 3)`` [m], rotation matrix ``(B, 3, 3)``, Jacobian
@@ -253,23 +334,43 @@ class BulletChain(KinematicModel):
         Rows 0–2 of the Jacobian: d position / dq; rows 3–5: angular velocity of the end link per
         unit joint rate (the geometric Jacobian). For speed only the shape of ``q`` is checked
         (:class:`InvalidConfigurationError`); ``q`` must be a finite float array — use
-        :meth:`forward_pose` and :meth:`pose_jacobian` for fully checked calls.
+        :meth:`forward_pose` and :meth:`pose_jacobian` for fully checked calls. A batch of one
+        runs the float path of one configuration (as the single-configuration methods do).
         """
         if q.ndim != 2 or q.shape[1] != self._revolute.shape[0]:
             raise InvalidConfigurationError(f"pose_and_jacobian takes a batch of shape (B, {self.n_dof}); "
                                             f"got {q.shape}")
+        if q.shape[0] == 1:
+            p, R, J = chain_pose_jacobian(self._single, q[0].tolist())
+            return np.array([p]), np.array(R).reshape(1, 3, 3), np.array(J).reshape(1, 6, -1)
         return self._pose_and_jacobian(q)
 
     def _pose_and_jacobian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`pose_and_jacobian` without the shape check."""
-        frames, tip = self._frames(q)
-        p = tip[:, :3, 3]
-        z = np.einsum("bnij,nj->bni", frames[..., :3, :3], self._axes)
-        rev = self._revolute[:, None]
-        jv = np.where(rev, cross(z, p[:, None, :] - frames[..., :3, 3]), z)
-        jw = np.where(rev, z, 0.0)
-        J = np.concatenate((jv, jw), axis=2).transpose(0, 2, 1)
-        return p, tip[:, :3, :3], J
+        """:meth:`pose_and_jacobian` of a batch, vectorised, without the shape check."""
+        X, axes, origins = self._frames(q)
+        p, R = self._split(X)
+        batch, n = q.shape
+        z = axes.reshape(n, batch, 3)
+        d = p[None] - origins.reshape(n, batch, 3)
+        J = np.empty((batch, 6, n))
+        zx, zy, zz = z[..., 0], z[..., 1], z[..., 2]
+        dx, dy, dz = d[..., 0], d[..., 1], d[..., 2]
+        J[:, 0], J[:, 1], J[:, 2] = (zy * dz - zz * dy).T, (zz * dx - zx * dz).T, (zx * dy - zy * dx).T
+        J[:, 3:] = z.transpose(1, 2, 0)
+        prismatic = ~self._revolute
+        if prismatic.any():  # v = axis, ω = 0
+            J[:, :3, prismatic] = z[prismatic].transpose(1, 2, 0)
+            J[:, 3:, prismatic] = 0.0
+        return p, R, J
+
+    def _one(self, q: np.ndarray) -> list[float] | None:
+        """``q`` as a list of floats when it is one finite configuration ``(n,)``, else ``None``
+        (batches and anything :meth:`check_configuration` rejects take the checked numpy path)."""
+        arr = np.asarray(q, dtype=float)
+        if arr.shape != self.lower.shape:
+            return None
+        values = arr.tolist()
+        return values if all(map(math.isfinite, values)) else None
 
     def _batch(self, q: np.ndarray) -> tuple[np.ndarray, bool]:
         q = self.check_configuration(q)
@@ -277,51 +378,64 @@ class BulletChain(KinematicModel):
 
     def forward(self, q: np.ndarray) -> np.ndarray:
         """End-effector position [m] in the base frame, ``(3,)`` or ``(B, 3)``."""
-        qb, single = self._batch(q)
-        p = self._frames(qb)[1][:, :3, 3]
-        return p[0] if single else p
+        one = self._one(q)
+        if one is not None:
+            return np.array(chain_pose_jacobian(self._single, one)[0])
+        return self._split(self._frames(self._batch(q)[0])[0])[0]
 
     def forward_matrix(self, q: np.ndarray) -> np.ndarray:
         """Homogeneous end-effector pose ``(4, 4)`` or ``(B, 4, 4)`` in the base frame [m]."""
-        qb, single = self._batch(q)
-        T = self._frames(qb)[1]
-        return T[0] if single else T
+        one = self._one(q)
+        if one is not None:
+            p, R, _ = chain_pose_jacobian(self._single, one)
+            return np.array(R[0:3] + p[0:1] + R[3:6] + p[1:2] + R[6:9] + p[2:3] + [0.0, 0.0, 0.0, 1.0]).reshape(4, 4)
+        p, R = self._split(self._frames(self._batch(q)[0])[0])
+        T = np.zeros((p.shape[0], 4, 4))
+        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
+        return T
 
     def forward_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion xyzw ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
-        qb, single = self._batch(q)
-        T = self._frames(qb)[1]
-        p, quat = T[:, :3, 3], matrix_to_quaternion(T[:, :3, :3])
-        return (p[0], quat[0]) if single else (p, quat)
+        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion ``(x, y, z, w)`` ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
+        one = self._one(q)
+        if one is not None:
+            p, R, _ = chain_pose_jacobian(self._single, one)
+            return np.array(p), matrix_to_quaternion(np.array(R).reshape(3, 3))
+        p, R = self._split(self._frames(self._batch(q)[0])[0])
+        return p, matrix_to_quaternion(R)
 
     def link_positions(self, q: np.ndarray) -> np.ndarray:
         """Origins of the movable joints' child-link frames [m], ``(n, 3)`` or ``(B, n, 3)``."""
         qb, single = self._batch(q)
-        o = self._frames(qb)[0][..., :3, 3]
+        o = self._frames(qb)[2].reshape(self.n_dof, -1, 3).transpose(1, 0, 2)
         return o[0] if single else o
 
     def jacobian(self, q: np.ndarray) -> np.ndarray:
         """d position / dq, ``(3, n)`` or ``(B, 3, n)`` [m per rad or m per m]."""
-        qb, single = self._batch(q)
-        J = self._pose_and_jacobian(qb)[2][:, :3]
-        return J[0] if single else J
+        one = self._one(q)
+        if one is not None:
+            return np.array(chain_pose_jacobian(self._single, one)[2][:3 * len(one)]).reshape(3, -1)
+        return self._pose_and_jacobian(self._batch(q)[0])[2][:, :3]
 
     def pose_jacobian(self, q: np.ndarray) -> np.ndarray:
         """Geometric Jacobian ``(6, n)`` or ``(B, 6, n)``: linear velocity rows, then angular velocity
         rows, in the base frame."""
-        qb, single = self._batch(q)
-        J = self._pose_and_jacobian(qb)[2]
-        return J[0] if single else J
+        one = self._one(q)
+        if one is not None:
+            return np.array(chain_pose_jacobian(self._single, one)[2]).reshape(6, -1)
+        return self._pose_and_jacobian(self._batch(q)[0])[2]
 
     @property
     def reach(self) -> float:
         """Upper bound of the end effector's distance from the base origin [m]: the sum of the
         chain's joint offsets, prismatic travels and the tip offset."""
-        total = float(np.linalg.norm(self.tip_offset))
-        for joint in self.joints:
-            total += float(np.linalg.norm(joint.origin[:3, 3]))
-            if joint.type == "prismatic":
-                total += max(abs(joint.lower), abs(joint.upper))
+        total = self.__dict__.get("_reach")
+        if total is None:
+            total = float(np.linalg.norm(self.tip_offset))
+            for joint in self.joints:
+                total += float(np.linalg.norm(joint.origin[:3, 3]))
+                if joint.type == "prismatic":
+                    total += max(abs(joint.lower), abs(joint.upper))
+            self.__dict__["_reach"] = total
         return total
 
     def __repr__(self) -> str:

@@ -25,6 +25,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, cross, skew
 from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.peter_single import finite_floats, pcc_single, tilted_single
 from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
                                     cylinder_inertia, section_colour, section_joint_values)
 
@@ -161,12 +162,42 @@ class Peter(KinematicModel):
         return (self.leg_length_at_rest + self.leg_rate * t).reshape(*t.shape[:-1], self.n_modules, 3)
 
     def forward(self, t: np.ndarray) -> np.ndarray:
-        """Tip position [m] (centre of the last module's top), ``(3,)`` or ``(B, 3)``."""
+        """Tip position [m] (centre of the last module's top), ``(3,)`` or ``(B, 3)``.
+
+        One configuration runs the fused float path (:mod:`soft_envs.robots.peter_single`), a
+        batch the vectorised numpy path; the two agree to 1e-15 m.
+        """
+        single = self._single_configuration(t)
+        if single is not None:
+            return np.array(self._single_kinematics(single, False)[0])
         return self.module_points(t)[..., -1, :]
 
     def jacobian(self, t: np.ndarray) -> np.ndarray:
-        """Analytic ``d tip / d t`` [m/s], ``(3, 3N)`` or ``(B, 3, 3N)``."""
+        """Analytic ``d tip / d t`` [m/s], ``(3, 3N)`` or ``(B, 3, 3N)`` (single configuration: the
+        fused float path, reverse mode; batch: numpy, forward mode)."""
+        single = self._single_configuration(t)
+        if single is not None:
+            return np.array(self._single_kinematics(single, True)[1]).reshape(3, -1)
         return self.module_points_jacobian(t)[1][..., -1, :, :]
+
+    def _single_configuration(self, t: np.ndarray) -> list[float] | None:
+        """``t`` as a list of floats when it is one finite configuration ``(3N,)``, else ``None``
+        (batches, and anything :meth:`check_configuration` must reject, take the checked path)."""
+        arr = np.asarray(t, dtype=float)
+        if arr.shape != self.lower.shape:
+            return None
+        values = arr.tolist()
+        return values if finite_floats(values) else None
+
+    def _single_kinematics(self, t: list[float], with_jacobian: bool) -> tuple[list[float], list[float] | None]:
+        """Tip and flat row-major Jacobian of one configuration (plain floats), this arm's kinematics."""
+        constants = self.__dict__.get("_single_constants")
+        if constants is None:  # the model's parameters as plain floats, computed once
+            constants = (tuple(map(tuple, self._feet.tolist())), tuple(map(tuple, self._q_from_l.tolist())))
+            self.__dict__["_single_constants"] = constants
+        if self.kinematics == "tilted":
+            return tilted_single(t, constants[0], self.leg_length_at_rest, self.leg_rate, self.gap, with_jacobian)
+        return pcc_single(t, constants[1], self.leg_length_at_rest, self.leg_rate, self.gap, with_jacobian)
 
     def module_points(self, t: np.ndarray) -> np.ndarray:
         """Centre of every module's top [m], ``(N, 3)`` or ``(B, N, 3)``."""

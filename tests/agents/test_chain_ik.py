@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from soft_envs.agents.ik import ik_step, jacobian_ik, trr
+from soft_envs.agents.ik import ik_step, jacobian_ik, jacobian_ik_batch, trr
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import quaternion_error, quaternion_to_matrix
 from soft_envs.robots import BulletChain, Peter, Quadruped
@@ -33,7 +34,7 @@ def test_full_pose_ik_on_iiwa_and_panda(name, method):
     q_true = chain.sample(np.random.default_rng(11), 12)
     positions, quats = chain.forward_pose(q_true)
     for p, quat in zip(positions, quats):
-        res = jacobian_ik(chain, p, quat, method=method)
+        res = jacobian_ik(chain, p, quat, method=method, timeout=math.inf)
         assert res.success, res.message
         assert res.error < 1e-6 and res.orientation_error < 1e-6
         assert np.all(res.solution >= chain.lower) and np.all(res.solution <= chain.upper)
@@ -46,15 +47,15 @@ def test_full_pose_ik_on_iiwa_and_panda(name, method):
 def test_transpose_converges_position_only():
     iiwa = load("iiwa")
     p = iiwa.forward(iiwa.sample(np.random.default_rng(4)))
-    res = jacobian_ik(iiwa, p, method="transpose", tol=1e-5)
+    res = jacobian_ik(iiwa, p, method="transpose", tol=1e-5, timeout=math.inf)
     assert res.success and res.orientation_error is None
-    assert res.iterations > jacobian_ik(iiwa, p, method="dls", tol=1e-5).iterations  # linear vs quadratic
+    assert res.iterations > jacobian_ik(iiwa, p, method="dls", tol=1e-5, timeout=math.inf).iterations  # linear vs quadratic
 
 
 def test_orientation_as_rotation_matrix():
     iiwa = load("iiwa")
     T = iiwa.forward_matrix(iiwa.sample(np.random.default_rng(5)))
-    res = jacobian_ik(iiwa, T[:3, 3], T[:3, :3])
+    res = jacobian_ik(iiwa, T[:3, 3], T[:3, :3], timeout=math.inf)
     assert res.success
     np.testing.assert_allclose(iiwa.forward_matrix(res.solution), T, atol=1e-5)
 
@@ -62,10 +63,10 @@ def test_orientation_as_rotation_matrix():
 def test_fixed_damping_and_gains():
     panda = load("panda")
     p, quat = panda.forward_pose(panda.sample(np.random.default_rng(6)))
-    res = jacobian_ik(panda, p, quat, damping=0.01, gain=(1, 1, 1, 2, 2, 2))
+    res = jacobian_ik(panda, p, quat, damping=0.01, gain=(1, 1, 1, 2, 2, 2), timeout=math.inf)
     assert res.success
-    slow = jacobian_ik(panda, p, quat, gain=0.3, restarts=0, q0=res.solution + 0.05)
-    fast = jacobian_ik(panda, p, quat, restarts=0, q0=res.solution + 0.05)
+    slow = jacobian_ik(panda, p, quat, gain=0.3, restarts=0, q0=res.solution + 0.05, timeout=math.inf)
+    fast = jacobian_ik(panda, p, quat, restarts=0, q0=res.solution + 0.05, timeout=math.inf)
     assert slow.success and fast.success and slow.iterations > fast.iterations
 
 
@@ -73,11 +74,11 @@ def test_restarts_rescue_stalled_starts():
     """Some targets stall from the middle of the limits; the seeded restarts solve them all."""
     panda = load("panda")
     positions, quats = panda.forward_pose(panda.sample(np.random.default_rng(0), 40))
-    stalled = [i for i in range(40) if not jacobian_ik(panda, positions[i], quats[i], restarts=0).success]
+    stalled = [i for i in range(40) if not jacobian_ik(panda, positions[i], quats[i], restarts=0, timeout=math.inf).success]
     assert stalled, "no stalled start among the targets: the test would prove nothing"
     for i in stalled[:3]:
         for seed in (0, 1):
-            assert jacobian_ik(panda, positions[i], quats[i], seed=seed).success
+            assert jacobian_ik(panda, positions[i], quats[i], seed=seed, timeout=math.inf).success
 
 
 def test_unreachable_target_is_best_effort():
@@ -118,7 +119,7 @@ def test_singularity_dls_bounded_pinv_blows_up():
     assert norms[1e-6][1] < 1e-3
     # and the full DLS solve from the exactly stretched arm reaches a pose target
     p, quat = iiwa.forward_pose(iiwa.sample(np.random.default_rng(8)))
-    assert jacobian_ik(iiwa, p, quat, q0=np.zeros(7), restarts=0).success
+    assert jacobian_ik(iiwa, p, quat, q0=np.zeros(7), restarts=0, timeout=math.inf).success
 
 
 def test_works_on_any_kinematic_model():
@@ -126,7 +127,7 @@ def test_works_on_any_kinematic_model():
     iiwa = load("iiwa")
     arm = Peter(2)
     target = arm.forward(arm.sample(np.random.default_rng(9)))
-    res = jacobian_ik(arm, target, method="dls")
+    res = jacobian_ik(arm, target, method="dls", timeout=math.inf)
     assert res.success and np.all(res.solution >= arm.lower) and np.all(res.solution <= arm.upper)
     with pytest.raises(ValueError, match="position-only"):
         jacobian_ik(arm, target, np.array([0.0, 0.0, 0.0, 1.0]))
@@ -140,7 +141,7 @@ def test_quadruped_leg_chain():
         leg = BulletChain(path, model.foot_link_name("front_left"))
     assert leg.n_dof == 3
     for q in leg.sample(np.random.default_rng(12), 5):
-        res = jacobian_ik(leg, leg.forward(q), method="dls")
+        res = jacobian_ik(leg, leg.forward(q), method="dls", timeout=math.inf)
         assert res.success and np.all(res.solution >= leg.lower) and np.all(res.solution <= leg.upper)
 
 
@@ -169,6 +170,54 @@ def test_invalid_input_raises_value_error(kwargs):
     args.update(kwargs)
     with pytest.raises(ValueError):
         jacobian_ik(iiwa, args.pop("position"), args.pop("orientation"), **args)
+
+
+def test_quaternion_order_and_norm_are_checked_not_normalised():
+    """A quaternion off unit norm by more than 1e-6 (a typo, or a wxyz quaternion scaled) raises a
+    ValueError naming the order (x, y, z, w); it is never normalised into another pose."""
+    iiwa = load("iiwa")
+    p, quat = iiwa.forward_pose(iiwa.sample(np.random.default_rng(13)))
+    for scale in (1.0 + 1e-5, 1.0 - 1e-5, 2.0):
+        with pytest.raises(ValueError, match=r"\(x, y, z, w\)"):
+            jacobian_ik(iiwa, p, quat * scale)
+        with pytest.raises(ValueError, match=r"\(x, y, z, w\)"):
+            jacobian_ik_batch(iiwa, p[None], quat[None] * scale)
+    assert jacobian_ik(iiwa, p, quat * (1.0 + 1e-7), timeout=math.inf).success  # within 1e-6: accepted as it is
+
+
+def test_batched_full_pose_ik_on_iiwa_and_panda():
+    for name in CHAINS:
+        chain = load(name)
+        q_true = chain.sample(np.random.default_rng(14), 40)
+        positions, quats = chain.forward_pose(q_true)
+        res = jacobian_ik_batch(chain, positions, quats, timeout=math.inf)
+        assert res.success.all() and res.errors.max() < 1e-6 and res.orientation_errors.max() < 1e-6
+        assert np.all(res.solutions >= chain.lower) and np.all(res.solutions <= chain.upper)
+        p_sol, q_sol = chain.forward_pose(res.solutions)
+        np.testing.assert_allclose(np.linalg.norm(p_sol - positions, axis=1), res.errors, atol=1e-12)
+        one = res.item(3)
+        assert one.success and one.orientation_error == res.orientation_errors[3] and one.restarts == res.restarts[3]
+
+
+def test_restarts_are_counted_in_the_result():
+    panda = load("panda")
+    positions, quats = panda.forward_pose(panda.sample(np.random.default_rng(0), 40))
+    results = [jacobian_ik(panda, p, q, timeout=math.inf) for p, q in zip(positions, quats)]
+    assert all(r.success for r in results)
+    restarted = [r for r in results if r.restarts > 0]
+    assert restarted and all(f"{r.restarts} restarts" in r.message for r in restarted)
+    batch = jacobian_ik_batch(panda, positions, quats, timeout=math.inf)
+    assert batch.success.all() and batch.restarts.sum() > 0
+
+
+def test_unreachable_pose_returns_within_the_default_budget():
+    """No timeout given: the 50 ms default ends an unreachable full-pose solve (a hundred restarts
+    used to take ~1.5 s); the message says the budget was spent."""
+    iiwa = load("iiwa")
+    _, quat = iiwa.forward_pose(np.zeros(7))
+    res = jacobian_ik(iiwa, np.array([2.0, 0.0, 0.5]), quat)
+    assert not res.success and res.restarts < 100
+    assert "time budget" in res.message or res.restarts == 100
 
 
 def test_invalid_ik_step_raises():

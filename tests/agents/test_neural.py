@@ -65,7 +65,9 @@ def test_predict_always_within_bounds(target):
     assert np.all(np.isfinite(t)) and np.all(t >= 0.0) and np.all(t <= 2.0)
 
 
-@pytest.mark.parametrize("bad", [np.array([0.0, np.nan, 0.1]), np.zeros(2), np.zeros((4, 2)), np.zeros((2, 2, 3))])
+@pytest.mark.parametrize("bad", [np.array([0.0, np.nan, 0.1]), np.zeros(2), np.zeros((4, 2)), np.zeros((2, 2, 3)),
+                                 np.array([0.0, 0.0, 120.0]),  # millimetres for metres
+                                 np.array([1e300, 0.0, 0.0]), np.array([[0.0, 0.0, 0.1], [0.0, 0.0, 120.0]])])
 def test_predict_rejects_bad_targets(nets, bad):
     with pytest.raises(ValueError):
         nets[2].predict(bad)
@@ -92,6 +94,19 @@ def test_load_rejects_other_npz(tmp_path):
     np.savez(path, a=np.zeros(3))
     with pytest.raises(ValueError, match="not a NeuralIK weights file"):
         NeuralIK.load(path)
+
+
+@pytest.mark.parametrize("poison", ["weight_0", "bias_1", "x_std", "t_high"])
+def test_weights_file_with_nan_does_not_load(nets, tmp_path, poison):
+    path = tmp_path / "net.npz"
+    nets[2].save(path)
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k].copy() for k in data.files}
+    arrays[poison].flat[0] = np.nan
+    bad = tmp_path / "nan.npz"
+    np.savez(bad, **arrays)
+    with pytest.raises(ValueError):
+        NeuralIK.load(bad)
 
 
 def test_inconsistent_weights_rejected():

@@ -3,14 +3,19 @@
 A sibling of ``tests/envs/test_env_conventions.py``: the same invariants run over ``trr``,
 ``trr_batch``, ``sqp`` (3-D and planar PCC arms), ``newton_raphson``, ``newton_raphson_batch``,
 ``newton_raphson_legs``, ``jacobian_ik`` (pinv, DLS, transpose; position only and full pose on
-the KUKA iiwa) and the network hybrid ``NeuralIK.solve``:
+the KUKA iiwa), ``jacobian_ik_batch`` (position only and full pose) and the network hybrid
+``NeuralIK.solve``:
 
 * the result record: :class:`IKResult` (one target) or :class:`BatchIKResult`, its fields of
   the documented types; the solution finite and within the bounds; ``error ≥ 0`` equal to the
   recomputed forward-kinematics error; ``success`` ⇔ ``error < tol``; ``iterations ≥ 0``;
   ``seconds ≥ 0``;
 * bad input raises a ``ValueError``: a NaN target, a wrongly shaped target, millimetres for
-  metres, a start ``q0`` of the wrong shape, ``tol ≤ 0``;
+  metres, a start ``q0`` of the wrong shape, ``tol ≤ 0`` or infinite, a count option (iterations,
+  restarts) that is not a whole number (NaN, 2.5, −1), a ``timeout`` that is not > 0;
+* every solver has a wall-clock budget: with endless options (a million restarts or iterations)
+  on an unreachable target and ``timeout=0.05`` it returns a best effort with ``success=False``
+  (seconds, not the hours the options would take);
 * an unreachable target gives the best effort with ``success=False``, never an exception;
 * a warm start at a solution succeeds within a few iterations.
 """
@@ -22,11 +27,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import time
+
 import numpy as np
 import pybullet_data
 import pytest
 
-from soft_envs.agents.ik import (BatchIKResult, IKResult, is_success, jacobian_ik, newton_raphson,
+from soft_envs.agents.ik import (BatchIKResult, IKResult, is_success, jacobian_ik, jacobian_ik_batch, newton_raphson,
                                  newton_raphson_batch, newton_raphson_legs, sqp, trr, trr_batch)
 from soft_envs.agents.nn import NeuralIK
 from soft_envs.robots import BulletChain, PCCArm, Peter, PlanarPCCArm, Quadruped
@@ -62,6 +69,8 @@ class Solver:
     batch: int = 0  # targets per call of a batched solver (0: one target, an IKResult)
     pose: bool = False  # full pose: the goal also has an orientation
     takes_q0: bool = True
+    counts: tuple[str, ...] = ()  # options that must be whole numbers
+    endless: tuple[tuple[str, int], ...] = ()  # options that would run for hours without a budget
 
     # -------------------------------------------------------------- the robot's kinematics
     def sample(self, rng: np.random.Generator) -> np.ndarray:
@@ -81,7 +90,7 @@ class Solver:
         if not self.pose:
             return self.positions(q)
         position, quaternion = self.robot().forward_pose(q)
-        return np.concatenate((position, quaternion))
+        return np.concatenate((position, quaternion), axis=-1)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         robot = self.robot()
@@ -110,24 +119,42 @@ def _jacobian(method: str, pose: bool):
     return solve
 
 
+def _jacobian_batch(pose: bool):
+    def solve(robot, goal, q0, **options):
+        goal = np.asarray(goal, dtype=float)
+        if pose:
+            return jacobian_ik_batch(robot, goal[..., :3], goal[..., 3:], q0=q0, **options)
+        return jacobian_ik_batch(robot, goal, q0=q0, **options)
+    return solve
+
+
 def _network_solve(robot, goal, q0, **options):
     assert q0 is None, "the hybrid starts from the network's answer"
     return _network().solve(goal, **options)
 
 
+_TRR = dict(counts=("max_iterations", "restarts"), endless=(("max_iterations", 10**6), ("restarts", 10**6)))
+_SQP = dict(counts=("max_iterations", "restarts", "newton_steps"), endless=(("restarts", 10**6),))
+_NEWTON = dict(counts=("iterations",), endless=(("iterations", 10**7),))
+_JACOBIAN = dict(counts=("max_iterations", "restarts", "stall_iterations"),
+                 endless=(("max_iterations", 10**8), ("restarts", 10**7)))
 SOLVERS = [
-    Solver("trr", lambda: Peter(2), _single(trr), (0.0, 0.0, 1.0)),
-    Solver("trr_batch", lambda: Peter(2), _single(trr_batch), (0.0, 0.0, 1.0), batch=3),
-    Solver("sqp-PCCArm", lambda: PCCArm(3, 6), _sqp, (0.0, 0.0, 0.5)),
-    Solver("sqp-PlanarPCCArm", lambda: PlanarPCCArm(4, 6), _sqp, (0.0, 0.0, 1.0)),
+    Solver("trr", lambda: Peter(2), _single(trr), (0.0, 0.0, 1.0), **_TRR),
+    Solver("trr_batch", lambda: Peter(2), _single(trr_batch), (0.0, 0.0, 1.0), batch=3, counts=("max_iterations",),
+           endless=(("max_iterations", 10**7),)),
+    Solver("sqp-PCCArm", lambda: PCCArm(3, 6), _sqp, (0.0, 0.0, 0.5), **_SQP),
+    Solver("sqp-PlanarPCCArm", lambda: PlanarPCCArm(4, 6), _sqp, (0.0, 0.0, 1.0), **_SQP),
     Solver("newton_raphson", lambda: Quadruped().leg("front_left"), _single(newton_raphson), (0.0, 0.0, -0.5),
-           tol=1e-9),
+           tol=1e-9, **_NEWTON),
     Solver("newton_raphson_batch", lambda: Quadruped().leg("front_left"), _single(newton_raphson_batch),
-           (0.0, 0.0, -0.5), tol=1e-9, batch=3),
-    Solver("newton_raphson_legs", Quadruped, _single(newton_raphson_legs), (0.0, 0.0, -0.5), tol=1e-9, batch=4),
+           (0.0, 0.0, -0.5), tol=1e-9, batch=3, **_NEWTON),
+    Solver("newton_raphson_legs", Quadruped, _single(newton_raphson_legs), (0.0, 0.0, -0.5), tol=1e-9, batch=4,
+           **_NEWTON),
     *[Solver(f"jacobian_ik-{method}{'-pose' if pose else ''}", _iiwa, _jacobian(method, pose), (2.0, 0.0, 0.5),
-             pose=pose)
+             pose=pose, **_JACOBIAN)
       for pose in (False, True) for method in ("pinv", "dls", "transpose")],
+    *[Solver(f"jacobian_ik_batch{'-pose' if pose else ''}", _iiwa, _jacobian_batch(pose), (2.0, 0.0, 0.5), batch=3,
+             pose=pose, **_JACOBIAN) for pose in (False, True)],
     Solver("NeuralIK.solve", lambda: _network().model, _network_solve, (0.0, 0.0, 1.0), takes_q0=False),
 ]
 BY_NAME = {solver.name: solver for solver in SOLVERS}
@@ -144,7 +171,7 @@ def _unreachable_goal(solver: Solver, rng: np.random.Generator) -> np.ndarray:
     far = np.asarray(solver.unreachable, dtype=float)
     goal = solver.goal(solver.sample(rng))
     if solver.pose:
-        return np.concatenate((far, goal[3:]))
+        return np.concatenate((np.broadcast_to(far, goal[..., :3].shape), goal[..., 3:]), axis=-1)
     if solver.batch:
         return np.broadcast_to(far, goal.shape).copy()
     return far
@@ -184,6 +211,7 @@ def check_record(solver: Solver, goal: np.ndarray, result, tol: float) -> None:
             assert isinstance(result.orientation_error, float) and result.orientation_error >= 0
         else:
             assert result.orientation_error is None
+        assert isinstance(result.restarts, (int, np.integer))
     assert isinstance(result.seconds, float) and result.seconds >= 0
     assert np.all(np.isfinite(solutions))
     assert np.all(solutions >= lower) and np.all(solutions <= upper)
@@ -194,7 +222,13 @@ def check_record(solver: Solver, goal: np.ndarray, result, tol: float) -> None:
     expected = is_success(errors, tol)
     np.testing.assert_array_equal(expected, errors < tol)  # the one definition of success
     if solver.pose:
-        expected = expected & (result.orientation_error < ORIENTATION_TOL)
+        orientation = result.orientation_errors if solver.batch else result.orientation_error
+        assert np.all(np.asarray(orientation) >= 0)
+        expected = expected & (np.asarray(orientation) < ORIENTATION_TOL)
+    elif solver.batch:
+        assert result.orientation_errors is None
+    restarts = np.asarray(result.restarts if not solver.batch or result.restarts is not None else 0)
+    assert np.issubdtype(restarts.dtype, np.integer) and np.all(restarts >= 0)
     np.testing.assert_array_equal(success, expected)
 
 
@@ -271,11 +305,41 @@ def test_bad_start_raises_value_error(solver):
             solver.call(goal, q0)
 
 
-@pytest.mark.parametrize("tol", [0.0, -1e-6, np.nan])
+@pytest.mark.parametrize("tol", [0.0, -1e-6, np.nan, np.inf])
 def test_bad_tol_raises_value_error(solver, tol):
     goal = solver.goal(solver.sample(np.random.default_rng(7)))
     with pytest.raises(ValueError):
         solver.call(goal, tol=tol)
+
+
+@pytest.mark.parametrize("value", [np.nan, 2.5, -1, np.inf, "3", True])
+def test_count_options_must_be_whole_numbers(solver, value):
+    """``max_iterations=nan`` used to hang, ``restarts=2.5`` raised a TypeError: now ValueErrors."""
+    if not solver.counts:
+        pytest.skip(f"{solver.name} has no count options")
+    goal = solver.goal(solver.sample(np.random.default_rng(8)))
+    for name in solver.counts:
+        with pytest.raises(ValueError):
+            solver.call(goal, **{name: value})
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0, np.nan, "1"])
+def test_bad_timeout_raises_value_error(solver, timeout):
+    goal = solver.goal(solver.sample(np.random.default_rng(9)))
+    with pytest.raises(ValueError):
+        solver.call(goal, timeout=timeout)
+
+
+def test_wall_clock_budget_ends_an_endless_solve(solver):
+    """Options that would take hours on an unreachable target, a 50 ms budget: a best effort with
+    ``success=False`` comes back (the bound below is 100 times the budget, for a loaded machine)."""
+    goal = _unreachable_goal(solver, np.random.default_rng(10))
+    start = time.perf_counter()
+    result = solver.call(goal, timeout=0.05, **dict(solver.endless))
+    elapsed = time.perf_counter() - start
+    check_record(solver, goal, result, solver.tol)
+    assert not np.any(result.success)
+    assert elapsed < 5.0, f"{solver.name} ignored its 50 ms budget: {elapsed:.1f} s"
 
 
 def test_every_solver_is_under_the_contract():

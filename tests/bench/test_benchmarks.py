@@ -53,9 +53,10 @@ def test_chain_ik_comparison_table_shape():
 
     table, success = comparison(n_targets=3, n_transpose=1, seed=0)
     lines = table.splitlines()
-    assert len(lines) == 2 + 2 * 6  # header, rule, 6 rows per robot
+    assert len(lines) == 2 + 2 * 7  # header, rule, 7 rows per robot
     assert all(line.count("|") == 13 for line in lines)
     assert success[("KUKA iiwa", "dls")] == 1.0 and success[("Franka Panda", "dls")] == 1.0
+    assert success[("KUKA iiwa", "batch")] == 1.0 and success[("Franka Panda", "batch")] == 1.0
     assert set(success) >= {("KUKA iiwa", "pybullet, one call"), ("Franka Panda", "pybullet looped")}
 
 
@@ -74,3 +75,33 @@ def test_the_shipped_ablation_networks_are_found():
     from soft_envs.bench.neural import ABLATIONS, ablation_network
 
     assert all(ablation_network(2, name) is not None for name in ABLATIONS)
+
+def test_a_peer_that_is_not_installed_gives_a_row_not_an_error(monkeypatch):
+    from soft_envs.bench import ik_peers
+    from soft_envs.bench.chain_ik import load_robot, random_targets
+
+    def missing(chain):
+        raise ModuleNotFoundError("No module named 'nothing_here'", name="nothing_here")
+
+    monkeypatch.setitem(ik_peers.PEERS, "roboticstoolbox `ik_LM`", missing)
+    chain = load_robot("KUKA iiwa")
+    _, positions, quats = random_targets(chain, 2, 0)
+    out = ik_peers.run_peer("roboticstoolbox `ik_LM`", chain, positions, quats)
+    assert isinstance(out, str) and "not installed" in out and "peers" in out
+
+
+@pytest.mark.parametrize("peer, module", [("roboticstoolbox `ik_LM`", "roboticstoolbox"),
+                                          ("TRAC-IK (pytracik), 50 ms", "pytracik")])
+def test_installed_peers_solve_our_targets(peer, module):
+    """Only where the optional ``peers`` extra is installed (skipped otherwise)."""
+    pytest.importorskip(module)
+    from soft_envs.bench import ik_peers
+    from soft_envs.bench.chain_ik import _errors, load_robot, random_targets
+
+    for robot in ("KUKA iiwa", "Franka Panda"):
+        chain = load_robot(robot)
+        _, positions, quats = random_targets(chain, 5, 1)
+        solutions, seconds = ik_peers.run_peer(peer, chain, positions, quats)
+        assert solutions.shape == (5, chain.n_dof) and np.all(seconds > 0)
+        pos_err, ori_err = _errors(chain, solutions, positions, quats)
+        assert np.mean((pos_err < 1e-5) & (ori_err < 1e-5)) >= 0.6

@@ -111,14 +111,16 @@ def test_forward_kinematics_equal_pybullet(chain, client):
     movable = [j for j in range(client.getNumJoints(body))
                if client.getJointInfo(body, j)[2] != pybullet.JOINT_FIXED]
     rng = np.random.default_rng(3)
-    for q in chain.sample(rng, 15):
+    configurations = chain.sample(rng, 15)
+    T_batch, J_batch = chain.forward_matrix(configurations), chain.pose_jacobian(configurations)  # numpy path
+    for q, T_b, J_b in zip(configurations, T_batch, J_batch):
         for j, v in zip(chain.joint_indices, q):
             client.resetJointState(body, j, v)
         state = client.getLinkState(body, end, computeForwardKinematics=True)
-        T = chain.forward_matrix(q)
-        com = T[:3, :3] @ np.array(inertial_pos) + T[:3, 3]
-        np.testing.assert_allclose(com, state[0], atol=1e-12)
-        np.testing.assert_allclose(T[:3, :3] @ R_inertial, quaternion_to_matrix(np.array(state[1])), atol=1e-12)
+        for T in (chain.forward_matrix(q), T_b):  # one configuration (float path), a batch (numpy)
+            com = T[:3, :3] @ np.array(inertial_pos) + T[:3, 3]
+            np.testing.assert_allclose(com, state[0], atol=1e-12)
+            np.testing.assert_allclose(T[:3, :3] @ R_inertial, quaternion_to_matrix(np.array(state[1])), atol=1e-12)
         np.testing.assert_allclose(chain.forward(q), state[4], atol=1e-6)
         all_q = [client.getJointState(body, j)[0] for j in movable]
         lin, ang = client.calculateJacobian(body, end, [0.0, 0.0, 0.0], all_q, [0.0] * len(all_q),
@@ -126,6 +128,23 @@ def test_forward_kinematics_equal_pybullet(chain, client):
         cols = [movable.index(j) for j in chain.joint_indices]
         J_bullet = np.vstack((np.array(lin), np.array(ang)))[:, cols]
         np.testing.assert_allclose(chain.pose_jacobian(q), J_bullet, atol=1e-12)
+        np.testing.assert_allclose(J_b, J_bullet, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), which=st.sampled_from(["iiwa", "panda", "tip"]))
+def test_single_configuration_path_equals_the_batched_path(seed, which, iiwa, panda):
+    """One configuration runs the fused float path, a batch the vectorised numpy path: the same
+    pose and Jacobian to 1e-15 (also with a tip offset, and for a batch of one)."""
+    chain = {"iiwa": iiwa, "panda": panda, "tip": BulletChain(*PANDA, tip_offset=np.array([0.01, -0.02, 0.1]))}[which]
+    q = chain.sample(np.random.default_rng(seed))
+    np.testing.assert_allclose(chain.forward_matrix(q), chain.forward_matrix(np.stack((q, q)))[0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(chain.pose_jacobian(q), chain.pose_jacobian(np.stack((q, q)))[0], rtol=0, atol=1e-15)
+    p1, R1, J1 = chain.pose_and_jacobian(q[None])
+    p2, R2, J2 = chain.pose_and_jacobian(np.stack((q, q)))
+    for one, many in ((p1, p2), (R1, R2), (J1, J2)):
+        np.testing.assert_allclose(one[0], many[0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(chain.link_positions(q)[-1], chain.link_positions(q[None])[0, -1], atol=1e-15)
 
 
 @settings(max_examples=25, deadline=None)
@@ -231,3 +250,102 @@ def test_bad_chains_raise(tmp_path):
         iiwa.forward(np.zeros(6))
     with pytest.raises(ValueError):
         iiwa.pose_jacobian(np.full(7, np.nan))
+
+
+# ------------------------------------------------------------------------------ URDF structure checks
+def _urdf(links: str, joints: str) -> str:
+    return f"<robot name='r'>{links}{joints}</robot>"
+
+
+def _joint(name: str, parent: str, child: str) -> str:
+    return (f"<joint name='{name}' type='revolute'><parent link='{parent}'/><child link='{child}'/>"
+            "<axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>")
+
+
+def _mesh_link(name: str, mesh: str) -> str:
+    return f"<link name='{name}'><visual><geometry><mesh filename='{mesh}'/></geometry></visual></link>"
+
+
+THREE_LINKS = "<link name='l0'/><link name='l1'/><link name='l2'/>"
+
+
+@pytest.mark.parametrize("text, match", [
+    # a link with two parents, l0 -> l1 -> l2 -> l1: the parent walk used to loop for ever
+    (_urdf(THREE_LINKS, _joint("j0", "l0", "l1") + _joint("j1", "l1", "l2") + _joint("j2", "l2", "l1")),
+     "child of two joints"),
+    # a pure cycle: every link has one parent, no root
+    (_urdf(THREE_LINKS, _joint("j0", "l0", "l1") + _joint("j1", "l1", "l2") + _joint("j2", "l2", "l0")), "cycle"),
+    # two joints of the same name: a segfault inside PyBullet's loadURDF
+    (_urdf(THREE_LINKS, _joint("j", "l0", "l1") + _joint("j", "l1", "l2")), "joint names must be unique"),
+    (_urdf(THREE_LINKS + "<link name='l1'/>", _joint("j0", "l0", "l1")), "link names must be unique"),
+    (_urdf(THREE_LINKS, _joint("j0", "l0", "nowhere")), "not a link of the file"),
+    (_urdf(_mesh_link("l0", "missing.obj") + "<link name='l1'/>", _joint("j0", "l0", "l1")), "not found"),
+])
+def test_malformed_urdf_raises_before_anything_walks_it(tmp_path, text, match):
+    path = tmp_path / "robot.urdf"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        BulletChain(path, "l2", base_link="l0")
+
+
+@pytest.mark.parametrize("content, match", [
+    ("f 1 2 3\n", "no vertices"),  # crashed PyBullet
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n", "does not have"),
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1/1/1 2/2/2 -4/1/1\n", "does not have"),
+    ("v 0 0 0\nv 1 0 0\n", "no faces"),
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf a b c\n", "not vertex numbers"),
+])
+def test_meshes_that_do_not_parse_are_rejected(tmp_path, content, match):
+    (tmp_path / "part.obj").write_text(content)
+    path = tmp_path / "robot.urdf"
+    path.write_text(_urdf(_mesh_link("l0", "part.obj") + "<link name='l1'/>", _joint("j0", "l0", "l1")))
+    with pytest.raises(ValueError, match=match):
+        BulletChain(path, "l1")
+
+
+def test_valid_meshes_pass_and_load_in_pybullet(tmp_path, client):
+    """OBJ (with v/vt/vn corners and negative indices), binary and ASCII STL: accepted, and PyBullet
+    loads the same file."""
+    (tmp_path / "a.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nvt 0 0\nvn 0 0 1\nf 1/1/1 2/1/1 -1/1/1\n")
+    triangle = np.zeros(12, dtype="<f4").tobytes() + b"\0\0"
+    (tmp_path / "b.stl").write_bytes(b"\0" * 80 + (1).to_bytes(4, "little") + triangle)
+    (tmp_path / "c.stl").write_text("solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\n"
+                                    "vertex 0 1 0\nendloop\nendfacet\nendsolid t\n")
+    links = _mesh_link("l0", "a.obj") + _mesh_link("l1", "b.stl") + _mesh_link("l2", "package://c.stl")
+    path = tmp_path / "robot.urdf"
+    path.write_text(_urdf(links, _joint("j0", "l0", "l1") + _joint("j1", "l1", "l2")))
+    chain = BulletChain(path, "l2")
+    assert chain.n_dof == 2
+    assert client.getNumJoints(client.loadURDF(str(path), useFixedBase=True)) == 2
+
+
+def test_a_bad_binary_stl_is_rejected(tmp_path):
+    (tmp_path / "b.stl").write_bytes(b"\0" * 80 + (3).to_bytes(4, "little") + b"\0" * 50)
+    path = tmp_path / "robot.urdf"
+    path.write_text(_urdf(_mesh_link("l0", "b.stl") + "<link name='l1'/>", _joint("j0", "l0", "l1")))
+    with pytest.raises(ValueError, match="binary STL"):
+        BulletChain(path, "l1")
+
+
+def test_prismatic_joints_in_both_paths(tmp_path, client):
+    """PETER's body (revolute and prismatic joints) as a BulletChain: the float and numpy paths agree,
+    and both equal PyBullet's link pose and Jacobian."""
+    from soft_envs.robots import Peter
+
+    path = tmp_path / "peter.urdf"
+    path.write_text(Peter(2).urdf())
+    chain = BulletChain(path, "m1_plate")
+    assert "prismatic" in chain.joint_types
+    q = chain.sample(np.random.default_rng(5), 4) * 0.2
+    np.testing.assert_allclose(chain.pose_jacobian(q[0]), chain.pose_jacobian(q)[0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(chain.forward_matrix(q[0]), chain.forward_matrix(q)[0], rtol=0, atol=1e-15)
+    body = client.loadURDF(str(path), useFixedBase=True)
+    end = chain.joint_indices[-1]
+    for configuration in q:
+        for j, v in zip(chain.joint_indices, configuration):
+            client.resetJointState(body, j, v)
+        state = client.getLinkState(body, end, computeForwardKinematics=True)
+        np.testing.assert_allclose(chain.forward(configuration), state[0], atol=1e-12)  # COM at the link origin
+        lin, ang = client.calculateJacobian(body, end, [0.0, 0.0, 0.0], configuration.tolist(),
+                                            [0.0] * chain.n_dof, [0.0] * chain.n_dof)
+        np.testing.assert_allclose(chain.pose_jacobian(configuration), np.vstack((lin, ang)), atol=1e-12)

@@ -37,6 +37,31 @@ def test_jacobian_matches_finite_differences(kinematics, n_modules, data):
 
 
 @pytest.mark.parametrize("kinematics", KINEMATICS)
+@pytest.mark.parametrize("n_modules", [1, 2, 3, 4])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_single_configuration_path_equals_the_batched_path(kinematics, n_modules, data):
+    """One configuration runs the fused float path (reverse-mode Jacobian), a batch of one the
+    vectorised numpy path (forward mode): the same tip and Jacobian to 1e-15."""
+    arm = Peter(n_modules, kinematics=kinematics)
+    t = data.draw(inflation_times(n_modules))
+    np.testing.assert_allclose(arm.forward(t), arm.forward(t[None])[0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(arm.jacobian(t), arm.jacobian(t[None])[0], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(arm.forward(t), arm.module_points(t)[-1], rtol=0, atol=1e-15)
+    assert arm.forward(list(t)).shape == (3,) and arm.jacobian(tuple(t)).shape == (3, 3 * n_modules)
+
+
+@pytest.mark.parametrize("kinematics", KINEMATICS)
+def test_single_configuration_path_checks_its_input(kinematics):
+    arm = Peter(2, kinematics=kinematics)
+    for bad in (np.full(6, np.nan), np.array([0.0, 1.0, np.inf, 0.0, 0.0, 0.0]), np.zeros(5), np.zeros((2, 2, 6))):
+        with pytest.raises(ValueError):
+            arm.forward(bad)
+        with pytest.raises(ValueError):
+            arm.jacobian(bad)
+
+
+@pytest.mark.parametrize("kinematics", KINEMATICS)
 def test_batched_equals_single(kinematics):
     arm = Peter(3, kinematics=kinematics)
     t = arm.sample(np.random.default_rng(0), 7)

@@ -1,0 +1,194 @@
+"""PETER's kinematics for one configuration in plain floats: the fast path of ``Peter.forward`` and
+``Peter.jacobian`` when they get a single configuration ``(3N,)``.
+
+numpy's per-call overhead (about a microsecond a call) dominates on six to twelve numbers, so
+for one configuration the two kinematics of :class:`~soft_envs.robots.peter.Peter` are written
+here as straight-line float arithmetic (no array is allocated until the result), each with a
+reverse-mode (adjoint) Jacobian of the tip:
+
+* tilted plane (paper eqs. 2–5): the tip's adjoint is carried down the modules as two 3×3
+  matrices ``Ū, V̄`` (sensitivity of the tip to the top triangle's edge vectors ``u, v``);
+* PCC: each module is a rigid arc, so its columns are geometric: ``R_{i−1} ∂p/∂x +
+  (R_{i−1} ω_x) × (tip − top_i)`` with ``ω`` from the left Jacobian of the bend rotation.
+
+The batched numpy path (``Peter.module_points_jacobian``, forward mode) stays the reference:
+``tests/robots/test_peter.py`` checks that the two agree to 1e-15 (hypothesis). Units: times
+[s], lengths [m]; frames: the arm's base frame.
+"""
+
+from __future__ import annotations
+
+import math
+from math import cos, factorial, sin, sqrt
+
+# Taylor coefficients (powers of q = θ²) of s = sin θ/θ, c = (1 − cos θ)/θ² and their q-derivatives
+# ds/dq, dc/dq, to the term below 1e-17 for q < 0.25 (θ < 0.5 rad, where the closed forms cancel).
+_S0, _S1, _S2, _S3, _S4, _S5, _S6, _S7 = ((-1) ** k / factorial(2 * k + 1) for k in range(8))
+_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7 = ((-1) ** k / factorial(2 * k + 2) for k in range(8))
+_D0, _D1, _D2, _D3, _D4, _D5, _D6 = ((-1) ** (k + 1) * (k + 1) / factorial(2 * k + 3) for k in range(7))
+_E0, _E1, _E2, _E3, _E4, _E5, _E6 = ((-1) ** (k + 1) * (k + 1) / factorial(2 * k + 4) for k in range(7))
+
+
+def bend_scalars(q: float) -> tuple[float, float, float, float]:
+    """``(s, ds/dq, c, dc/dq)`` of :func:`soft_envs.geometry.bend_functions` for one ``q = θ² ≥ 0``."""
+    if q < 0.25:
+        return (_S0 + q * (_S1 + q * (_S2 + q * (_S3 + q * (_S4 + q * (_S5 + q * (_S6 + q * _S7)))))),
+                _D0 + q * (_D1 + q * (_D2 + q * (_D3 + q * (_D4 + q * (_D5 + q * _D6))))),
+                _C0 + q * (_C1 + q * (_C2 + q * (_C3 + q * (_C4 + q * (_C5 + q * (_C6 + q * _C7)))))),
+                _E0 + q * (_E1 + q * (_E2 + q * (_E3 + q * (_E4 + q * (_E5 + q * _E6))))))
+    th = sqrt(q)
+    sn, cs = sin(th), cos(th)
+    half = sin(0.5 * th)
+    return sn / th, (th * cs - sn) / (2.0 * th * q), 2.0 * half * half / q, (th * sn - 2.0 * (1.0 - cs)) / (2.0 * q * q)
+
+
+def finite_floats(values: list[float]) -> bool:
+    """True when every value is finite."""
+    return all(map(math.isfinite, values))
+
+
+def tilted_single(t: list[float], feet: tuple, rest: float, rate: float, gap: float,
+                  with_jacobian: bool) -> tuple[list[float], list[float] | None]:
+    """Tip ``[x, y, z]`` [m] of the tilted-plane model and (``with_jacobian``) its Jacobian
+    ``3 × 3N`` [m/s], row-major and flat, for inflation times ``t`` (``feet``: the first module's
+    leg feet, 3 × xyz)."""
+    n = len(t)
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = feet  # feet of legs 0, 1, 2
+    nx, ny, nz = 0.0, 0.0, 1.0
+    modules = []  # per module: normal, leg lengths; all but the last also u, v, m, |u × v|
+    third = 1.0 / 3.0
+    for i in range(0, n, 3):
+        l0, l1, l2 = rest + rate * t[i], rest + rate * t[i + 1], rest + rate * t[i + 2]
+        ax, ay, az = ax + l0 * nx, ay + l0 * ny, az + l0 * nz
+        bx, by, bz = bx + l1 * nx, by + l1 * ny, bz + l1 * nz
+        cx, cy, cz = cx + l2 * nx, cy + l2 * ny, cz + l2 * nz
+        if i == n - 3:
+            modules.append((nx, ny, nz, l0, l1, l2))
+            break
+        ux, uy, uz = bx - ax, by - ay, bz - az
+        vx, vy, vz = cx - ax, cy - ay, cz - az
+        mx, my, mz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+        norm = sqrt(mx * mx + my * my + mz * mz)
+        mx, my, mz = mx / norm, my / norm, mz / norm
+        modules.append((nx, ny, nz, l0, l1, l2, ux, uy, uz, vx, vy, vz, mx, my, mz, norm))
+        gx, gy, gz = gap * mx, gap * my, gap * mz
+        ax, ay, az, bx, by, bz, cx, cy, cz = (ax + gx, ay + gy, az + gz, bx + gx, by + gy, bz + gz,
+                                              cx + gx, cy + gy, cz + gz)
+        nx, ny, nz = mx, my, mz
+    tip = [(ax + bx + cx) * third, (ay + by + cy) * third, (az + bz + cz) * third]
+    if not with_jacobian:
+        return tip, None
+
+    J = [0.0] * (3 * n)
+    # Adjoint of the tip with respect to the current module's top edges u = B − A, v = C − A:
+    # U_rc = d tip_r / d u_c, V likewise (zero above the last module).
+    U00 = U01 = U02 = U10 = U11 = U12 = U20 = U21 = U22 = 0.0
+    V00 = V01 = V02 = V10 = V11 = V12 = V20 = V21 = V22 = 0.0
+    k = rate * third
+    for i in range(n - 3, -1, -3):
+        nx, ny, nz, l0, l1, l2 = modules[i // 3][:6]
+        a0, a1, a2 = U00 * nx + U01 * ny + U02 * nz, U10 * nx + U11 * ny + U12 * nz, U20 * nx + U21 * ny + U22 * nz
+        b0, b1, b2 = V00 * nx + V01 * ny + V02 * nz, V10 * nx + V11 * ny + V12 * nz, V20 * nx + V21 * ny + V22 * nz
+        kx, ky, kz = k * nx, k * ny, k * nz
+        J[i], J[i + 1], J[i + 2] = kx - rate * (a0 + b0), kx + rate * a0, kx + rate * b0
+        J[n + i], J[n + i + 1], J[n + i + 2] = ky - rate * (a1 + b1), ky + rate * a1, ky + rate * b1
+        J[2 * n + i], J[2 * n + i + 1], J[2 * n + i + 2] = kz - rate * (a2 + b2), kz + rate * a2, kz + rate * b2
+        if i == 0:
+            break
+        # Adjoint of the previous top's normal m (this module's normal, carrying the legs and the
+        # gap): G = (mean leg + gap) I + (l1 − l0) U + (l2 − l0) V, then through m = (u × v)/|u × v|.
+        _, _, _, _, _, _, ux, uy, uz, vx, vy, vz, mx, my, mz, norm = modules[i // 3 - 1]
+        diag = (l0 + l1 + l2) * third + gap
+        d1, d2 = l1 - l0, l2 - l0
+        G00, G01, G02 = d1 * U00 + d2 * V00 + diag, d1 * U01 + d2 * V01, d1 * U02 + d2 * V02
+        G10, G11, G12 = d1 * U10 + d2 * V10, d1 * U11 + d2 * V11 + diag, d1 * U12 + d2 * V12
+        G20, G21, G22 = d1 * U20 + d2 * V20, d1 * U21 + d2 * V21, d1 * U22 + d2 * V22 + diag
+        p0, p1, p2 = G00 * mx + G01 * my + G02 * mz, G10 * mx + G11 * my + G12 * mz, G20 * mx + G21 * my + G22 * mz
+        inv = 1.0 / norm
+        G00, G01, G02 = (G00 - p0 * mx) * inv, (G01 - p0 * my) * inv, (G02 - p0 * mz) * inv
+        G10, G11, G12 = (G10 - p1 * mx) * inv, (G11 - p1 * my) * inv, (G12 - p1 * mz) * inv
+        G20, G21, G22 = (G20 - p2 * mx) * inv, (G21 - p2 * my) * inv, (G22 - p2 * mz) * inv
+        # d(u × v) = du × v + u × dv: U_r += v × G_r, V_r += G_r × u
+        U00, U01, U02 = U00 + vy * G02 - vz * G01, U01 + vz * G00 - vx * G02, U02 + vx * G01 - vy * G00
+        U10, U11, U12 = U10 + vy * G12 - vz * G11, U11 + vz * G10 - vx * G12, U12 + vx * G11 - vy * G10
+        U20, U21, U22 = U20 + vy * G22 - vz * G21, U21 + vz * G20 - vx * G22, U22 + vx * G21 - vy * G20
+        V00, V01, V02 = V00 + G01 * uz - G02 * uy, V01 + G02 * ux - G00 * uz, V02 + G00 * uy - G01 * ux
+        V10, V11, V12 = V10 + G11 * uz - G12 * uy, V11 + G12 * ux - G10 * uz, V12 + G10 * uy - G11 * ux
+        V20, V21, V22 = V20 + G21 * uz - G22 * uy, V21 + G22 * ux - G20 * uz, V22 + G20 * uy - G21 * ux
+    return tip, J
+
+
+def pcc_single(t: list[float], q_from_l: tuple, rest: float, rate: float, gap: float,
+               with_jacobian: bool) -> tuple[list[float], list[float] | None]:
+    """Tip [m] of the PCC kinematics and (``with_jacobian``) its Jacobian ``3 × 3N`` [m/s], row-major
+    and flat (``q_from_l``: the 3×3 map from leg lengths to ``(L, a, b)``, rows as tuples)."""
+    n = len(t)
+    (q00, q01, q02), (q10, q11, q12), (q20, q21, q22) = q_from_l
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    px = py = pz = 0.0
+    tops = []  # per module: the rotation before it, its top and its arc (L, a, b, s, ds, c, dc)
+    for i in range(0, n, 3):
+        l0, l1, l2 = rest + rate * t[i], rest + rate * t[i + 1], rest + rate * t[i + 2]
+        L = l0 * q00 + l1 * q01 + l2 * q02
+        a = l0 * q10 + l1 * q11 + l2 * q12
+        b = l0 * q20 + l1 * q21 + l2 * q22
+        q = a * a + b * b
+        if with_jacobian:
+            s, ds, c, dc = bend_scalars(q)
+        elif q > 0.0:  # the closed forms of s and c do not cancel
+            th = sqrt(q)
+            half = sin(0.5 * th)
+            s, c = sin(th) / th, 2.0 * half * half / q
+        else:
+            s, c = 1.0, 0.5
+        Lc = L * c
+        ex, ey, ez = Lc * a, Lc * b, L * s  # arc end in the module frame
+        tx = px + r00 * ex + r01 * ey + r02 * ez
+        ty = py + r10 * ex + r11 * ey + r12 * ez
+        tz = pz + r20 * ex + r21 * ey + r22 * ez
+        if with_jacobian:
+            tops.append((r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, L, a, b, s, ds, c, dc))
+        # R ← R · (I + s W + c W²), W = [(−b, a, 0)]×
+        cab, sa, sb = c * a * b, s * a, s * b
+        m00, m11, m22 = 1.0 - c * a * a, 1.0 - c * b * b, 1.0 - c * q
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = (
+            r00 * m00 - r01 * cab - r02 * sa, r01 * m11 - r00 * cab - r02 * sb, r00 * sa + r01 * sb + r02 * m22,
+            r10 * m00 - r11 * cab - r12 * sa, r11 * m11 - r10 * cab - r12 * sb, r10 * sa + r11 * sb + r12 * m22,
+            r20 * m00 - r21 * cab - r22 * sa, r21 * m11 - r20 * cab - r22 * sb, r20 * sa + r21 * sb + r22 * m22)
+        px, py, pz = tx + gap * r02, ty + gap * r12, tz + gap * r22
+    tip = [tx, ty, tz]
+    if not with_jacobian:
+        return tip, None
+
+    J = [0.0] * (3 * n)
+    k00, k01, k02, k10, k11, k12, k20, k21, k22 = (rate * q00, rate * q01, rate * q02, rate * q10, rate * q11,
+                                                   rate * q12, rate * q20, rate * q21, rate * q22)
+    for i, (r00, r01, r02, r10, r11, r12, r20, r21, r22, ox, oy, oz, L, a, b, s, ds, c, dc) in \
+            zip(range(0, n, 3), tops):
+        dx, dy, dz = tx - ox, ty - oy, tz - oz  # top of this module -> tip
+        d = 2.0 * ds + c  # (1 − s)/θ²: the W² coefficient of the bend's left Jacobian
+        # ∂(arc end)/∂L, ∂/∂a, ∂/∂b in the module frame, and the angular velocities ω_a, ω_b
+        ca, cb = c * a, c * b
+        pa0, pa1, pa2 = L * (c + 2.0 * a * a * dc), L * 2.0 * a * b * dc, L * 2.0 * a * ds
+        pb0, pb1, pb2 = pa1, L * (c + 2.0 * b * b * dc), L * 2.0 * b * ds
+        dab = d * a * b
+        wa0, wa1, wa2 = -dab, 1.0 - d * b * b, -cb
+        wb0, wb1, wb2 = d * a * a - 1.0, dab, ca
+        # to the base frame
+        Lx, Ly, Lz = r00 * ca + r01 * cb + r02 * s, r10 * ca + r11 * cb + r12 * s, r20 * ca + r21 * cb + r22 * s
+        wx, wy, wz = r00 * wa0 + r01 * wa1 + r02 * wa2, r10 * wa0 + r11 * wa1 + r12 * wa2, r20 * wa0 + r21 * wa1 + r22 * wa2
+        Ax = r00 * pa0 + r01 * pa1 + r02 * pa2 + wy * dz - wz * dy
+        Ay = r10 * pa0 + r11 * pa1 + r12 * pa2 + wz * dx - wx * dz
+        Az = r20 * pa0 + r21 * pa1 + r22 * pa2 + wx * dy - wy * dx
+        wx, wy, wz = r00 * wb0 + r01 * wb1 + r02 * wb2, r10 * wb0 + r11 * wb1 + r12 * wb2, r20 * wb0 + r21 * wb1 + r22 * wb2
+        Bx = r00 * pb0 + r01 * pb1 + r02 * pb2 + wy * dz - wz * dy
+        By = r10 * pb0 + r11 * pb1 + r12 * pb2 + wz * dx - wx * dz
+        Bz = r20 * pb0 + r21 * pb1 + r22 * pb2 + wx * dy - wy * dx
+        # (L, a, b) are linear in the module's three times
+        J[i], J[i + 1], J[i + 2] = Lx * k00 + Ax * k10 + Bx * k20, Lx * k01 + Ax * k11 + Bx * k21, \
+            Lx * k02 + Ax * k12 + Bx * k22
+        J[n + i], J[n + i + 1], J[n + i + 2] = Ly * k00 + Ay * k10 + By * k20, Ly * k01 + Ay * k11 + By * k21, \
+            Ly * k02 + Ay * k12 + By * k22
+        J[2 * n + i], J[2 * n + i + 1], J[2 * n + i + 2] = Lz * k00 + Az * k10 + Bz * k20, \
+            Lz * k01 + Az * k11 + Bz * k21, Lz * k02 + Az * k12 + Bz * k22
+    return tip, J
