@@ -76,6 +76,7 @@ def test_the_shipped_ablation_networks_are_found():
 
     assert all(ablation_network(2, name) is not None for name in ABLATIONS)
 
+
 def test_a_peer_that_is_not_installed_gives_a_row_not_an_error(monkeypatch):
     from soft_envs.bench import ik_peers
     from soft_envs.bench.chain_ik import load_robot, random_targets

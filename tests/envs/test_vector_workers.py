@@ -38,7 +38,9 @@ def _call_with_deadline(fn, seconds: float):
 
 @pytest.mark.parametrize("when", ["before_step", "during_step"])
 def test_killed_worker_raises_and_close_terminates(when):
-    envs = gym.make_vec("soft_envs/PeterReach-v0", num_envs=2, vectorization_mode="async", kinematic=True)
+    # "during_step": a physics step long enough (thousands of substeps) that the kill lands inside it
+    kwargs = {"kinematic": True} if when == "before_step" else {"frame_skip": 5000}
+    envs = gym.make_vec("soft_envs/PeterReach-v0", num_envs=2, vectorization_mode="async", **kwargs)
     envs.reset(seed=0)
     victim = envs.processes[1]
     if when == "during_step":
