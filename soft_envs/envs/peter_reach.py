@@ -44,7 +44,7 @@ commanded shape (:class:`~soft_envs.sim.peter_body.PeterBody`), PyBullet's direc
 (Dantzig) solver (:func:`~soft_envs.sim.peter_body.configure_physics`), ``frame_skip = 12``
 (20 Hz, 2.5 s episodes). PyBullet's Dantzig solver keeps about 8 KB per client that stepped
 (native memory, not freed at disconnect): thousands of make/step/close cycles of the stiff env
-grow the process (issue 14); the soft default never uses it.
+grow the process; the soft default never uses it.
 
 ``kinematic=True`` runs the same spaces on the analytic model (``kinematics="pcc"`` or
 ``"tilted"``) with no simulator.
