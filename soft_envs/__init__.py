@@ -5,7 +5,19 @@ Robot models are in :mod:`soft_envs.robots`, controllers and IK solvers in
 :mod:`soft_envs.agents`.
 """
 
-from soft_envs.console import quiet_native_output as _quiet_native_output
+import os as _os
+
+# In a source checkout (the repository root on ``sys.path``: ``python -m pytest`` or Ray workers
+# started there) ``agents/`` and ``urdf/`` sit beside this folder; installed, they are
+# ``soft_envs.agents`` and ``soft_envs.urdf`` (pyproject's package-dir). Give the checkout the
+# installed layout, so ``soft_envs.agents`` imports the same code either way.
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+if not _os.path.isdir(_os.path.join(_HERE, "agents")):
+    _ROOT = _os.path.dirname(_HERE)
+    if _os.path.isfile(_os.path.join(_ROOT, "agents", "__init__.py")) and _ROOT not in __path__:
+        __path__.append(_ROOT)
+
+from soft_envs.console import quiet_native_output as _quiet_native_output  # noqa: E402
 
 with _quiet_native_output():  # PyBullet prints its build banner on import
     import pybullet as _pybullet  # noqa: F401

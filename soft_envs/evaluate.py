@@ -286,7 +286,10 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
     results: list[EpisodeResult | None] = [None] * len(jobs)
     with _pool(int(workers), ray_address) as pool:
         indexed = pool.imap_unordered(_run_indexed, [(i, job, run) for i, job in enumerate(jobs)])
-        for i, result in tqdm(indexed, total=len(jobs), desc="episodes", disable=not progress):
+        for item in tqdm(indexed, total=len(jobs), desc="episodes", disable=not progress):
+            if isinstance(item, BaseException):  # Ray's pool hands a failed task back as its error
+                raise item
+            i, result = item
             results[i] = result
     return Evaluation([r for r in results if r is not None])
 
