@@ -51,22 +51,23 @@ def tilted_single(feet: tuple, rest: float, rate: float, gap: float, t: list[flo
     n = len(t)
     (ax, ay, az), (bx, by, bz), (cx, cy, cz) = feet  # feet of legs 0, 1, 2
     nx, ny, nz = 0.0, 0.0, 1.0
-    modules = []  # per module: normal, leg lengths; all but the last also u, v, m, |u × v|
+    modules = []  # per module: normal, leg lengths
+    edges = []  # per module but the last: its top's u, v, m, |u × v|
     third = 1.0 / 3.0
     for i in range(0, n, 3):
         l0, l1, l2 = rest + rate * t[i], rest + rate * t[i + 1], rest + rate * t[i + 2]
         ax, ay, az = ax + l0 * nx, ay + l0 * ny, az + l0 * nz
         bx, by, bz = bx + l1 * nx, by + l1 * ny, bz + l1 * nz
         cx, cy, cz = cx + l2 * nx, cy + l2 * ny, cz + l2 * nz
+        modules.append((nx, ny, nz, l0, l1, l2))
         if i == n - 3:
-            modules.append((nx, ny, nz, l0, l1, l2))
             break
         ux, uy, uz = bx - ax, by - ay, bz - az
         vx, vy, vz = cx - ax, cy - ay, cz - az
         mx, my, mz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
         norm = sqrt(mx * mx + my * my + mz * mz)
         mx, my, mz = mx / norm, my / norm, mz / norm
-        modules.append((nx, ny, nz, l0, l1, l2, ux, uy, uz, vx, vy, vz, mx, my, mz, norm))
+        edges.append((ux, uy, uz, vx, vy, vz, mx, my, mz, norm))
         gx, gy, gz = gap * mx, gap * my, gap * mz
         ax, ay, az, bx, by, bz, cx, cy, cz = (ax + gx, ay + gy, az + gz, bx + gx, by + gy, bz + gz,
                                               cx + gx, cy + gy, cz + gz)
@@ -82,7 +83,7 @@ def tilted_single(feet: tuple, rest: float, rate: float, gap: float, t: list[flo
     V00 = V01 = V02 = V10 = V11 = V12 = V20 = V21 = V22 = 0.0
     k = rate * third
     for i in range(n - 3, -1, -3):
-        nx, ny, nz, l0, l1, l2 = modules[i // 3][:6]
+        nx, ny, nz, l0, l1, l2 = modules.pop()
         a0, a1, a2 = U00 * nx + U01 * ny + U02 * nz, U10 * nx + U11 * ny + U12 * nz, U20 * nx + U21 * ny + U22 * nz
         b0, b1, b2 = V00 * nx + V01 * ny + V02 * nz, V10 * nx + V11 * ny + V12 * nz, V20 * nx + V21 * ny + V22 * nz
         kx, ky, kz = k * nx, k * ny, k * nz
@@ -93,7 +94,7 @@ def tilted_single(feet: tuple, rest: float, rate: float, gap: float, t: list[flo
             break
         # Adjoint of the previous top's normal m (this module's normal, carrying the legs and the
         # gap): G = (mean leg + gap) I + (l1 − l0) U + (l2 − l0) V, then through m = (u × v)/|u × v|.
-        _, _, _, _, _, _, ux, uy, uz, vx, vy, vz, mx, my, mz, norm = modules[i // 3 - 1]
+        ux, uy, uz, vx, vy, vz, mx, my, mz, norm = edges.pop()
         diag = (l0 + l1 + l2) * third + gap
         d1, d2 = l1 - l0, l2 - l0
         G00, G01, G02 = d1 * U00 + d2 * V00 + diag, d1 * U01 + d2 * V01, d1 * U02 + d2 * V02
@@ -150,7 +151,8 @@ def pcc_single(q_from_l: tuple, rest: float, rate: float, gap: float, t: list[fl
         ty = py + r10 * ex + r11 * ey + r12 * ez
         tz = pz + r20 * ex + r21 * ey + r22 * ez
         if with_jacobian:
-            tops.append((r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, L, a, b, s, d, c, dc))
+            tops.append((r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, tx - px, ty - py, tz - pz,
+                         L, a, b, s, d, c, dc))
         # R ← R · (I + s W + c W²), W = [(−b, a, 0)]×
         cab, sa, sb = c * a * b, s * a, s * b
         m00, m11, m22 = 1.0 - c * a * a, 1.0 - c * b * b, 1.0 - c * q
@@ -166,7 +168,7 @@ def pcc_single(q_from_l: tuple, rest: float, rate: float, gap: float, t: list[fl
     k00, k01, k02, k10, k11, k12, k20, k21, k22 = (rate * q00, rate * q01, rate * q02, rate * q10, rate * q11,
                                                    rate * q12, rate * q20, rate * q21, rate * q22)
     mean_length = q00 == q01 == q02 and q20 == 0.0
-    for r00, r01, r02, r10, r11, r12, r20, r21, r22, ox, oy, oz, L, a, b, s, d, c, dc in tops:
+    for r00, r01, r02, r10, r11, r12, r20, r21, r22, ox, oy, oz, vx, vy, vz, L, a, b, s, d, c, dc in tops:
         dx, dy, dz = tx - ox, ty - oy, tz - oz  # top of this module -> tip, in the base frame
         ex = r00 * dx + r10 * dy + r20 * dz  # ... and in the module's frame
         ey = r01 * dx + r11 * dy + r21 * dz
@@ -174,7 +176,6 @@ def pcc_single(q_from_l: tuple, rest: float, rate: float, gap: float, t: list[fl
         # Module frame: ∂(arc end)/∂a + ω_a × e and likewise for b. With d = (1 − s)/θ² (the W²
         # coefficient of the bend's left Jacobian) and u = (d a, d b, c) the angular velocities
         # are ω_a = ŷ − b u, ω_b = −x̂ + a u, so both crosses share w = u × e.
-        ca, cb = c * a, c * b
         u0, u1 = d * a, d * b
         w0, w1, w2 = u1 * ez - c * ey, c * ex - u0 * ez, u0 * ey - u1 * ex
         Lc, L2dc, Lds = L * c, 2.0 * L * dc, L * (d - c)  # Lds = 2 L ds/dq
@@ -185,17 +186,18 @@ def pcc_single(q_from_l: tuple, rest: float, rate: float, gap: float, t: list[fl
         B0 = pab + a * w0
         B1 = Lc + L2dc * b * b + ez + a * w1
         B2 = Lds * b - ey + a * w2
-        # (L, a, b) are linear in the module's three times; then to the base frame
+        # To the base frame; (L, a, b) are linear in the module's three times.
+        Ax, Ay, Az = r00 * A0 + r01 * A1 + r02 * A2, r10 * A0 + r11 * A1 + r12 * A2, r20 * A0 + r21 * A1 + r22 * A2
+        Bx, By, Bz = r00 * B0 + r01 * B1 + r02 * B2, r10 * B0 + r11 * B1 + r12 * B2, r20 * B0 + r21 * B1 + r22 * B2
         if mean_length:  # L is the mean leg and b does not depend on leg 0 (PETER's leg layout)
-            Lx, Ly, Lz = ca * k00, cb * k00, s * k00
-            c0, c1, c2 = Lx + A0 * k10, Ly + A1 * k10, Lz + A2 * k10
-            d0, d1, d2 = Lx + A0 * k11 + B0 * k21, Ly + A1 * k11 + B1 * k21, Lz + A2 * k11 + B2 * k21
-            e0, e1, e2 = Lx + A0 * k12 + B0 * k22, Ly + A1 * k12 + B1 * k22, Lz + A2 * k12 + B2 * k22
+            f = k00 / L  # ∂(arc end)/∂L = (arc end)/L: the module's chord vector v in the base frame
+            Lx, Ly, Lz = vx * f, vy * f, vz * f
+            J0 += (Lx + Ax * k10, Lx + Ax * k11 + Bx * k21, Lx + Ax * k12 + Bx * k22)
+            J1 += (Ly + Ay * k10, Ly + Ay * k11 + By * k21, Ly + Ay * k12 + By * k22)
+            J2 += (Lz + Az * k10, Lz + Az * k11 + Bz * k21, Lz + Az * k12 + Bz * k22)
         else:
-            c0, c1, c2 = ca * k00 + A0 * k10 + B0 * k20, cb * k00 + A1 * k10 + B1 * k20, s * k00 + A2 * k10 + B2 * k20
-            d0, d1, d2 = ca * k01 + A0 * k11 + B0 * k21, cb * k01 + A1 * k11 + B1 * k21, s * k01 + A2 * k11 + B2 * k21
-            e0, e1, e2 = ca * k02 + A0 * k12 + B0 * k22, cb * k02 + A1 * k12 + B1 * k22, s * k02 + A2 * k12 + B2 * k22
-        J0 += (r00 * c0 + r01 * c1 + r02 * c2, r00 * d0 + r01 * d1 + r02 * d2, r00 * e0 + r01 * e1 + r02 * e2)
-        J1 += (r10 * c0 + r11 * c1 + r12 * c2, r10 * d0 + r11 * d1 + r12 * d2, r10 * e0 + r11 * e1 + r12 * e2)
-        J2 += (r20 * c0 + r21 * c1 + r22 * c2, r20 * d0 + r21 * d1 + r22 * d2, r20 * e0 + r21 * e1 + r22 * e2)
+            Lx, Ly, Lz = vx / L, vy / L, vz / L
+            J0 += (Lx * k00 + Ax * k10 + Bx * k20, Lx * k01 + Ax * k11 + Bx * k21, Lx * k02 + Ax * k12 + Bx * k22)
+            J1 += (Ly * k00 + Ay * k10 + By * k20, Ly * k01 + Ay * k11 + By * k21, Ly * k02 + Ay * k12 + By * k22)
+            J2 += (Lz * k00 + Az * k10 + Bz * k20, Lz * k01 + Az * k11 + Bz * k21, Lz * k02 + Az * k12 + Bz * k22)
     return [tx, ty, tz], [J0, J1, J2]
