@@ -153,6 +153,8 @@ def pcc_single(q_from_l: tuple, rest: float, rate: float, gap: float, t: list[fl
         if with_jacobian:
             tops.append((r00, r01, r02, r10, r11, r12, r20, r21, r22, tx, ty, tz, tx - px, ty - py, tz - pz,
                          L, a, b, s, d, c, dc))
+        if i == n - 3:  # the tip: no frame above it
+            break
         # R ← R · (I + s W + c W²), W = [(−b, a, 0)]×
         cab, sa, sb = c * a * b, s * a, s * b
         m00, m11, m22 = 1.0 - c * a * a, 1.0 - c * b * b, 1.0 - c * q
