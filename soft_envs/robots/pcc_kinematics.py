@@ -22,6 +22,16 @@ _DW_DA = skew(np.array([0.0, 1.0, 0.0]))   # d[w]×/da for w = (−b, a, 0)
 _DW_DB = skew(np.array([-1.0, 0.0, 0.0]))  # d[w]×/db
 
 
+def _rotation_derivative(c_d: float, s_d: float, x1: float, x2: float, sv: float, cv: float,
+                         th2: float) -> tuple[float, float, float, float, float, float]:
+    """Entries ``(d11, d12, d22, d13, d23, d33)`` of the derivative of a segment's rotation
+    ``I + sv W + cv W²`` along the bend component ``x1`` (``x2`` the other one; ``c_d, s_d``: the
+    derivatives of ``cv, sv`` along it). For ``x1 = a`` the matrix is ``[[d11, d12, d13], [d12, d22,
+    d23], [−d13, −d23, d33]]``; for ``x1 = b`` rows and columns 1 and 2 swap."""
+    return (-c_d * x1 * x1 - 2 * cv * x1, -c_d * x1 * x2 - cv * x2, -c_d * x2 * x2, s_d * x1 + sv, s_d * x2,
+            -c_d * th2 - 2 * cv * x1)
+
+
 class PCCKinematics:
     """Tip position, rotation and Jacobian of ``N`` segments of ``links_per_segment`` links.
 
@@ -111,18 +121,8 @@ class PCCKinematics:
             q1 = n01 * dx + n11 * dy + n21 * dz
             q2 = n02 * dx + n12 * dy + n22 * dz
             # d(segment rotation)/da · q and /db · q (symmetric 2×2 block, antisymmetric column)
-            c_d, s_d = dcv * ca, dsv * ca
-            d11 = -c_d * a * a - 2 * cv * a
-            d12 = -c_d * a * b - cv * b
-            d22 = -c_d * b * b
-            d13, d23 = s_d * a + sv, s_d * b
-            d33 = -c_d * th2 - 2 * cv * a
-            c_d, s_d = dcv * sa, dsv * sa
-            e11 = -c_d * b * b - 2 * cv * b
-            e12 = -c_d * b * a - cv * a
-            e22 = -c_d * a * a
-            e13, e23 = s_d * b + sv, s_d * a
-            e33 = -c_d * th2 - 2 * cv * b
+            d11, d12, d22, d13, d23, d33 = _rotation_derivative(dcv * ca, dsv * ca, a, b, sv, cv, th2)
+            e11, e12, e22, e13, e23, e33 = _rotation_derivative(dcv * sa, dsv * sa, b, a, sv, cv, th2)
             la0 = k * (g + a * dg * ca) + d11 * q0 + d12 * q1 + d13 * q2
             la1 = k * a * dg * sa + d12 * q0 + d22 * q1 + d23 * q2
             la2 = k * dh * ca - d13 * q0 - d23 * q1 + d33 * q2
