@@ -269,8 +269,10 @@ class PCCArm(KinematicModel):
     def smooth_kinematics(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Tip [m] and ``d tip / d u`` in smooth coordinates, for one ``u`` ``(3N,)`` (IK fast path)."""
         s = np.asarray(u, dtype=float).reshape(self.n_segments, 3)
-        if np.all(s[:, 1] ** 2 + s[:, 2] ** 2 > _CLOSED_FORM_MIN_BEND**2):
-            return self._kinematics.closed_form(s)
+        rows = s.tolist()
+        if all(a * a + b * b > _CLOSED_FORM_MIN_BEND**2 for _, a, b in rows):
+            tip, jac = self._kinematics.closed_form_rows(rows)
+            return np.array(tip), np.array(jac).reshape(-1, 3).T
         tip, jac, _ = self._kinematics.series(s[None], with_jacobian=True)
         return tip[0], jac[0]
 

@@ -19,13 +19,14 @@ Both come with analytic Jacobians (forward-mode derivatives, batched).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, cross, skew
 from soft_envs.robots.base import KinematicModel
-from soft_envs.robots.peter_single import finite_floats, pcc_single, tilted_single
+from soft_envs.robots.peter_single import pcc_single, tilted_single
 from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
                                     cylinder_inertia, section_colour, section_joint_values)
 
@@ -177,7 +178,7 @@ class Peter(KinematicModel):
         fused float path, reverse mode; batch: numpy, forward mode)."""
         single = self._single_configuration(t)
         if single is not None:
-            return np.array(self._single_kinematics(single, True)[1]).reshape(3, -1)
+            return np.array((self.__dict__.get("_single_call") or self._single_call())(single, True)[1])
         return self.module_points_jacobian(t)[1][..., -1, :, :]
 
     def _single_configuration(self, t: np.ndarray) -> list[float] | None:
@@ -187,17 +188,24 @@ class Peter(KinematicModel):
         if arr.shape != self.lower.shape:
             return None
         values = arr.tolist()
-        return values if finite_floats(values) else None
+        # A finite sum means every value is finite (an inf or NaN makes the sum inf or NaN; an
+        # overflowing sum of finite values just takes the checked path).
+        return values if math.isfinite(sum(values)) else None
 
-    def _single_kinematics(self, t: list[float], with_jacobian: bool) -> tuple[list[float], list[float] | None]:
-        """Tip and flat row-major Jacobian of one configuration (plain floats), this arm's kinematics."""
-        constants = self.__dict__.get("_single_constants")
-        if constants is None:  # the model's parameters as plain floats, computed once
-            constants = (tuple(map(tuple, self._feet.tolist())), tuple(map(tuple, self._q_from_l.tolist())))
-            self.__dict__["_single_constants"] = constants
+    def _single_kinematics(self, t: list[float], with_jacobian: bool) -> tuple[list[float], list | None]:
+        """Tip and Jacobian (three row lists) of one configuration (plain floats), this arm's kinematics."""
+        return (self.__dict__.get("_single_call") or self._single_call())(t, with_jacobian)
+
+    def _single_call(self):
+        """This arm's fused kinematics ``f(t, with_jacobian)`` with the model's parameters bound
+        as plain floats, made once."""
         if self.kinematics == "tilted":
-            return tilted_single(t, constants[0], self.leg_length_at_rest, self.leg_rate, self.gap, with_jacobian)
-        return pcc_single(t, constants[1], self.leg_length_at_rest, self.leg_rate, self.gap, with_jacobian)
+            call = partial(tilted_single, tuple(map(tuple, self._feet.tolist())))
+        else:
+            call = partial(pcc_single, tuple(map(tuple, self._q_from_l.tolist())))
+        call = partial(call, self.leg_length_at_rest, self.leg_rate, self.gap)
+        self.__dict__["_single_call"] = call
+        return call
 
     def module_points(self, t: np.ndarray) -> np.ndarray:
         """Centre of every module's top [m], ``(N, 3)`` or ``(B, N, 3)``."""
