@@ -89,6 +89,7 @@ from soft_envs.sim.actuators import PressureRegulator
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 ACTION_TYPES = ("configuration", "torque", "pressure")
 PHYSICS = ("soft", "stiff")
@@ -219,7 +220,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             raise InvalidParameterError(f"controller_period ({self.controller_period!r} s) must be a whole number "
                                         f"of physics steps ({self.time_step!r} s)")
         self._steps_per_control = int(round(ratio))
-        self.body = PCCBody(self.client, self.model, gravity=9.81 if gravity else 0.0,
+        self.body = PCCBody(self.client, self.model, gravity=STANDARD_GRAVITY if gravity else 0.0,
                             rayleigh_stiffness=rayleigh_stiffness, payload=payload)
         n = self.model.n_dof
         #: ``H_u`` (eq. 9 in the smooth coordinates) and its inverse (chamber actuation).
@@ -264,7 +265,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _physics_parameters(self) -> dict[str, Any]:
         # PCCBody integrates the arm itself; the client's gravity enters its inverse dynamics.
-        return {"gravity": 9.81 if self.gravity else 0.0}
+        return {"gravity": STANDARD_GRAVITY if self.gravity else 0.0}
 
     # ------------------------------------------------------------------ conversions
 

@@ -63,7 +63,7 @@ from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, Sof
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
 from soft_envs.sim.actuators import PneumaticLegs
-from soft_envs.sim.bullet import connect
+from soft_envs.sim.bullet import STANDARD_GRAVITY, connect
 from soft_envs.sim.peter_body import PeterBody
 from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS, SoftPeterBody
 from soft_envs.sim.urdf import check_joint_count
@@ -187,14 +187,14 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _physics_parameters(self) -> dict[str, Any]:
         if self.physics == "soft":  # the core integrates the arm; the client's gravity enters its dynamics
-            return {"gravity": 9.81 if self.gravity else 0.0}
+            return {"gravity": STANDARD_GRAVITY if self.gravity else 0.0}
         # The direct (Dantzig) solver holds the chain of position motors stiff (see PeterBody).
-        return {"gravity": 9.81 if self.gravity else 0.0, "solver_iterations": self.solver_iterations,
+        return {"gravity": STANDARD_GRAVITY if self.gravity else 0.0, "solver_iterations": self.solver_iterations,
                 "direct_solver": True}
 
     def _build_scene(self, client) -> PeterBody | SoftPeterBody:
         if self.physics == "soft":
-            body = SoftPeterBody(client, self.model, payload=self.payload, gravity=9.81 if self.gravity else 0.0,
+            body = SoftPeterBody(client, self.model, payload=self.payload, gravity=STANDARD_GRAVITY if self.gravity else 0.0,
                                  rayleigh_stiffness=self.rayleigh_stiffness)
         else:
             body = PeterBody(client, self.model, payload=self.payload)

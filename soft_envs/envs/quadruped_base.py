@@ -38,8 +38,8 @@ from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, SoftEnv, check_count
 from soft_envs.exceptions import check_nonnegative
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.geometry import quaternion_to_matrix
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 
-GRAVITY = 9.81
 
 
 class QuadrupedBody:
@@ -169,7 +169,7 @@ class QuadrupedBaseEnv(SoftEnv):
         self._cache: dict[str, Any] = {}
 
     def _physics_parameters(self) -> dict[str, Any]:
-        return {"gravity": GRAVITY, "solver_iterations": self.solver_iterations}
+        return {"gravity": STANDARD_GRAVITY, "solver_iterations": self.solver_iterations}
 
     # ------------------------------------------------------------------ conversions
     def _model_to_action(self, q: np.ndarray) -> np.ndarray:

@@ -10,6 +10,8 @@ from pybullet_utils.bullet_client import BulletClient
 
 from soft_envs.console import quiet_native_output
 
+STANDARD_GRAVITY = 9.81  # [m/s²], along the world's −z in every simulation of the package
+
 
 def has_display() -> bool:
     """True when a GUI window can be opened (an X display is set)."""

@@ -29,6 +29,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.sim.soft_arm import SectionMap, SoftArmBody
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 DEFAULT_RAYLEIGH_STIFFNESS = 5e-3  # s (assumption, see the module docstring)
 
@@ -55,7 +56,7 @@ class PCCBody(SoftArmBody):
         client,
         model: PCCArm,
         *,
-        gravity: float = 9.81,
+        gravity: float = STANDARD_GRAVITY,
         rayleigh_mass: float = 0.0,
         rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
         payload: float = 0.0,

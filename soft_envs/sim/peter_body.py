@@ -9,6 +9,7 @@ from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.console import quiet_native_output
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.urdf import load_chain
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 
 def configure_physics(client, *, time_step: float, gravity: bool = True, solver_iterations: int = 100) -> None:
@@ -21,7 +22,7 @@ def configure_physics(client, *, time_step: float, gravity: bool = True, solver_
     as on the real arm, which carries 0.5 kg "without changing its kinematic model".
     """
     client.setTimeStep(time_step)
-    client.setGravity(0.0, 0.0, -9.81 if gravity else 0.0)
+    client.setGravity(0.0, 0.0, -STANDARD_GRAVITY if gravity else 0.0)
     with quiet_native_output():  # PyBullet prints the solver switch
         client.setPhysicsEngineParameter(numSolverIterations=solver_iterations,
                                          constraintSolverType=pybullet.CONSTRAINT_SOLVER_LCP_DANTZIG)

@@ -27,6 +27,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.soft_arm import SectionMap, SoftArmBody
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 DEFAULT_RAYLEIGH_STIFFNESS = 0.02  # s (assumption, see the module docstring)
 
@@ -48,7 +49,7 @@ class SoftPeterBody(SoftArmBody):
     ``rest_end``) to move the legs' rest lengths.
     """
 
-    def __init__(self, client, model: Peter, *, payload: float = 0.0, gravity: float = 9.81,
+    def __init__(self, client, model: Peter, *, payload: float = 0.0, gravity: float = STANDARD_GRAVITY,
                  rayleigh_mass: float = 0.0, rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
                  base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
                  base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)) -> None:

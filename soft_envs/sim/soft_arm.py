@@ -84,6 +84,7 @@ from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
 from soft_envs.sim.urdf import load_chain
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 DEFAULT_SPECTRAL_RADIUS = 0.9  # generalised-α ρ∞ (see the module docstring)
 MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section
@@ -265,7 +266,7 @@ class SoftArmBody:
     """
 
     def __init__(self, client, chain: Chain, sections: SectionMap, stiffness: np.ndarray, *,
-                 gravity: float = 9.81, rayleigh_mass: float = 0.0, rayleigh_stiffness: float = 0.0,
+                 gravity: float = STANDARD_GRAVITY, rayleigh_mass: float = 0.0, rayleigh_stiffness: float = 0.0,
                  base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
                  base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
                  spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
