@@ -40,6 +40,19 @@ class ClosedEnvironmentError(SoftEnvsError, RuntimeError):
     """A method of an environment was called after :meth:`close`."""
 
 
+def check_integer(name: str, value, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """``value`` as an ``int`` if it is an integer (``int`` or a numpy integer; not ``bool``, not a
+    float) in ``[minimum, maximum]``, else :class:`InvalidParameterError` naming ``name``."""
+    import numbers
+
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum \
+        and (maximum is None or value <= maximum)
+    if not ok:
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+        raise InvalidParameterError(f"{name} must be an integer {bound}; got {value!r}")
+    return int(value)
+
+
 def check_nonnegative(**values: float) -> None:
     """Raise :class:`InvalidParameterError` unless every named value is a finite number ≥ 0."""
     for name, value in values.items():

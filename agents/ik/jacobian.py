@@ -52,8 +52,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy.linalg.lapack import dposv
 
-from soft_envs.agents.ik.result import IKResult, check_count, check_one_target, check_start, check_timeout, check_tol
-from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError
+from soft_envs.agents.ik.result import IKResult, check_one_target, check_start, check_timeout, check_tol
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
 from soft_envs.geometry import check_unit_quaternion, matrix_to_quaternion
 from soft_envs.robots.base import KinematicModel, PoseKinematics
 from soft_envs.robots.gauss_newton import has_capability
@@ -271,9 +271,9 @@ def jacobian_ik(
         max_iterations = 20000 if transpose else 2000
     if stall_iterations is None:
         stall_iterations = 300 if transpose else 10
-    max_iterations = check_count(max_iterations, "max_iterations", 1)
-    stall_iterations = check_count(stall_iterations, "stall_iterations", 1)
-    restarts = check_count(restarts, "restarts", 0)
+    max_iterations = check_integer("max_iterations", max_iterations, minimum=1)
+    stall_iterations = check_integer("stall_iterations", stall_iterations, minimum=1)
+    restarts = check_integer("restarts", restarts, minimum=0)
     tol = check_tol(tol)
     orientation_tol = check_tol(orientation_tol, "orientation_tol")
     if timeout is None:

@@ -21,9 +21,9 @@ import time
 import numpy as np
 
 from soft_envs.agents.ik.jacobian import jacobian_ik
-from soft_envs.agents.ik.result import (BatchIKResult, check_count, check_start, check_targets, check_timeout,
+from soft_envs.agents.ik.result import (BatchIKResult, check_start, check_targets, check_timeout,
                                         check_tol)
-from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
 from soft_envs.geometry import matrix_to_quaternion, quaternion_to_matrix
 from soft_envs.robots.base import KinematicModel, PoseKinematics
 
@@ -131,9 +131,9 @@ def jacobian_ik_batch(
         R_desired = None
     tol = check_tol(tol)
     orientation_tol = check_tol(orientation_tol, "orientation_tol")
-    max_iterations = check_count(max_iterations, "max_iterations", 1)
-    restarts = check_count(restarts, "restarts", 0)
-    stall_iterations = check_count(stall_iterations, "stall_iterations", 1)
+    max_iterations = check_integer("max_iterations", max_iterations, minimum=1)
+    restarts = check_integer("restarts", restarts, minimum=0)
+    stall_iterations = check_integer("stall_iterations", stall_iterations, minimum=1)
     deadline = start_time + check_timeout(0.5 + 1e-3 * batch if timeout is None else timeout)
     if not (np.isfinite(max_step) and max_step > 0):
         raise InvalidParameterError(f"max_step must be a positive number; got {max_step!r}")

@@ -33,10 +33,10 @@ from math import cos, sin
 
 import numpy as np
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_count, check_one_target, check_start,
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
                                         check_timeout, check_tol, is_success)
 from soft_envs.exceptions import (InvalidConfigurationError, InvalidParameterError, InvalidTargetError,
-                                  check_nonnegative)
+                                  check_integer, check_nonnegative)
 from soft_envs.robots.base import JacobianSolve, KinematicModel, check_target
 from soft_envs.robots.quadruped import Quadruped, leg_forward_components, leg_newton_step
 
@@ -48,7 +48,7 @@ def _check_options(iterations: int, max_step: float | None, tol: float, stop_tol
                    timeout: float) -> tuple[int, float, float]:
     """Check the options shared by the three solvers; returns ``(iterations, tol, deadline)``."""
     start = time.perf_counter()
-    iterations = check_count(iterations, "iterations", 1)
+    iterations = check_integer("iterations", iterations, minimum=1)
     if max_step is not None and not (np.isfinite(max_step) and max_step > 0):
         raise InvalidParameterError(f"max_step must be > 0 [m] or None; got {max_step!r}")
     check_nonnegative(stop_tol=stop_tol)

@@ -119,16 +119,6 @@ def check_tol(tol: float, name: str = "tol") -> float:
     return value
 
 
-def check_count(value: int, name: str, minimum: int = 0) -> int:
-    """``value`` as an ``int`` if it is a whole number ``>= minimum`` (``2.0`` passes; ``2.5``, NaN,
-    inf, ``True`` and non-numbers raise :class:`InvalidParameterError`)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    if not (math.isfinite(value) and int(value) == value and value >= minimum):
-        raise InvalidParameterError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def check_timeout(timeout: float, name: str = "timeout") -> float:
     """The wall-clock budget [s] as a float: a number > 0 (``math.inf``: no budget), else
     :class:`InvalidParameterError`."""

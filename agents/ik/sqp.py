@@ -34,9 +34,9 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_count, check_one_target, check_targets,
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets,
                                         check_timeout, check_tol, is_success)
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient
 
@@ -133,9 +133,9 @@ def sqp(
         raise InvalidParameterError(f"method must be 'auto', 'newton' or 'slsqp'; got {method!r}")
     tol = check_tol(tol)
     precision = check_tol(precision, "precision")
-    max_iterations = check_count(max_iterations, "max_iterations", 1)
-    newton_steps = check_count(newton_steps, "newton_steps", 1)
-    restarts = check_count(restarts, "restarts", 0)
+    max_iterations = check_integer("max_iterations", max_iterations, minimum=1)
+    newton_steps = check_integer("newton_steps", newton_steps, minimum=1)
+    restarts = check_integer("restarts", restarts, minimum=0)
     deadline = start_time + check_timeout(timeout)
     q0 = clipped_start(model, q0)
     angle_grad = tip_angle_gradient(model, tip_angle)

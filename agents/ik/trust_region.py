@@ -32,9 +32,9 @@ import numpy as np
 from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_count, check_one_target, check_start,
+from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
                                         check_targets, check_timeout, check_tol, is_success)
-from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel, ModulePoints, check_target
 
 
@@ -162,8 +162,8 @@ def trr(
         if not np.isfinite(shape_weight) or shape_weight < 0:
             raise InvalidParameterError(f"shape_weight must be >= 0; got {shape_weight!r}")
     tol = check_tol(tol)
-    max_iterations = check_count(max_iterations, "max_iterations", 1)
-    restarts = check_count(restarts, "restarts", 0)
+    max_iterations = check_integer("max_iterations", max_iterations, minimum=1)
+    restarts = check_integer("restarts", restarts, minimum=0)
     deadline = start_time + check_timeout(timeout)
     if not (regularization >= 0 and math.isfinite(regularization)):
         raise InvalidParameterError(f"regularization must be a finite number >= 0; got {regularization!r}")
@@ -264,7 +264,7 @@ def trr_batch(
     start_time = time.perf_counter()
     targets = check_targets(model, targets, "trr_batch")
     tol = check_tol(tol)
-    max_iterations = check_count(max_iterations, "max_iterations", 0)
+    max_iterations = check_integer("max_iterations", max_iterations, minimum=0)
     deadline = start_time + check_timeout(timeout)
     batch = targets.shape[0]
     lower, upper = model.lower, model.upper

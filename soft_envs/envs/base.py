@@ -42,6 +42,7 @@ from soft_envs.exceptions import (
     ClosedEnvironmentError,
     InvalidActionError,
     InvalidParameterError,
+    check_integer,
     check_nonnegative,
 )
 from soft_envs.sim.bullet import configure_physics, connect, disconnect, has_display, render_rgb
@@ -50,13 +51,6 @@ MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
 MAX_FRAME_SKIP = 10_000  # physics steps per env.step
 TIME_STEP_RANGE = (1e-6, 1.0)  # s, physics time step
 MAX_SOLVER_ITERATIONS = 100_000
-
-
-def check_count(name: str, value: Any, maximum: int) -> int:
-    """``value`` as an ``int`` if it is an integer in ``[1, maximum]``, else :class:`InvalidParameterError`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= maximum:
-        raise InvalidParameterError(f"{name} must be an integer from 1 to {maximum}; got {value!r}")
-    return int(value)
 
 
 def check_positive(name: str, value: Any, maximum: float = np.inf) -> float:
@@ -109,9 +103,9 @@ class SoftEnv(gym.Env):
         self.time_step = check_positive("time_step [s]", time_step, TIME_STEP_RANGE[1])
         if self.time_step < TIME_STEP_RANGE[0]:
             raise InvalidParameterError(f"time_step must be >= {TIME_STEP_RANGE[0]:g} s; got {time_step!r}")
-        self.frame_skip = check_count("frame_skip", frame_skip, MAX_FRAME_SKIP)
-        self.width = check_count("width [px]", width, MAX_IMAGE_SIZE)
-        self.height = check_count("height [px]", height, MAX_IMAGE_SIZE)
+        self.frame_skip = check_integer("frame_skip", frame_skip, minimum=1, maximum=MAX_FRAME_SKIP)
+        self.width = check_integer("width [px]", width, minimum=1, maximum=MAX_IMAGE_SIZE)
+        self.height = check_integer("height [px]", height, minimum=1, maximum=MAX_IMAGE_SIZE)
         check_nonnegative(action_rate_weight=action_rate_weight)
         self.action_rate_weight = float(action_rate_weight)
         self.render_mode = render_mode

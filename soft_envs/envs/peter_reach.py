@@ -59,8 +59,8 @@ import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv, check_count, check_positive
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv, check_positive
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
 from soft_envs.sim.actuators import PneumaticLegs
 from soft_envs.sim.bullet import STANDARD_GRAVITY, connect
@@ -145,7 +145,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             raise InvalidParameterError(f"command_delay must be at most {MAX_COMMAND_DELAY:g} s; got {command_delay!r}")
         self.distance_weight = float(distance_weight)
         self.success_threshold = check_positive("success_threshold [m]", success_threshold)
-        self.solver_iterations = check_count("solver_iterations", solver_iterations, MAX_SOLVER_ITERATIONS)
+        self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1, maximum=MAX_SOLVER_ITERATIONS)
         self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,
                            links_per_module=links_per_module, leg_stiffness=leg_stiffness)
         self.kinematic = bool(kinematic)
