@@ -6,9 +6,9 @@ import numpy as np
 import pybullet
 
 from soft_envs.geometry import quaternion_to_matrix
-from soft_envs.console import quiet_native_output
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.urdf import load_chain
+from soft_envs.sim import bullet
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 
@@ -21,11 +21,8 @@ def configure_physics(client, *, time_step: float, gravity: bool = True, solver_
     exactly, so the commanded shape is reached whatever the load within the motor limits —
     as on the real arm, which carries 0.5 kg "without changing its kinematic model".
     """
-    client.setTimeStep(time_step)
-    client.setGravity(0.0, 0.0, -STANDARD_GRAVITY if gravity else 0.0)
-    with quiet_native_output():  # PyBullet prints the solver switch
-        client.setPhysicsEngineParameter(numSolverIterations=solver_iterations,
-                                         constraintSolverType=pybullet.CONSTRAINT_SOLVER_LCP_DANTZIG)
+    bullet.configure_physics(client, time_step=time_step, gravity=STANDARD_GRAVITY if gravity else 0.0,
+                             solver_iterations=solver_iterations, direct_solver=True)
 
 
 class PeterBody:
