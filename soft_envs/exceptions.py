@@ -6,6 +6,9 @@ only know the standard library can still catch it.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 
 class SoftEnvsError(Exception):
     """Base class of every soft_envs exception."""
@@ -43,14 +46,25 @@ class ClosedEnvironmentError(SoftEnvsError, RuntimeError):
 def check_integer(name: str, value, *, minimum: int = 0, maximum: int | None = None) -> int:
     """``value`` as an ``int`` if it is an integer (``int`` or a numpy integer; not ``bool``, not a
     float) in ``[minimum, maximum]``, else :class:`InvalidParameterError` naming ``name``."""
-    import numbers
-
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum \
         and (maximum is None or value <= maximum)
     if not ok:
         bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
         raise InvalidParameterError(f"{name} must be an integer {bound}; got {value!r}")
     return int(value)
+
+
+def check_positive(name: str, value, maximum: float = math.inf) -> float:
+    """``value`` as a ``float`` if it is a finite number in ``(0, maximum]``, else :class:`InvalidParameterError`."""
+    try:
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value <= maximum \
+            and math.isfinite(value)
+    except TypeError:
+        ok = False
+    if not ok:
+        bound = "" if maximum == math.inf else f" and <= {maximum:g}"
+        raise InvalidParameterError(f"{name} must be a finite number > 0{bound}; got {value!r}")
+    return float(value)
 
 
 def check_nonnegative(**values: float) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError
+from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_positive
 from soft_envs.robots.base import KinematicModel, check_target
 
 
@@ -110,13 +110,7 @@ class BatchIKResult:
 # ---------------------------------------------------------------------------------------------
 def check_tol(tol: float, name: str = "tol") -> float:
     """``tol`` as a float if it is a finite number > 0 [m], else :class:`InvalidParameterError`."""
-    try:
-        value = float(tol)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise InvalidParameterError(f"{name} must be a finite number > 0 [m]; got {tol!r}")
-    return value
+    return check_positive(f"{name} [m]", tol)
 
 
 def check_timeout(timeout: float, name: str = "timeout") -> float:

@@ -31,7 +31,6 @@ advances its own state in ``_apply_action``.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import gymnasium as gym
@@ -44,6 +43,7 @@ from soft_envs.exceptions import (
     InvalidParameterError,
     check_integer,
     check_nonnegative,
+    check_positive,
 )
 from soft_envs.sim.bullet import configure_physics, connect, disconnect, has_display, render_rgb
 
@@ -51,20 +51,6 @@ MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
 MAX_FRAME_SKIP = 10_000  # physics steps per env.step
 TIME_STEP_RANGE = (1e-6, 1.0)  # s, physics time step
 MAX_SOLVER_ITERATIONS = 100_000
-
-
-def check_positive(name: str, value: Any, maximum: float = np.inf) -> float:
-    """``value`` as a ``float`` if it is a finite number in ``(0, maximum]``, else :class:`InvalidParameterError`."""
-    try:
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value <= maximum \
-            and np.isfinite(value)
-    except TypeError:
-        ok = False
-    if not ok:
-        bound = "" if maximum == np.inf else f" and <= {maximum:g}"
-        raise InvalidParameterError(f"{name} must be a finite number > 0{bound}; got {value!r}")
-    return float(value)
-
 
 class SoftEnv(gym.Env):
     """Base class of every soft_envs environment (see the module docstring for the hooks).

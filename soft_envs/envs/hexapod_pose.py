@@ -49,8 +49,8 @@ import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import GoalConditionedMixin, SoftEnv, check_positive
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.geometry import rotation_vector_error
 from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
 from soft_envs.sim.bullet import connect

@@ -81,8 +81,8 @@ import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import GoalConditionedMixin, SoftEnv, check_positive
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
 from soft_envs.sim.actuators import PressureRegulator

@@ -59,8 +59,8 @@ import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv, check_positive
-from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
+from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
 from soft_envs.sim.actuators import PneumaticLegs
 from soft_envs.sim.bullet import STANDARD_GRAVITY, connect

@@ -38,9 +38,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import GoalConditionedMixin, check_positive
+from soft_envs.envs.base import GoalConditionedMixin
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.geometry import quaternion_to_rpy, rotation_angle, rpy_to_matrix
 
 
