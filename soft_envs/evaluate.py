@@ -62,8 +62,9 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          max_steps=20),
 )}
 
-#: Named sets of env keywords. ``ideal`` is every env's default.
-PRESETS: dict[str, dict[str, Any]] = {"ideal": {}}
+#: Named sets of env keywords: ``ideal`` is every env's default, ``realistic`` its documented
+#: sim-to-real ranges (``realism="realistic"``, :mod:`soft_envs.sim.realism`).
+PRESETS: dict[str, dict[str, Any]] = {"ideal": {}, "realistic": {"realism": "realistic"}}
 
 
 def _controller(name: str, env) -> Any:
