@@ -55,7 +55,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
     Task("peter-2", "soft_envs/PeterReach-v0", (("n_modules", 2),), "distance", "m",
          ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
     Task("pcc-spiral", "soft_envs/PCCTrack-v0", (("n_segments", 2), ("trajectory", "spiral")), "tracking_error",
-         "m", ("pd-ff",), max_steps=100),
+         "m", ("pd-ff", "pd-ff-feedback"), max_steps=100),
     Task("quadruped-walk", "soft_envs/QuadrupedWalk-v0", (), "x", "m", ("trot",), max_steps=500),
     Task("quadruped-pose", "soft_envs/QuadrupedPose-v0", (), "orientation_error", "rad", ("body-pose",)),
     Task("hexapod-pose", "soft_envs/HexapodPose-v0", (), "position_error", "m", ("hexapod-jacobian",),
@@ -78,10 +78,10 @@ def _controller(name: str, env) -> Any:
         from soft_envs.agents.nn import NeuralReachAgent
 
         return NeuralReachAgent(env, refine=name == "hybrid")
-    if name == "pd-ff":
+    if name in ("pd-ff", "pd-ff-feedback"):
         from soft_envs.agents.pcc_control import PCCTrackingAgent
 
-        return PCCTrackingAgent(env)
+        return PCCTrackingAgent(env, feedback_gain=0.1 if name == "pd-ff-feedback" else 0.0)
     if name == "trot":
         from soft_envs.agents.gait import TrotController
 

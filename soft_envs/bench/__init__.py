@@ -27,6 +27,7 @@ BENCHES: dict[str, str] = {
     "ik": "soft_envs.bench.chain_ik",
     "hexapod": "soft_envs.bench.hexapod",
     "reliability": "soft_envs.bench.reliability",
+    "realism": "soft_envs.bench.realism",
 }
 
 

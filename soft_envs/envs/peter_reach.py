@@ -97,9 +97,9 @@ PETER_REALISM: tuple[Perturbation, ...] = (
     Perturbation("leg_offset", "m", "length of each leg at zero inflation minus eq. 1's 42.926 mm",
                  (0.0, 2.14e-3), "seed 000 §2.2.1: the measured leg is 44 mm, 1.07 mm longer than the fit's "
                  "42.926 mm; ±1.07 mm about that per leg", valid=(-0.01, 0.01), per_element=True),
-    Perturbation("leak_rate", "m/s", "shortening rate of an inflated leg whose valve is closed", (0.0, 1e-3),
+    Perturbation("leak_rate", "m/s", "shortening rate of an inflated leg whose valve is closed", (0.0, 3e-4),
                  "assumption: seed 000 names punctures and leaks as a cause of its real-robot error; "
-                 "up to 3 mm over the 3 s an arm holds in a 5 s episode", valid=(0.0, 0.01), per_element=True),
+                 "a slow leak, up to 1.5 mm over a 5 s episode", valid=(0.0, 0.01), per_element=True),
     Perturbation("command_delay", "s", "valve delay added to the command_delay keyword", (0.0, 0.15),
                  "assumption: solenoid valves and a serial link; the pneumatic regulators of seed 004 "
                  "show 100–150 ms", valid=(0.0, MAX_COMMAND_DELAY)),
