@@ -32,9 +32,18 @@ ENV_VARIANTS: dict[str, tuple[str, ...]] = {
         "goal_conditioned=True",
         "realism='ideal'|'realistic'|{{name: value or (low, high)}} (PCC_REALISM)",
     ),
-    "soft_envs/QuadrupedWalk-v0": ("reset_noise_scale=rad, ground_friction=mu",),
-    "soft_envs/QuadrupedPose-v0": ("goal_range=rad", "goal_conditioned=True"),
-    "soft_envs/HexapodPose-v0": ("goal_range=fraction of the input limit", "goal_conditioned=True"),
+    "soft_envs/QuadrupedWalk-v0": (
+        "reset_noise_scale=rad, ground_friction=mu",
+        "realism='ideal'|'realistic'|{{name: value or (low, high)}} (friction, servo strength and offsets, "
+        "trunk mass, payload, delays, joint and IMU noise)",
+    ),
+    "soft_envs/QuadrupedPose-v0": ("goal_range=rad", "goal_conditioned=True",
+                                   "realism='ideal'|'realistic'|{{...}} (as QuadrupedWalk-v0)"),
+    "soft_envs/HexapodPose-v0": (
+        "goal_range=fraction of the input limit", "goal_conditioned=True",
+        "realism='ideal'|'realistic'|{{name: value or (low, high)}} (guide gains and offsets, rod length and "
+        "stiffness, payload, delays, pose noise)",
+    ),
 }
 
 
