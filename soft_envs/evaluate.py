@@ -58,8 +58,8 @@ TASKS: dict[str, Task] = {task.name: task for task in (
          "m", ("pd-ff", "pd-ff-feedback"), max_steps=100),
     Task("quadruped-walk", "soft_envs/QuadrupedWalk-v0", (), "x", "m", ("trot",), max_steps=500),
     Task("quadruped-pose", "soft_envs/QuadrupedPose-v0", (), "orientation_error", "rad", ("body-pose",)),
-    Task("hexapod-pose", "soft_envs/HexapodPose-v0", (), "position_error", "m", ("hexapod-jacobian",),
-         max_steps=20),
+    Task("hexapod-pose", "soft_envs/HexapodPose-v0", (), "position_error", "m",
+         ("hexapod-jacobian", "hexapod-jacobian-low-gain")),
 )}
 
 #: Named sets of env keywords: ``ideal`` is every env's default, ``realistic`` its documented
@@ -90,10 +90,11 @@ def _controller(name: str, env) -> Any:
         from soft_envs.agents.body_pose import BodyPoseController
 
         return BodyPoseController(env)
-    if name == "hexapod-jacobian":
+    if name in ("hexapod-jacobian", "hexapod-jacobian-low-gain"):
         from soft_envs.agents.hexapod_control import HexapodJacobianAgent
 
-        return HexapodJacobianAgent(env)
+        # gain 0.3: stable with the realistic preset's pose latency plus command delay (3 periods)
+        return HexapodJacobianAgent(env, gain=0.3 if name.endswith("low-gain") else 0.8)
     if name.startswith("sb3:"):
         return SB3Policy.from_spec(name)
     raise InvalidParameterError(f"unknown controller {name!r}; use one of {sorted(_known_controllers())} "

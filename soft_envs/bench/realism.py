@@ -117,7 +117,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
          "TRR closed loop (tip feedback): mean / p95 [mm]", "closed loop < 1 mm"], rows)
     text += ("\n\nA closed-loop miss *at a bound* ended with a leg commanded to 0 or 2 s: the perturbed arm "
              "(a weak or leaking leg) cannot reach that goal within the paper's input range; the other misses "
-             "are arms still swinging under a heavy payload on softened legs, or measurement noise.")
+             "ended with the arm still moving, a heavy payload (0.3–0.5 kg) swinging on the soft legs.")
     text += ("\n\nOpen loop: the plan is computed once on the paper's tilted-plane model and held; closed loop: "
              "TRR on the env's nominal PCC model re-aims at every step from the measured tip "
              "(`TRRReachAgent(feedback=True)`). The ranges and their sources are in "

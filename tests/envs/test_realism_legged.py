@@ -256,5 +256,7 @@ def _control(env_id: str, controller, n_steps: int, seed: int = 0) -> tuple[dict
 def test_controllers_still_run_under_realistic():
     assert _control(WALK, TrotController, 200)[1]["x"] > 0.1
     assert _control(POSE, BodyPoseController, 200)[1]["orientation_error"] < np.radians(1.0)
-    first, last = _control(HEXAPOD, HexapodJacobianAgent, 8, seed=1)
+    # the low gain that stays stable under the realistic latency plus command delay (evaluate's
+    # hexapod-jacobian-low-gain)
+    first, last = _control(HEXAPOD, lambda env: HexapodJacobianAgent(env, gain=0.3), 30, seed=1)
     assert last["solver_converged"] and last["position_error"] < 0.25 * first["position_error"]
