@@ -214,3 +214,13 @@ def test_pcc_mass_and_payload_rebuild_the_simulated_arm_only():
     assert u.body.model.segment_mass == pytest.approx(1.1 * u.model.segment_mass)
     assert u.body.payload == pytest.approx(0.004)
     env.close()
+
+
+def test_vector_envs_draw_one_robot_per_sub_env():
+    envs = gym.make_vec(PETER, num_envs=2, vectorization_mode="sync", kinematic=True, realism="realistic")
+    _, info = envs.reset(seed=0)
+    gains = info["realism"]["leg_gain"]
+    assert gains.shape == (2, 6) and not np.allclose(gains[0], gains[1])
+    obs, *_ = envs.step(envs.action_space.sample())
+    assert obs.shape == (2, 18)
+    envs.close()
