@@ -323,11 +323,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _apply_realism(self) -> None:
         """Give the simulated arm, the chambers and the sensor this episode's perturbations."""
         drawn = self.perturbations
-        if not (self.realism.is_ideal("mass_error") and self.realism.is_ideal("payload")):  # rebuild the arm
-            plant = self._arm(self.model.segment_mass * (1.0 + drawn["mass_error"]))
-            self.client.removeBody(self.body.body)
-            self.body = PCCBody(self.client, plant, gravity=STANDARD_GRAVITY if self.gravity else 0.0,
-                                rayleigh_stiffness=self.rayleigh_stiffness, payload=self.payload + drawn["payload"])
+        if not (self.realism.is_ideal("mass_error") and self.realism.is_ideal("payload")):
+            self.body.set_model(self._arm(self.model.segment_mass * (1.0 + drawn["mass_error"])),
+                                self.payload + drawn["payload"])
         self.body.stiffness = self.nominal_stiffness * (1.0 + drawn["stiffness_error"])
         if self.regulator is not None:
             self.plant_pressure_map = self.pressure_map * (drawn["chamber_gain"] * (1.0 - drawn["pressure_droop"]))

@@ -306,12 +306,9 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                                links_per_module=m.links_per_module,
                                module_mass=m.module_mass * (1.0 + drawn.get("mass_error", 0.0)),
                                leg_stiffness=m.leg_stiffness * (1.0 + drawn.get("leg_stiffness_error", 0.0)))
-            if isinstance(self.body, SoftPeterBody):  # rebuild the simulated arm (~8 ms)
-                self.client.removeBody(self.body.body)
-                self.body = SoftPeterBody(self.client, self.plant, payload=self.payload + drawn["payload"],
-                                          gravity=STANDARD_GRAVITY if self.gravity else 0.0,
-                                          rayleigh_stiffness=self.rayleigh_stiffness,
-                                          base_orientation=tuple(quaternion_from_rotation_vector(tilt)))
+            if isinstance(self.body, SoftPeterBody):  # the simulated arm becomes the plant
+                self.body.set_model(self.plant, self.payload + drawn["payload"])
+                self.body.set_base_orientation(tuple(quaternion_from_rotation_vector(tilt)))
 
     # ------------------------------------------------------------------ hooks
     def _reset_model(self, options: dict[str, Any]) -> None:

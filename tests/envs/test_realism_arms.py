@@ -157,7 +157,7 @@ def test_observation_latency_and_noise_act_on_the_measured_tip_only():
     env.close()
 
 
-def test_a_realistic_payload_rebuilds_the_soft_arm_and_sags_it():
+def test_a_realistic_payload_and_softer_legs_sag_the_soft_arm():
     env = gym.make(PETER, realism={"payload": 0.5, "leg_stiffness_error": -0.5}, actuation="instant")
     plain = gym.make(PETER, actuation="instant")
     for e in (env, plain):
@@ -207,7 +207,7 @@ def test_pcc_realism_scales_the_chambers_regulators_and_plant():
     env.close()
 
 
-def test_pcc_mass_and_payload_rebuild_the_simulated_arm_only():
+def test_pcc_mass_and_payload_change_the_simulated_arm_only():
     env = gym.make(PCC, realism={"payload": 0.004, "mass_error": 0.1})
     u = env.unwrapped
     env.reset(seed=0)
