@@ -29,6 +29,7 @@ BENCHES: dict[str, str] = {
     "reliability": "soft_envs.bench.reliability",
     "realism": "soft_envs.bench.realism",
     "evaluate": "soft_envs.bench.evaluation",
+    "rl": "soft_envs.bench.rl",
 }
 
 
