@@ -30,6 +30,7 @@ LAYER = {
     "bench": "top",
     "demos": "top",
     "evaluate": "top",
+    "train_rl": "top",
     "cli": "top",
     "": "top",  # soft_envs/__init__.py registers the environments
 }
