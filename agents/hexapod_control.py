@@ -18,8 +18,10 @@ class HexapodJacobianAgent:
         ρ ← ρ + gain · (SᵀWS + λ² I)⁻¹ SᵀW e,        e = (Δp, Δθ),
 
     with ``S = ∂(p, θ)/∂ρ`` (:meth:`Hexapod6PFS.input_jacobian`) and ``W`` weighting rotation by
-    ``length_scale²`` [m²/rad²]; the step is limited to ``max_step`` [m] per guide. Nothing of
-    the env's private state is read.
+    ``length_scale²`` [m²/rad²]; the step is limited to ``max_step`` [m] per guide. The step is
+    added to the agent's own last command ``ρ`` (the observed inputs only seed it at the first
+    ``act``), so a command still in flight is not corrected twice when the robot's commands
+    act late. Nothing of the env's private state is read.
     """
 
     def __init__(self, env, *, gain: float = 0.8, damping: float = 1e-3, length_scale: float = 0.05,
@@ -28,10 +30,13 @@ class HexapodJacobianAgent:
         self.model: Hexapod6PFS = self.env.model
         self.gain, self.damping, self.length_scale, self.max_step = gain, damping, length_scale, max_step
         self._solution: HexapodSolution | None = None
+        self._command: np.ndarray | None = None  # the last commanded inputs [m]
 
     def reset(self, obs=None, info=None) -> None:
-        """Forget the tracked branch (the next ``act`` starts again from the reference)."""
+        """Forget the tracked branch and the last command (the next ``act`` starts again from the
+        reference and the observed inputs)."""
         self._solution = None
+        self._command = None
 
     @staticmethod
     def parse(obs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -55,5 +60,7 @@ class HexapodJacobianAgent:
         big = np.max(np.abs(step))
         if big > self.max_step:
             step *= self.max_step / big
-        rho_new = np.clip(rho + step, self.model.lower, self.model.upper)
-        return self.env.model_to_action(rho_new)
+        if self._command is None:
+            self._command = rho
+        self._command = np.clip(self._command + step, self.model.lower, self.model.upper)
+        return self.env.model_to_action(self._command)

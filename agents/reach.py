@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from soft_envs.agents.ik.trust_region import trr
+from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import KinematicModel
 
 
@@ -20,8 +21,9 @@ class TRRReachAgent:
     only): once the arm has settled (at least ``hold_time`` [s] after the last plan — the
     legs may not have started to move yet — and the tip speed below ``settle_speed`` [m/s])
     and the tip misses the goal by more than ``feedback_tolerance`` [m], it shifts its aim
-    point by the miss and re-plans — compensating gravity sag, payload and model error, as a
-    real controller would.
+    point by ``feedback_gain`` times the miss and re-plans — compensating gravity sag, payload
+    and model error, as a real controller would (a gain below 1 with a longer ``hold_time``
+    keeps the loop calm under measurement noise, latency and valve delay).
 
     Args:
         env: a ``PeterReach-v0`` env (wrapped or not).
@@ -29,6 +31,7 @@ class TRRReachAgent:
             on another model (e.g. the paper's tilted-plane one) measures the model gap.
         feedback: correct the aim point from the measured tip (open loop when False).
         feedback_tolerance: miss [m] below which the aim is kept.
+        feedback_gain: fraction of the miss the aim moves by per correction, in ``(0, 1]``.
         settle_speed: tip speed [m/s] below which the arm counts as settled.
         hold_time: time [s] after a plan before the tip is judged (default 0.3 s: longer than
             the valves' delay the bench uses).
@@ -36,12 +39,15 @@ class TRRReachAgent:
     """
 
     def __init__(self, env, model: KinematicModel | None = None, *, feedback: bool = False,
-                 feedback_tolerance: float = 5e-5, settle_speed: float = 2e-3, hold_time: float = 0.3,
-                 **trr_options) -> None:
+                 feedback_tolerance: float = 5e-5, feedback_gain: float = 1.0, settle_speed: float = 2e-3,
+                 hold_time: float = 0.3, **trr_options) -> None:
+        if not 0.0 < feedback_gain <= 1.0:
+            raise InvalidParameterError(f"feedback_gain must be in (0, 1]; got {feedback_gain!r}")
         self.env = env.unwrapped
         self.model = model if model is not None else self.env.model
         self.feedback = feedback
         self.feedback_tolerance = feedback_tolerance
+        self.feedback_gain = float(feedback_gain)
         self.settle_speed = settle_speed
         self.hold_time = hold_time
         self.trr_options = trr_options
@@ -80,5 +86,5 @@ class TRRReachAgent:
             miss, speed = obs[6:9], np.linalg.norm(obs[9:12])
             if self._since_plan >= self.hold_time - 1e-9 and speed < self.settle_speed \
                     and np.linalg.norm(miss) > self.feedback_tolerance:
-                self._plan(self._aim + miss)
+                self._plan(self._aim + self.feedback_gain * miss)
         return self.env.model_to_action(self._solution)

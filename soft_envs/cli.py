@@ -21,6 +21,7 @@ ENV_VARIANTS: dict[str, tuple[str, ...]] = {
         "goal_conditioned=True (achieved_goal/desired_goal dict)",
         "physics='soft'|'stiff', actuation='pneumatic'|'instant', payload=kg, command_delay=s",
         "leg_stiffness=N/m, vent_rate=m/s, links_per_module=m",
+        "realism='ideal'|'realistic'|{{name: value or (low, high)}} (PETER_REALISM)",
     ),
     "soft_envs/PCCTrack-v0": (
         "n_segments=N, links_per_segment=m",
@@ -29,10 +30,20 @@ ENV_VARIANTS: dict[str, tuple[str, ...]] = {
         "physics='soft'|'stiff'",
         "kp=80, kv=3 (the paper's PD + feed-forward gains), stiffness_error=e",
         "goal_conditioned=True",
+        "realism='ideal'|'realistic'|{{name: value or (low, high)}} (PCC_REALISM)",
     ),
-    "soft_envs/QuadrupedWalk-v0": ("reset_noise_scale=rad, ground_friction=mu",),
-    "soft_envs/QuadrupedPose-v0": ("goal_range=rad", "goal_conditioned=True"),
-    "soft_envs/HexapodPose-v0": ("goal_range=fraction of the input limit", "goal_conditioned=True"),
+    "soft_envs/QuadrupedWalk-v0": (
+        "reset_noise_scale=rad, ground_friction=mu",
+        "realism='ideal'|'realistic'|{{name: value or (low, high)}} (friction, servo strength and offsets, "
+        "trunk mass, payload, delays, joint and IMU noise)",
+    ),
+    "soft_envs/QuadrupedPose-v0": ("goal_range=rad", "goal_conditioned=True",
+                                   "realism='ideal'|'realistic'|{{...}} (as QuadrupedWalk-v0)"),
+    "soft_envs/HexapodPose-v0": (
+        "goal_range=fraction of the input limit", "goal_conditioned=True",
+        "realism='ideal'|'realistic'|{{name: value or (low, high)}} (guide gains and offsets, rod length and "
+        "stiffness, payload, delays, pose noise)",
+    ),
 }
 
 
@@ -123,7 +134,7 @@ def _cmd_train_rl(args: argparse.Namespace) -> int:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from soft_envs import evaluate as ev
 
-    jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or ("ideal",),
+    jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or tuple(ev.PRESETS),
                        episodes=args.episodes, seed=args.seed)
     result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray)
     table = result.table()
@@ -165,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--tasks", nargs="*", help="tasks (default: every one; see soft_envs.evaluate.TASKS)")
     e.add_argument("--controllers", nargs="*",
                    help="controllers (default: each task's own); a Stable-Baselines3 policy as sb3:ALGO:PATH")
-    e.add_argument("--presets", nargs="*", help="env keyword presets (default: ideal)")
+    e.add_argument("--presets", nargs="*", help="realism presets (default: every one: ideal, realistic)")
     e.add_argument("--episodes", type=int, default=10)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--workers", type=int, default=2, help="worker processes (or Ray workers with --ray)")

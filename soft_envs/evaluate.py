@@ -59,15 +59,16 @@ TASKS: dict[str, Task] = {task.name: task for task in (
     Task("peter-2-kinematic", "soft_envs/PeterReach-v0", (("n_modules", 2), ("kinematic", True)), "distance", "m",
          ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
     Task("pcc-spiral", "soft_envs/PCCTrack-v0", (("n_segments", 2), ("trajectory", "spiral")), "tracking_error",
-         "m", ("pd-ff",), max_steps=100),
+         "m", ("pd-ff", "pd-ff-feedback"), max_steps=100),
     Task("quadruped-walk", "soft_envs/QuadrupedWalk-v0", (), "x", "m", ("trot",), max_steps=500),
     Task("quadruped-pose", "soft_envs/QuadrupedPose-v0", (), "orientation_error", "rad", ("body-pose",)),
-    Task("hexapod-pose", "soft_envs/HexapodPose-v0", (), "position_error", "m", ("hexapod-jacobian",),
-         max_steps=20),
+    Task("hexapod-pose", "soft_envs/HexapodPose-v0", (), "position_error", "m",
+         ("hexapod-jacobian", "hexapod-jacobian-low-gain")),
 )}
 
-#: Named sets of env keywords. ``ideal`` is every env's default.
-PRESETS: dict[str, dict[str, Any]] = {"ideal": {}}
+#: Named sets of env keywords: ``ideal`` is every env's default, ``realistic`` its documented
+#: sim-to-real ranges (``realism="realistic"``, :mod:`soft_envs.sim.realism`).
+PRESETS: dict[str, dict[str, Any]] = {"ideal": {}, "realistic": {"realism": "realistic"}}
 
 
 def _controller(name: str, env) -> Any:
@@ -81,10 +82,10 @@ def _controller(name: str, env) -> Any:
         from soft_envs.agents.nn import NeuralReachAgent
 
         return NeuralReachAgent(env, refine=name == "hybrid")
-    if name == "pd-ff":
+    if name in ("pd-ff", "pd-ff-feedback"):
         from soft_envs.agents.pcc_control import PCCTrackingAgent
 
-        return PCCTrackingAgent(env)
+        return PCCTrackingAgent(env, feedback_gain=0.1 if name == "pd-ff-feedback" else 0.0)
     if name == "trot":
         from soft_envs.agents.gait import TrotController
 
@@ -93,10 +94,11 @@ def _controller(name: str, env) -> Any:
         from soft_envs.agents.body_pose import BodyPoseController
 
         return BodyPoseController(env)
-    if name == "hexapod-jacobian":
+    if name in ("hexapod-jacobian", "hexapod-jacobian-low-gain"):
         from soft_envs.agents.hexapod_control import HexapodJacobianAgent
 
-        return HexapodJacobianAgent(env)
+        # gain 0.3: stable with the realistic preset's pose latency plus command delay (3 periods)
+        return HexapodJacobianAgent(env, gain=0.3 if name.endswith("low-gain") else 0.8)
     if name.startswith("sb3:"):
         return SB3Policy.from_spec(name, env)
     raise InvalidParameterError(f"unknown controller {name!r}; use one of {sorted(_known_controllers())} "

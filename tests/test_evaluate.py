@@ -69,3 +69,12 @@ def test_ray_runs_the_same_code_path_with_the_same_results():
         ray.shutdown()
     for column in ("task", "controller", "seed", "success", "metric", "steps"):
         np.testing.assert_array_equal(local.columns()[column], on_ray.columns()[column])
+
+
+def test_the_realistic_preset_opens_the_open_loop_gap_and_feedback_closes_it():
+    jobs = jobs_for(["peter-2"], ["trr-paper-model", "trr-feedback"], presets=("ideal", "realistic"),
+                    episodes=2, seed=0)
+    rows = {(r["controller"], r["preset"]): r for r in Evaluation([run_episode(j) for j in jobs]).summary()}
+    assert rows["trr-paper-model", "realistic"]["metric_mean"] > rows["trr-paper-model", "ideal"]["metric_mean"]
+    assert rows["trr-feedback", "realistic"]["metric_mean"] < 1e-3
+    assert rows["trr-feedback", "realistic"]["metric_mean"] > rows["trr-feedback", "ideal"]["metric_mean"]

@@ -27,6 +27,8 @@ BENCHES: dict[str, str] = {
     "ik": "soft_envs.bench.chain_ik",
     "hexapod": "soft_envs.bench.hexapod",
     "reliability": "soft_envs.bench.reliability",
+    "realism": "soft_envs.bench.realism",
+    "evaluate": "soft_envs.bench.evaluation",
 }
 
 

@@ -44,7 +44,8 @@ def _env_construction_cases() -> list[tuple[str, str, Callable]]:
     bad = [("width=-5", {"render_mode": "rgb_array", "width": -5}), ("height=0", {"render_mode": "rgb_array", "height": 0}),
            ("width=0", {"render_mode": "rgb_array", "width": 0}), ("frame_skip=10**7", {"frame_skip": 10**7}),
            ("frame_skip=0", {"frame_skip": 0}), ("time_step=nan", {"time_step": float("nan")}),
-           ("render_mode='video'", {"render_mode": "video"})]
+           ("render_mode='video'", {"render_mode": "video"}), ("realism='noisy'", {"realism": "noisy"}),
+           ("realism={'warp': 1}", {"realism": {"warp": 1.0}}), ("realism={'payload': -1}", {"realism": {"payload": -1.0}})]
     for env_id in ENV_IDS:
         short = env_id.split("/")[1]
         for label, kwargs in bad:
@@ -254,24 +255,29 @@ def _rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def _cycles_child(env_id: str, n_cycles: int, conn) -> None:
+def _cycles_child(env_id: str, n_cycles: int, resets: bool, conn) -> None:
     env_rss = []
+    env = _make(env_id, realism="realistic") if resets else None
     for k in range(n_cycles):
-        env = _make(env_id)
+        if not resets:
+            env = _make(env_id)
         env.reset(seed=k)
         env.step(env.action_space.sample())
-        env.close()
+        if not resets:
+            env.close()
         if k in (n_cycles // 10, n_cycles - 1):
             env_rss.append(_rss_mb())
     conn.send(env_rss)
     conn.close()
 
 
-def cycles(env_id: str, n_cycles: int) -> tuple[float, float]:
-    """RSS [MB] after 10 % and after all of ``n_cycles`` make/reset/step/close cycles (a fresh process)."""
+def cycles(env_id: str, n_cycles: int, resets: bool = False) -> tuple[float, float]:
+    """RSS [MB] after 10 % and after all of ``n_cycles`` make/reset/step/close cycles (``resets``:
+    reset/step cycles of one env under ``realism="realistic"``, a new robot drawn each time), in a
+    fresh process."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_cycles_child, args=(env_id, n_cycles, child), daemon=True)
+    proc = ctx.Process(target=_cycles_child, args=(env_id, n_cycles, resets, child), daemon=True)
     proc.start()
     child.close()
     values = parent.recv()
@@ -288,15 +294,17 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         rows.append([label, expected, outcome.replace("|", "/"), f"{seconds:.2f}", "yes" if ok else "**no**"])
     n_cycles = 1000 if full else 100
     cycle_rows = []
-    for env_id in tqdm(ENV_IDS, desc="lifecycle cycles", leave=False):
-        before, after = cycles(env_id, n_cycles)
-        cycle_rows.append([env_id, n_cycles, f"{before:.1f}", f"{after:.1f}",
-                           f"{(after - before) * 1e3 / (0.9 * n_cycles):.1f}"])
+    for resets in (False, True):
+        for env_id in tqdm(ENV_IDS, desc="realistic resets" if resets else "lifecycle cycles", leave=False):
+            before, after = cycles(env_id, n_cycles, resets)
+            cycle_rows.append([env_id, "reset/step, realistic" if resets else "make/reset/step/close", n_cycles,
+                               f"{before:.1f}", f"{after:.1f}", f"{(after - before) * 1e3 / (0.9 * n_cycles):.1f}"])
     text = (f"{len(rows)} cases, each in a forked process with a deadline; {counts['as expected']} as expected, "
             f"{counts['not as expected']} not.\n\n"
             + markdown_table(["case", "a user should get", "outcome", "s", "as expected"], rows)
             + f"\n\nLifecycle: `gym.make` → `reset` → one random `step` → `close`, {n_cycles} times per env in a "
-              "fresh process; resident memory after 10 % of the cycles and after all of them.\n\n"
-            + markdown_table(["env", "cycles", "RSS after 10 % [MB]", "RSS at the end [MB]", "growth per cycle [KB]"],
-                             cycle_rows))
+              "fresh process; then one env under `realism=\"realistic\"` reset (a new robot drawn) and stepped "
+              f"{n_cycles} times; resident memory after 10 % of the cycles and after all of them.\n\n"
+            + markdown_table(["env", "cycle", "cycles", "RSS after 10 % [MB]", "RSS at the end [MB]",
+                              "growth per cycle [KB]"], cycle_rows))
     return text

@@ -20,7 +20,15 @@ reset / close order. Subclasses fill the hooks:
 * ``_physics_parameters()`` — gravity and solver settings of the client, applied once by the
   base constructor (so a subclass sets what it reads before calling ``super().__init__``);
 * ``_action_to_model(a)`` / ``_model_to_action(q)`` — only where the mapping is not the plain
-  box between the model's ``lower`` and ``upper`` bounds.
+  box between the model's ``lower`` and ``upper`` bounds;
+* ``_realism_table()`` / ``_realism_sizes()`` — the env's sim-to-real perturbations
+  (:mod:`soft_envs.sim.realism`) and the element count of the per-element ones.
+
+Realism: the base resolves ``realism=`` (``"ideal"``, ``"realistic"`` or a dict of overrides)
+against the env's table at construction and, at every ``reset``, draws the perturbations from a
+generator spawned off ``np_random`` (:attr:`SoftEnv.realism_rng`, also the source of every
+per-step noise) before ``_reset_model`` runs; the values are :attr:`SoftEnv.perturbations` and
+``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
 
 Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
 one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
@@ -46,6 +54,7 @@ from soft_envs.exceptions import (
     check_positive,
 )
 from soft_envs.sim.bullet import configure_physics, connect, disconnect, has_display, render_rgb
+from soft_envs.sim.realism import Perturbation, Realism, spawn_generator
 
 MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
 MAX_FRAME_SKIP = 10_000  # physics steps per env.step
@@ -62,6 +71,8 @@ class SoftEnv(gym.Env):
             1 to 10 000.
         width, height: size of ``rgb_array`` images [px], 1 to 4096.
         action_rate_weight: weight of the ``action_rate`` reward term (>= 0).
+        realism: ``"ideal"`` (default: no perturbation), ``"realistic"`` (the env's documented
+            ranges) or a dict of overrides (:class:`~soft_envs.sim.realism.Realism`).
         use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
             the subclass, not a user keyword.
 
@@ -81,6 +92,7 @@ class SoftEnv(gym.Env):
         width: int = 320,
         height: int = 240,
         action_rate_weight: float = 0.0,
+        realism: str | dict[str, Any] | None = "ideal",
         use_physics: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -94,6 +106,9 @@ class SoftEnv(gym.Env):
         self.height = check_integer("height [px]", height, minimum=1, maximum=MAX_IMAGE_SIZE)
         check_nonnegative(action_rate_weight=action_rate_weight)
         self.action_rate_weight = float(action_rate_weight)
+        self.realism = Realism(self._realism_table(), realism, env=type(self).__name__)
+        self.perturbations: dict[str, Any] = self.realism.ideal_values(self._realism_sizes())
+        self.realism_rng: np.random.Generator | None = None  # spawned at every reset (non-ideal)
         self.render_mode = render_mode
         self.use_physics = bool(use_physics)
         self._closed = False
@@ -127,6 +142,14 @@ class SoftEnv(gym.Env):
     def _physics_parameters(self) -> dict[str, Any]:
         """Keywords of :func:`~soft_envs.sim.bullet.configure_physics` besides the time step
         (gravity [m/s²], solver iterations, direct solver). Called once, by the constructor."""
+        return {}
+
+    def _realism_table(self) -> tuple[Perturbation, ...]:
+        """The env's sim-to-real perturbations (called once, by the constructor)."""
+        return ()
+
+    def _realism_sizes(self) -> dict[str, int]:
+        """Element counts of the per-element perturbations (legs, chambers, joints)."""
         return {}
 
     def _apply_action(self, action: np.ndarray) -> None:
@@ -231,10 +254,17 @@ class SoftEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._check_open("reset")
         super().reset(seed=seed)
+        if self.realism.is_ideal():
+            self.realism_rng = None
+        else:
+            self.realism_rng = spawn_generator(self.np_random)
+            self.perturbations = self.realism.draw(self.realism_rng, self._realism_sizes())
         self._reset_model({} if options is None else options)
         self._previous_action = self.model_to_action(self._command()).astype(np.float64)
         obs = self._observation()
         info = self._extra_info()
+        info["realism"] = {name: np.copy(value) if isinstance(value, np.ndarray) else value
+                           for name, value in self.perturbations.items()}
         if self.render_mode == "human":
             self.render()
         return obs, info

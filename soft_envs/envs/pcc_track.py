@@ -84,9 +84,11 @@ from gymnasium.utils import EzPickle
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
+from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
 from soft_envs.sim.actuators import PressureRegulator
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
+from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
 from soft_envs.sim.bullet import STANDARD_GRAVITY
@@ -97,6 +99,32 @@ ACTUATIONS = ("pressure", "direct")
 STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
 MAX_DELAY = 10.0  # s
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
+
+#: The PCC arm's sim-to-real perturbations (``realism=``); the first three need the chambers.
+PCC_REALISM: tuple[Perturbation, ...] = (
+    Perturbation("chamber_gain", "1", "force of each chamber relative to the eq. 9 map", (0.95, 1.05),
+                 "assumption: α₁, α₂ were identified from one series of quasi-static pressures (seed 004 "
+                 "§4); printed bellows differ chamber to chamber, ±5 %", ideal=1.0, valid=(0.1, 10.0),
+                 per_element=True),
+    Perturbation("pressure_droop", "1", "fraction of its regulated pressure each chamber loses to a leak",
+                 (0.0, 0.03), "assumption: a slow leak past the regulator's sensing point, up to 3 %",
+                 valid=(0.0, 0.9), per_element=True),
+    Perturbation("regulator_delay", "s", "dead time added to the regulator_delay keyword", (0.1, 0.15),
+                 "seed 004 §4: 'the regulators had a 100–150 ms delay'", valid=(0.0, MAX_DELAY)),
+    Perturbation("stiffness_error", "1", "relative error of the arm's elastic stiffness", (-0.15, 0.15),
+                 "assumption: the stiffness is calibrated on an assumed pressure bound (sim/soft_arm.py)",
+                 valid=(-0.9, 10.0)),
+    Perturbation("mass_error", "1", "relative error of the segment mass (17.3 g)", (-0.1, 0.1),
+                 "assumption about seed 004's m₀ = 17.3 g: tubing and fittings not weighed", valid=(-0.9, 10.0)),
+    Perturbation("payload", "kg", "tip payload added to the payload keyword", (0.0, 0.005),
+                 "assumption: seed 004 fixed an IMU board (BNO055) and markers to the end-effector, a few "
+                 "grams", valid=(0.0, 1.0)),
+    Perturbation("observation_noise", "m", "standard deviation of the measured tip position, per axis",
+                 (1e-4, 5e-4), "assumption: seed 004's OpenMV camera tracking coloured markers", valid=(0.0, 0.1)),
+    Perturbation("observation_latency", "s", "age of the measured tip (whole control periods)", (0.0, 0.05),
+                 "assumption: one camera frame and its processing", valid=(0.0, MAX_DELAY)),
+)
+CHAMBER_REALISM = ("chamber_gain", "pressure_droop", "regulator_delay")
 
 
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
@@ -126,6 +154,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         gravity: gravity on.
         rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s] (default 5e-3 soft,
             8e-4 stiff).
+        realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`PCC_REALISM`).
         random_start: random start phase on the trajectory.
         start_straight: start from the straight, relaxed arm instead of the IK start.
         tracking_weight: weight of the tracking term.
@@ -167,6 +196,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         goal_conditioned: bool = False,
         time_step: float | None = None,
         frame_skip: int | None = None,
+        realism: str | dict[str, Any] | None = "ideal",
         **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
@@ -178,7 +208,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             stiffness_error=stiffness_error, payload=payload, gravity=gravity,
             rayleigh_stiffness=rayleigh_stiffness, random_start=random_start, start_straight=start_straight,
             tracking_weight=tracking_weight, success_threshold=success_threshold,
-            goal_conditioned=goal_conditioned, time_step=time_step, frame_skip=frame_skip, **kwargs)
+            goal_conditioned=goal_conditioned, time_step=time_step, frame_skip=frame_skip, realism=realism,
+            **kwargs)
         if action_type not in ACTION_TYPES:
             raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
         if physics not in PHYSICS:
@@ -198,9 +229,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.tracking_weight = float(tracking_weight)
         self.success_threshold = check_positive("success_threshold [m]", success_threshold)
         self.trajectory = get_trajectory(trajectory, time_scale=time_scale, scale=trajectory_scale)
-        arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
-        self.model = arm_class(n_segments, links_per_segment, segment_length, max_pressure=max_pressure,
-                               stiffness_source="pressure" if soft else "material")
+        self._arm_arguments = ((n_segments, links_per_segment, segment_length),
+                               {"max_pressure": max_pressure, "stiffness_source": "pressure" if soft else "material"})
+        self.model = self._arm()
         check_joint_count(self.model.chain())  # before a PyBullet client exists
         self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=compensate_damping,
                                         stiffness_error=stiffness_error)
@@ -212,7 +243,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.payload = float(payload)
         time_step = (5e-3 if soft else 2e-3) if time_step is None else time_step
         frame_skip = (10 if soft else 25) if frame_skip is None else frame_skip
-        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, **kwargs)
+        self.regulator_time_constant, self.regulator_delay = float(regulator_time_constant), float(regulator_delay)
+        self.rayleigh_stiffness = float(rayleigh_stiffness)
+        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, realism=realism, **kwargs)
         period = (5e-3 if soft else self.time_step) if controller_period is None else controller_period
         self.controller_period = check_positive("controller_period [s]", period, 1.0)
         ratio = self.controller_period / self.time_step
@@ -226,9 +259,10 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         #: ``H_u`` (eq. 9 in the smooth coordinates) and its inverse (chamber actuation).
         self.pressure_map = self.model.pressure_map()
         self._pressure_inverse = np.linalg.inv(self.pressure_map)
-        self.regulator = PressureRegulator(n, max_pressure=self.model.pressure.max_pressure,
-                                           time_constant=regulator_time_constant, delay=regulator_delay) \
-            if actuation == "pressure" else None
+        self.regulator = self._regulator(regulator_delay) if actuation == "pressure" else None
+        #: The chambers' true map (the nominal one scaled by the realism's gains and droops).
+        self.plant_pressure_map = self.pressure_map
+        self.sensor = DelayedSensor()
         marker = self.client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.003, rgbaColor=[1.0, 0.1, 0.1, 0.9])
         self._goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                         basePosition=[0.0, 0.0, -1.0])
@@ -238,6 +272,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                          [np.full(self.model.n_segments, self.model.max_bend)] * (per - 1), axis=-1).ravel()
         #: Generalised-force scale of a torque action of 1 (axial [N], bending [N m]).
         self.torque_limits = 1.5 * self.body.stiffness * spans
+        #: The simulated arm's elastic stiffness without realism (axial [N/m], bending [N m/rad]).
+        self.nominal_stiffness = self.body.stiffness.copy()
         reach = 1.2 * self.model.total_length * (1 + self.model.elongation) + 0.05
         kappa = 2 * self.model.max_bend / (self.model.segment_lengths.min() * (1 - self.model.elongation))
         state_high = np.tile([1.0] + [kappa] * (per - 1), self.model.n_segments)
@@ -262,6 +298,41 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self._saturated = False
         self.goal = self.trajectory.position(0.0)
         self.tip, self.tip_velocity = self.body.tip_state()
+        self.measured_tip, self.measured_velocity = self.tip, self.tip_velocity
+
+    def _arm(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
+        """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""
+        arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
+        args, kwargs = self._arm_arguments
+        return arm_class(*args, segment_mass=segment_mass, **kwargs)
+
+    def _regulator(self, delay: float) -> PressureRegulator:
+        return PressureRegulator(self.model.n_dof, max_pressure=self.model.pressure.max_pressure,
+                                 time_constant=self.regulator_time_constant, delay=delay)
+
+    # ------------------------------------------------------------------ realism
+
+    def _realism_table(self) -> tuple[Perturbation, ...]:
+        if self.actuation == "pressure":
+            return PCC_REALISM
+        return tuple(p for p in PCC_REALISM if p.name not in CHAMBER_REALISM)
+
+    def _realism_sizes(self) -> dict[str, int]:
+        return {"chamber_gain": self.model.n_dof, "pressure_droop": self.model.n_dof}
+
+    def _apply_realism(self) -> None:
+        """Give the simulated arm, the chambers and the sensor this episode's perturbations."""
+        drawn = self.perturbations
+        if not (self.realism.is_ideal("mass_error") and self.realism.is_ideal("payload")):
+            self.body.set_model(self._arm(self.model.segment_mass * (1.0 + drawn["mass_error"])),
+                                self.payload + drawn["payload"])
+        self.body.stiffness = self.nominal_stiffness * (1.0 + drawn["stiffness_error"])
+        if self.regulator is not None:
+            self.plant_pressure_map = self.pressure_map * (drawn["chamber_gain"] * (1.0 - drawn["pressure_droop"]))
+            self.regulator = self._regulator(self.regulator_delay + drawn["regulator_delay"])
+        steps = int(round(drawn["observation_latency"] / self.dt))
+        noise = np.r_[np.full(3, drawn["observation_noise"]), np.zeros(3)]  # tip [m]; velocity noise-free
+        self.sensor = DelayedSensor(noise, steps, rng=self.realism_rng)
 
     def _physics_parameters(self) -> dict[str, Any]:
         # PCCBody integrates the arm itself; the client's gravity enters its inverse dynamics.
@@ -300,6 +371,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     # ------------------------------------------------------------------ hooks
 
     def _reset_model(self, options: dict[str, Any]) -> None:
+        if not self.realism.is_ideal():
+            self._apply_realism()
         t0 = float(self.np_random.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
         c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
         self.body.reset(c0)
@@ -319,6 +392,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         else:
             self._command_value = hold
         self.goal = self.trajectory.position(self.time)
+        self._read_tip(reset=True)
 
     def _command(self) -> np.ndarray:
         return self.setpoint if self.action_type == "configuration" else self._command_value
@@ -365,8 +439,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             with np.errstate(over="ignore", invalid="ignore"):
                 self._actuate(k, steps, u_from, u_to)
                 if self.regulator is not None:
-                    start = self.pressure_map @ self.regulator.pressures
-                    end = self.pressure_map @ self.regulator.advance(self.time_step, self.body.time)
+                    start = self.plant_pressure_map @ self.regulator.pressures
+                    end = self.plant_pressure_map @ self.regulator.advance(self.time_step, self.body.time)
                     self.body.step(self.time_step, start, torque_end=end)
                 else:
                     self.body.step(self.time_step, self._tau)
@@ -398,12 +472,20 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             return "a rate above 1e4 /s: the arm is driven beyond its model"
         return None
 
-    def _observation(self) -> np.ndarray:
+    def _read_tip(self, reset: bool = False) -> None:
+        """The true tip state (:attr:`tip`, :attr:`tip_velocity`) and its measurement through the sensor."""
         self.tip, self.tip_velocity = self.body.tip_state()
+        state = np.concatenate((self.tip, self.tip_velocity))
+        measured = self.sensor.reset(state) if reset else self.sensor.read(state)
+        self.measured_tip, self.measured_velocity = measured[:3], measured[3:]
+
+    def _observation(self) -> np.ndarray:
+        self._read_tip()
+        tip = self.measured_tip
         state = self.controller.state(self.body.u)
         rate = self.controller.state_jacobian(self.body.u) @ self.body.w
         phase = 2 * np.pi * self.time / self.trajectory.period
-        obs = np.concatenate((self.tip, self.goal, self.goal - self.tip, self.tip_velocity, state, rate,
+        obs = np.concatenate((tip, self.goal, self.goal - tip, self.measured_velocity, state, rate,
                               [np.sin(phase), np.cos(phase)]))
         obs = np.clip(obs, -self._obs_high, self._obs_high).astype(np.float32)
         if self.goal_conditioned:
@@ -411,10 +493,11 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return obs
 
     def tracking_error(self) -> float:
-        """Current tip-to-goal distance [m] (goal-conditioned: from the float32 goals of the observation,
-        so that :meth:`compute_reward` reproduces the reward exactly)."""
+        """Current true tip-to-goal distance [m] (goal-conditioned: from the goals rounded to float32
+        as the observation shows them, so that without observation noise :meth:`compute_reward`
+        reproduces the reward exactly)."""
         if self.goal_conditioned:
-            return float(self._distances(*self._observed_goals()))
+            return float(self._distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
         return float(np.linalg.norm(self.goal - self.tip))
 
     @staticmethod
@@ -423,7 +506,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return np.sqrt(np.sum(d * d, axis=-1))
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.tip.astype(np.float32), self.goal.astype(np.float32)
+        return self.measured_tip.astype(np.float32), self.goal.astype(np.float32)
 
     def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
         return {"tracking": -self.tracking_weight * self._distances(achieved_goal, desired_goal)}
@@ -431,7 +514,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         if self.goal_conditioned:
             return self._step_goal_terms()
-        return {"tracking": -self.tracking_weight * self.tracking_error()}
+        return {"tracking": -self.tracking_weight * float(np.linalg.norm(self.goal - self.measured_tip))}
 
     def _terminated(self) -> bool:
         return self.stop_reason is not None

@@ -53,6 +53,16 @@ grow the process; the soft default never uses it.
 
 ``kinematic=True`` runs the same spaces on the analytic model (``kinematics="pcc"`` or
 ``"tilted"``) with no simulator.
+
+Realism (``realism=``, :mod:`soft_envs.sim.realism`; table :data:`PETER_REALISM`): the robot
+the env simulates may differ from ``env.model``, the nominal model a controller plans with —
+per-leg fill gains, length offsets and leaks (:meth:`PneumaticLegs.set_imperfections`), an
+extra valve delay, noise and latency on the measured tip (the observation's tip, velocity and
+goal − tip, and the reward; ``info["distance"]`` and ``is_success`` stay the true distance),
+errors of the leg radius, and (soft physics) of the leg stiffness and module mass, and an
+extra payload. ``info["realism"]`` of the reset holds the values drawn. On the kinematic
+variant the legs act at once (after the delay, whole control periods) and the physics-only
+perturbations do not exist; ``physics="stiff"`` takes no realism.
 """
 
 from __future__ import annotations
@@ -66,16 +76,59 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
+from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
 from soft_envs.sim.actuators import PneumaticLegs
 from soft_envs.sim.bullet import STANDARD_GRAVITY, connect
 from soft_envs.sim.peter_body import PeterBody
 from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS, SoftPeterBody
+from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.urdf import check_joint_count
 
 PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pneumatic", "instant")
-MAX_COMMAND_DELAY = 10.0  # s
+MAX_COMMAND_DELAY = 5.0  # s: one episode of the soft env
+
+#: PETER's sim-to-real perturbations (``realism=``); the physics-only ones are the last three.
+PETER_REALISM: tuple[Perturbation, ...] = (
+    Perturbation("leg_gain", "1", "fill rate of each leg relative to eq. 1's 10 mm/s", (0.7, 1.3),
+                 "assumption: eq. 1 is a line fitted to 968 samples of *one* actuator (seed 000, Fig. 2; no "
+                 "residual given); the other legs share only its design (printed bellows) and are fed "
+                 "through tubes of different lengths: ±30 % per leg", ideal=1.0, valid=(0.1, 10.0),
+                 per_element=True),
+    Perturbation("supply_gain", "1", "fill rate of every leg together (the supply pressure)", (0.9, 1.1),
+                 "assumption: a compressor cycling between its cut-in and cut-out pressures moves the flow "
+                 "of every (choked) valve together, about ±10 %", ideal=1.0, valid=(0.1, 10.0)),
+    Perturbation("leg_offset", "m", "length of each leg at zero inflation minus eq. 1's 42.926 mm",
+                 (0.0, 2.14e-3), "seed 000 §2.2.1: the measured leg is 44 mm, 1.07 mm longer than the fit's "
+                 "42.926 mm; ±1.07 mm about that per leg", valid=(-0.01, 0.01), per_element=True),
+    Perturbation("leak_rate", "m/s", "shortening rate of an inflated leg whose valve is closed", (0.0, 3e-4),
+                 "assumption: seed 000 names punctures and leaks as a cause of its real-robot error; "
+                 "a slow leak, up to 1.5 mm over a 5 s episode", valid=(0.0, 0.01), per_element=True),
+    Perturbation("command_delay", "s", "valve delay added to the command_delay keyword", (0.0, 0.15),
+                 "assumption: solenoid valves and a serial link; the pneumatic regulators of seed 004 "
+                 "show 100–150 ms", valid=(0.0, MAX_COMMAND_DELAY)),
+    Perturbation("observation_noise", "m", "standard deviation of the measured tip position, per axis",
+                 (1e-4, 3e-4), "assumption: the paper's infrared motion-capture cameras (seed 000 §4.2), "
+                 "sub-millimetre", valid=(0.0, 0.1)),
+    Perturbation("observation_latency", "s", "age of the measured tip (whole control periods)", (0.0, 0.1),
+                 "assumption: one or two camera frames and their processing", valid=(0.0, MAX_COMMAND_DELAY)),
+    Perturbation("base_tilt", "rad", "rotation of the arm's base about the x and y axes of the frame the "
+                 "goals and measurements are in", (-0.035, 0.035),
+                 "assumption: the base plate's mounting and the registration of the cameras' frame, ±2°",
+                 valid=(-0.2, 0.2), per_element=True),
+    Perturbation("radius_error", "1", "relative error of the leg-circle radius (45 mm)", (-0.1, 0.1),
+                 "assumption: the paper does not give the radius (SPEC section 2)", valid=(-0.5, 1.0)),
+    Perturbation("leg_stiffness_error", "1", "relative error of the leg stiffness (1300 N/m)", (-0.3, 0.3),
+                 "assumption: the stiffness is itself an assumption (Peter.leg_stiffness)", valid=(-0.9, 10.0)),
+    Perturbation("mass_error", "1", "relative error of the module mass (0.12 kg)", (-0.2, 0.2),
+                 "assumption: the module mass is an assumption of the model", valid=(-0.9, 10.0)),
+    Perturbation("payload", "kg", "tip payload added to the payload keyword", (0.0, 0.5),
+                 "assumption: up to the 0.5 kg the arm carries 'without changing its kinematic model' "
+                 "(Peter.leg_stiffness)", valid=(0.0, 5.0)),
+)
+PHYSICS_ONLY_REALISM = ("leg_stiffness_error", "mass_error", "payload")
+PLANT_REALISM = ("base_tilt", "radius_error") + PHYSICS_ONLY_REALISM  # change the simulated arm
 
 
 class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
@@ -101,6 +154,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             default 10 mm/s, at least 5 mm/s).
         command_delay: delay between an action and the valves acting on it [s] (soft physics).
         rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s] (soft physics).
+        realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`PETER_REALISM`).
         solver_iterations: PyBullet constraint-solver iterations (stiff physics).
         radius, gap: module geometry [m], passed to :class:`Peter`.
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``time_step`` = 1/240 s,
@@ -129,6 +183,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         solver_iterations: int = 100,
         radius: float = 0.045,
         gap: float = 0.017,
+        realism: str | dict[str, Any] | None = "ideal",
         **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
@@ -137,7 +192,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             success_threshold=success_threshold, payload=payload, gravity=gravity, physics=physics,
             actuation=actuation, leg_stiffness=leg_stiffness, vent_rate=vent_rate, command_delay=command_delay,
             rayleigh_stiffness=rayleigh_stiffness, solver_iterations=solver_iterations, radius=radius, gap=gap,
-            **kwargs)
+            realism=realism, **kwargs)
         if not kinematic and kinematics != "pcc":
             raise InvalidParameterError("the PyBullet body is the PCC arm: kinematics='tilted' needs kinematic=True")
         if physics not in PHYSICS:
@@ -162,11 +217,19 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.physics = physics
         self.actuation = actuation
         self.rayleigh_stiffness = float(rayleigh_stiffness)
+        self.command_delay = float(command_delay)
         self.legs = PneumaticLegs(3 * self.model.n_modules, rest_length=self.model.leg_length_at_rest,
                                   fill_rate=self.model.leg_rate, vent_rate=vent_rate, delay=command_delay,
-                                  instant=actuation == "instant")
+                                  instant=actuation == "instant" or self.kinematic)
         kwargs.setdefault("frame_skip", 24 if physics == "soft" and not kinematic else 12)
-        super().__init__(use_physics=not kinematic, **kwargs)
+        super().__init__(use_physics=not kinematic, realism=realism, **kwargs)
+        if physics == "stiff" and not self.kinematic and not self.realism.is_ideal():
+            raise InvalidParameterError("realism needs physics='soft' or kinematic=True (the stiff servo "
+                                        "body has no legs to perturb)")
+        self.plant = self.model.with_kinematics("pcc" if not self.kinematic else kinematics)
+        self.sensor = DelayedSensor()
+        self.clock = 0.0  # s, the kinematic variant's time
+        self.base_rotation = np.eye(3)  # the arm's base in the goals' frame (realism)
         n_act = self.model.n_dof
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n_act,), dtype=np.float32)
         # Bounds: positions within the arm's reach, velocities within ±10 m/s, set-points ±1.
@@ -217,21 +280,58 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     @property
     def time(self) -> float:
-        """Simulated time since the reset [s] (soft physics; 0 otherwise)."""
-        return self.body.time if isinstance(self.body, SoftPeterBody) else 0.0
+        """Time since the reset [s] (soft physics, or the kinematic variant under realism; else 0)."""
+        return self.body.time if isinstance(self.body, SoftPeterBody) else self.clock
+
+    def _realism_table(self) -> tuple[Perturbation, ...]:
+        if self.kinematic:
+            return tuple(p for p in PETER_REALISM if p.name not in PHYSICS_ONLY_REALISM)
+        return PETER_REALISM
+
+    def _realism_sizes(self) -> dict[str, int]:
+        n_legs = 3 * self.model.n_modules
+        return {"leg_gain": n_legs, "leg_offset": n_legs, "leak_rate": n_legs, "base_tilt": 2}
+
+    def _apply_realism(self) -> None:
+        """Give the legs, the sensor and the simulated arm this episode's perturbations."""
+        drawn = self.perturbations
+        self.legs.set_imperfections(drawn["leg_gain"] * drawn["supply_gain"], drawn["leg_offset"],
+                                    drawn["leak_rate"])
+        self.legs.set_delay(self.command_delay + drawn["command_delay"])
+        steps = int(round(drawn["observation_latency"] / self.dt))
+        noise = np.r_[np.full(3, drawn["observation_noise"]), np.zeros(3)]  # tip [m]; velocity noise-free
+        self.sensor = DelayedSensor(noise, steps, rng=self.realism_rng)
+        tilt = np.r_[drawn["base_tilt"], 0.0]
+        self.base_rotation = quaternion_to_matrix(quaternion_from_rotation_vector(tilt))
+        if any(not self.realism.is_ideal(name) for name in PLANT_REALISM if name in drawn):
+            m = self.model
+            self.plant = Peter(m.n_modules, radius=m.radius * (1.0 + drawn["radius_error"]), gap=m.gap,
+                               leg_length_at_rest=m.leg_length_at_rest, leg_rate=m.leg_rate,
+                               max_inflation_time=m.max_inflation_time, kinematics=self.plant.kinematics,
+                               links_per_module=m.links_per_module,
+                               module_mass=m.module_mass * (1.0 + drawn.get("mass_error", 0.0)),
+                               leg_stiffness=m.leg_stiffness * (1.0 + drawn.get("leg_stiffness_error", 0.0)))
+            if isinstance(self.body, SoftPeterBody):  # the simulated arm becomes the plant
+                self.body.set_model(self.plant, self.payload + drawn["payload"])
+                self.body.set_base_orientation(tuple(quaternion_from_rotation_vector(tilt)))
 
     # ------------------------------------------------------------------ hooks
     def _reset_model(self, options: dict[str, Any]) -> None:
         self.inflation_times = np.zeros(self.model.n_dof)
         self.goal = self.model.forward(self.model.sample(self.np_random))
+        if not self.realism.is_ideal():
+            self._apply_realism()
         self.legs.reset(self.inflation_times)
+        self.clock = 0.0
         if self.body is not None:
             self.body.reset(self.inflation_times)
+            if isinstance(self.body, SoftPeterBody) and self.legs.gain is not None:  # offsets at rest
+                self.body.set_state(self.body.rest_of_legs(self.legs.actual_lengths),
+                                    reference=np.zeros(self.model.n_dof))
+                self.body.set_rest_legs(self.legs.actual_lengths)
             if self._goal_marker is not None:
                 self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
-            self.tip, self.tip_velocity = self.body.tip_state()
-        else:
-            self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)
+        self._read_tip(reset=True)
 
     def _command(self) -> np.ndarray:
         return self.inflation_times
@@ -242,10 +342,17 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self.legs.command(self.inflation_times, self.body.time)
         elif self.body is not None:
             self.body.command(self.inflation_times)
+        elif not self.realism.is_ideal():
+            self.legs.command(self.inflation_times, self.clock)
 
     def simulate(self, n_steps: int | None = None) -> None:
         """Advance ``n_steps`` (default ``frame_skip``) physics steps: soft physics moves the legs'
         rest lengths and integrates the arm; stiff physics steps PyBullet."""
+        if self.body is None and not self.realism.is_ideal():  # kinematic: the legs over the period
+            n = self.frame_skip if n_steps is None else n_steps
+            self.legs.advance(n * self.time_step, self.clock)
+            self.clock += n * self.time_step
+            return
         if not isinstance(self.body, SoftPeterBody):
             super().simulate(n_steps)
             return
@@ -255,28 +362,42 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             rest_end = body.rest_of_legs(legs.advance(dt, body.time))
             body.step(dt, zero, rest_end=rest_end)
 
-    def _observation(self):
+    def _read_tip(self, reset: bool = False) -> None:
+        """The true tip state (:attr:`tip`, :attr:`tip_velocity`) and its measurement
+        (:attr:`measured_tip`, :attr:`measured_velocity`) through the sensor."""
         if self.body is not None:
             self.tip, self.tip_velocity = self.body.tip_state()
-        else:
+        elif self.realism.is_ideal():
             self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)
+        else:
+            self.tip, self.tip_velocity = self.plant.forward(self.legs.inflation), np.zeros(3)
+        if not self.realism.is_ideal("base_tilt"):  # the base frame -> the goals' frame
+            self.tip, self.tip_velocity = self.base_rotation @ self.tip, self.base_rotation @ self.tip_velocity
+        state = np.concatenate((self.tip, self.tip_velocity))
+        measured = self.sensor.reset(state) if reset else self.sensor.read(state)
+        self.measured_tip, self.measured_velocity = measured[:3], measured[3:]
+
+    def _observation(self):
+        self._read_tip()
+        tip, velocity = self.measured_tip, self.measured_velocity
         setpoints = self.model_to_action(self.inflation_times)
         if self.goal_conditioned:
             return {
-                "observation": np.concatenate((self.tip, self.tip_velocity, setpoints)).astype(np.float32),
-                "achieved_goal": self.tip.astype(np.float32),
+                "observation": np.concatenate((tip, velocity, setpoints)).astype(np.float32),
+                "achieved_goal": tip.astype(np.float32),
                 "desired_goal": self.goal.astype(np.float32),
             }
-        return np.concatenate((self.tip, self.goal, self.goal - self.tip, self.tip_velocity,
-                               setpoints)).astype(np.float32)
+        return np.concatenate((tip, self.goal, self.goal - tip, velocity, setpoints)).astype(np.float32)
 
     def distance(self) -> float:
-        """Current tip-to-goal distance [m], from the float32 positions the observation shows.
+        """Current true tip-to-goal distance [m], from the positions rounded to float32 as the
+        observation shows them.
 
-        (So that ``compute_reward`` on the observation gives exactly the step's distance term,
-        as goal-relabelling learners require; the rounding is below 1e-7 m.)
+        (So that, without observation noise, ``compute_reward`` on the observation gives exactly
+        the step's distance term, as goal-relabelling learners require; the rounding is below
+        1e-7 m. The reward uses the measured tip.)
         """
-        return float(self._distances(*self._observed_goals()))
+        return float(self._distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
 
     @staticmethod
     def _distances(achieved_goal, desired_goal) -> np.ndarray:
@@ -284,7 +405,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return np.sqrt(np.sum(diff * diff, axis=-1))
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.tip.astype(np.float32), self.goal.astype(np.float32)
+        return self.measured_tip.astype(np.float32), self.goal.astype(np.float32)
 
     def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
         return {"distance": -self.distance_weight * self._distances(achieved_goal, desired_goal)}
@@ -296,7 +417,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         d = self.distance()
         info = {"distance": d, "is_success": bool(d < self.success_threshold),
                 "inflation_times": self.inflation_times.copy()}
-        if isinstance(self.body, SoftPeterBody):
+        if isinstance(self.body, SoftPeterBody) or not self.realism.is_ideal():
             info["leg_inflation"] = self.legs.inflation
         return info
 

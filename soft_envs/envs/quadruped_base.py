@@ -24,6 +24,19 @@ Physics: ``time_step = 1/500`` s, ``frame_skip = 5`` (100 Hz control, ``dt = 0.0
 solver iterations, gravity 9.81 m/s², flat ground with friction 1.0 (feet 1.0). Why: the legs
 weigh a few grams, so contacts need a short step to stay quiet, and 100 Hz matches the seed's
 gait of 100 samples per cycle at a 1 s cycle (one sample per step; faster gaits skip samples).
+
+Realism (``realism=``, :mod:`soft_envs.sim.realism`; table :data:`QUADRUPED_REALISM`): the
+simulated robot may differ from ``env.model``, the nominal model a controller plans with — the
+ground's friction (a factor on the ``ground_friction`` keyword: the floor is
+``ground_friction · friction_scale``), each servo's strength (its torque limit and position
+gain) and zero offset (the joint sits at ``target + offset``, its angle reads
+``true − offset``), the trunk's mass and a payload on it, a command delay (whole control
+periods: the servos act on the action of that many steps before), and noise and latency on
+the measured state (joint angles and velocities, IMU orientation and angular velocity, body
+velocity; contacts and height are delayed, not noisy). The observation shows the measured
+state; the rewards, ``info`` and the fall test use the true state. ``reset_noise_scale``
+(the task's own draw of the initial joint angles) is unchanged by realism. ``info["realism"]``
+of the reset holds the values drawn.
 """
 
 from __future__ import annotations
@@ -34,11 +47,62 @@ import numpy as np
 import pybullet
 from gymnasium import spaces
 
+from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, SoftEnv
-from soft_envs.exceptions import check_integer, check_nonnegative
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.realism import DelayedSensor, Perturbation
+
+_SERVO = ("urdf/quadruped/README.md: MG90S-class micro servos rated 2.2 kg·cm at 6 V; the MG90S "
+          "data sheet gives 1.8 kg·cm at 4.8 V (−18 %)")
+#: The quadruped's sim-to-real perturbations (``realism=``).
+QUADRUPED_REALISM: tuple[Perturbation, ...] = (
+    Perturbation("friction_scale", "1", "factor on the ground's lateral friction (the ground_friction keyword)",
+                 (0.5, 1.5), "assumption: rubber feet on floors from polished tile (μ ≈ 0.5) to rubber mats; "
+                 "pybullet_envs' Minitaur randomizer draws its foot friction in 0.8–1.5", ideal=1.0,
+                 valid=(0.01, 10.0)),
+    Perturbation("motor_strength", "1", "factor on each servo's torque limit and position gain", (0.8, 1.1),
+                 f"{_SERVO}: a sagging supply; +10 % for unit-to-unit scatter (assumption)", ideal=1.0,
+                 valid=(0.05, 5.0), per_element=True),
+    Perturbation("joint_offset", "rad", "zero error of each servo: the joint sits at target + offset, its "
+                 "angle reads true − offset", (-0.035, 0.035),
+                 "assumption: servo horns sit on splined shafts and each servo's zero is trimmed by eye, ±2° "
+                 "left; seed 001 §IV: the actuators' resolution bounds the precision", valid=(-0.3, 0.3),
+                 per_element=True),
+    Perturbation("trunk_mass_error", "1", "relative error of the trunk's mass (0.240 kg) and inertia",
+                 (-0.2, 0.2), "assumption: the trunk mass is itself an estimate (urdf/quadruped/README.md); "
+                 "pybullet_envs' Minitaur randomizer uses ±20 % for the base mass", valid=(-0.9, 10.0)),
+    Perturbation("payload", "kg", "mass added to the trunk (spread like the trunk's)", (0.0, 0.1),
+                 "assumption: a camera or sensor board, up to 20 % of the robot's 0.456 kg", valid=(0.0, 2.0)),
+    Perturbation("command_delay", "s", "age of the targets the servos act on (whole control periods)",
+                 (0.0, 0.02), "assumption: hobby servos read their target from a 50 Hz PWM frame, so a new "
+                 "target acts up to 20 ms later", valid=(0.0, 60.0)),
+    Perturbation("joint_angle_noise", "rad", "standard deviation of each measured joint angle", (0.003, 0.01),
+                 "assumption: the servos' potentiometers read by a 10-bit ADC (0.2° a count) with their "
+                 "non-linearity, 0.2–0.6°", valid=(0.0, 0.5)),
+    Perturbation("joint_velocity_noise", "rad/s", "standard deviation of each measured joint velocity",
+                 (0.05, 0.3), "assumption: velocities differenced from the noisy angles and low-pass "
+                 "filtered", valid=(0.0, 10.0)),
+    Perturbation("orientation_noise", "rad", "standard deviation of the measured body orientation per axis",
+                 (0.002, 0.01), "assumption: an MPU-6050-class IMU with a complementary filter, 0.1–0.6° "
+                 "under the servos' vibration", valid=(0.0, 0.5)),
+    Perturbation("angular_velocity_noise", "rad/s", "standard deviation of the measured angular velocity "
+                 "per axis", (0.01, 0.05), "assumption: the gyroscope's noise and the servos' vibration",
+                 valid=(0.0, 5.0)),
+    Perturbation("linear_velocity_noise", "m/s", "standard deviation of the measured body velocity per axis",
+                 (0.01, 0.05), "assumption: a real robot estimates it (leg odometry and IMU), it measures "
+                 "nothing of it directly", valid=(0.0, 5.0)),
+    Perturbation("observation_latency", "s", "age of the measured state (whole control periods)", (0.0, 0.02),
+                 "assumption: potentiometers and IMU read over I2C at 100 Hz, one or two periods old",
+                 valid=(0.0, 60.0)),
+)
+#: Noise of the 39 measured values (see the observation table), by perturbation name.
+_NOISE_SLICES = (("orientation_noise", slice(0, 4)), ("angular_velocity_noise", slice(4, 7)),
+                 ("linear_velocity_noise", slice(7, 10)), ("joint_angle_noise", slice(10, 22)),
+                 ("joint_velocity_noise", slice(22, 34)))
+_PLANT_REALISM = ("friction_scale", "motor_strength", "joint_offset", "trunk_mass_error", "payload")
 
 
 
@@ -70,25 +134,50 @@ class QuadrupedBody:
         self.velocity_gain = float(velocity_gain)
         for j in range(client.getNumJoints(self.id)):  # no default velocity motors
             client.setJointMotorControl2(self.id, j, pybullet.VELOCITY_CONTROL, force=0.0)
+        dynamics = client.getDynamicsInfo(self.id, -1)
+        self.trunk_mass = float(dynamics[0])  # [kg], nominal (the URDF's)
+        self.trunk_inertia = np.array(dynamics[2], dtype=float)  # [kg m²], principal, nominal
+        self.strength = np.ones(12)  # factor on each servo's torque limit and position gain
+        self.offsets = np.zeros(12)  # [rad], each servo's zero error
+
+    def set_servo_imperfections(self, strength: np.ndarray, offsets: np.ndarray) -> None:
+        """Per-servo ``strength`` (12,) (factor on torque limit and position gain) and zero ``offsets``
+        (12,) [rad]: the joint goes to ``target + offset`` (the servo reads its angle as
+        ``true − offset``). Ones and zeros: the nominal servos."""
+        self.strength = np.asarray(strength, dtype=float).reshape(12).copy()
+        self.offsets = np.asarray(offsets, dtype=float).reshape(12).copy()
+
+    def set_trunk_mass(self, mass: float) -> None:
+        """Give the trunk ``mass`` [kg], its inertia scaled with it (the same distribution)."""
+        scale = float(mass) / self.trunk_mass
+        self.client.changeDynamics(self.id, -1, mass=float(mass),
+                                   localInertiaDiagonal=(self.trunk_inertia * scale).tolist())
 
     def reset(self, q: np.ndarray, position=(0.0, 0.0, 0.0), orientation=(0.0, 0.0, 0.0, 1.0)) -> None:
-        """Place the body (frame at ``position`` [m]) at rest with joint angles ``q`` (12,) [rad]."""
+        """Place the body (frame at ``position`` [m]) at rest with the servos' readings ``q`` (12,) [rad]."""
         self.client.resetBasePositionAndOrientation(self.id, list(position), list(orientation))
         self.client.resetBaseVelocity(self.id, [0, 0, 0], [0, 0, 0])
-        for j, value in zip(self.joint_ids, np.asarray(q, dtype=float).ravel()):
+        q = np.asarray(q, dtype=float).ravel()
+        true = q + self.offsets if np.any(self.offsets) else q
+        for j, value in zip(self.joint_ids, true):
             self.client.resetJointState(self.id, j, float(value), 0.0)
         self.command(q)
 
     def command(self, q: np.ndarray) -> None:
         """Servo targets ``q`` (12,) [rad], torque- and speed-limited like the hobby servos."""
-        for j, value in zip(self.joint_ids, np.asarray(q, dtype=float).ravel()):
+        q = np.asarray(q, dtype=float).ravel()
+        if np.any(self.offsets):
+            q = q + self.offsets
+        torque, speed = self.robot.servo_torque, self.robot.servo_speed
+        for k, (j, value) in enumerate(zip(self.joint_ids, q)):
             self.client.setJointMotorControl2(
                 self.id, j, pybullet.POSITION_CONTROL, targetPosition=float(value),
-                force=self.robot.servo_torque, maxVelocity=self.robot.servo_speed,
-                positionGain=self.position_gain, velocityGain=self.velocity_gain)
+                force=torque * self.strength[k], maxVelocity=speed,
+                positionGain=self.position_gain * self.strength[k], velocityGain=self.velocity_gain)
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(angles [rad], velocities [rad/s], applied torques [N m])``, each (12,)."""
+        """``(true angles [rad], velocities [rad/s], applied torques [N m])``, each (12,) (a servo
+        reads its angle as ``true − offset``)."""
         states = self.client.getJointStates(self.id, self.joint_ids)
         return (np.array([s[0] for s in states]), np.array([s[1] for s in states]),
                 np.array([s[3] for s in states]))
@@ -136,12 +225,17 @@ class QuadrupedBaseEnv(SoftEnv):
 
     Args:
         reset_noise_scale: half-width of the uniform noise on the initial joint angles [rad].
-        ground_friction: lateral friction of the ground (feet: 1.0; Bullet multiplies them).
+        ground_friction: lateral friction of the ground (feet: 1.0; Bullet multiplies them);
+            realism's ``friction_scale`` multiplies it.
         solver_iterations: PyBullet constraint-solver iterations.
         time_step: physics time step [s]; frame_skip: physics steps per ``env.step``.
+        realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`QUADRUPED_REALISM`).
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
             ``action_rate_weight``).
     """
+
+    #: The registered id, whose ``max_episode_steps`` bounds the delays (realism).
+    env_id = "soft_envs/QuadrupedWalk-v0"
 
     def __init__(self, *, reset_noise_scale: float = 0.0, ground_friction: float = 1.0,
                  solver_iterations: int = 50, time_step: float = 1.0 / 500.0, frame_skip: int = 5,
@@ -152,6 +246,12 @@ class QuadrupedBaseEnv(SoftEnv):
         self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1, maximum=MAX_SOLVER_ITERATIONS)
         self.model = Quadruped()
         super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, **kwargs)
+        try:
+            for name in ("command_delay", "observation_latency"):
+                self.realism.limit(name, ENVIRONMENTS[self.env_id][1] * self.dt, "one episode")
+        except InvalidParameterError:
+            self.close()
+            raise
         self.action_space = spaces.Box(-1.0, 1.0, shape=(12,), dtype=np.float32)
         self._obs_high = np.concatenate([
             np.ones(4), np.full(3, 50.0), np.full(3, 10.0), np.full(12, np.pi), np.full(12, 100.0),
@@ -167,6 +267,9 @@ class QuadrupedBaseEnv(SoftEnv):
         self.body = QuadrupedBody(self.client, self.model)
         self.joint_targets = self.model.standing_configuration().ravel()
         self._cache: dict[str, Any] = {}
+        self.sensor = DelayedSensor()  # the measured state (realism)
+        self.command_line = DelayedSensor()  # the servos' delayed targets (realism)
+        self._measured = np.zeros(39)
 
     def _physics_parameters(self) -> dict[str, Any]:
         return {"gravity": STANDARD_GRAVITY, "solver_iterations": self.solver_iterations}
@@ -175,8 +278,31 @@ class QuadrupedBaseEnv(SoftEnv):
     def _model_to_action(self, q: np.ndarray) -> np.ndarray:
         return super()._model_to_action(q.ravel())  # (4, 3) per leg or (12,)
 
+    # ------------------------------------------------------------------ realism
+    def _realism_table(self) -> tuple[Perturbation, ...]:
+        return QUADRUPED_REALISM
+
+    def _realism_sizes(self) -> dict[str, int]:
+        return {"motor_strength": 12, "joint_offset": 12}
+
+    def _apply_realism(self) -> None:
+        """Give the ground, the servos, the trunk and the sensors this episode's perturbations."""
+        drawn = self.perturbations
+        if any(not self.realism.is_ideal(name) for name in _PLANT_REALISM):
+            self.client.changeDynamics(self.ground, -1, lateralFriction=self.ground_friction * drawn["friction_scale"])
+            self.body.set_servo_imperfections(drawn["motor_strength"], drawn["joint_offset"])
+            self.body.set_trunk_mass(self.body.trunk_mass * (1.0 + drawn["trunk_mass_error"]) + drawn["payload"])
+        noise = np.zeros(39)
+        for name, part in _NOISE_SLICES:
+            noise[part] = drawn[name]
+        noise[0:4] *= 0.5  # a quaternion's components move by half the rotation angle
+        self.sensor = DelayedSensor(noise, int(round(drawn["observation_latency"] / self.dt)), rng=self.realism_rng)
+        self.command_line = DelayedSensor(0.0, int(round(drawn["command_delay"] / self.dt)))
+
     # ------------------------------------------------------------------ state
-    def _read_state(self) -> None:
+    def _read_state(self, reset: bool = False) -> None:
+        """The true state (cache) and, under realism, its measurement through the sensor
+        (``reset``: the first reading of an episode)."""
         pos, orn = self.body.base_pose()
         lin, ang = self.body.base_velocity()
         rot = quaternion_to_matrix(np.asarray(orn))
@@ -184,13 +310,26 @@ class QuadrupedBaseEnv(SoftEnv):
         self._cache = {"position": pos, "quaternion": orn, "rotation": rot, "linear": lin, "angular": ang,
                        "q": q, "qd": qd, "torque": tau, "contacts": self.body.foot_contacts(self.ground),
                        "feet": self.body.feet_world()}
+        if not self.realism.is_ideal():
+            true = self._state_vector()
+            true[10:22] -= self.perturbations["joint_offset"]  # the servos' own readings
+            measured = self.sensor.reset(true) if reset else self.sensor.read(true)
+            measured[0:4] /= np.linalg.norm(measured[0:4])
+            self._measured = measured
 
-    def _base_observation(self) -> np.ndarray:
+    def _state_vector(self) -> np.ndarray:
         s = self._cache
         rot_t = s["rotation"].T
-        obs = np.concatenate([s["quaternion"], rot_t @ s["angular"], rot_t @ s["linear"], s["q"], s["qd"],
-                              s["contacts"], [s["position"][2]]])
+        return np.concatenate([s["quaternion"], rot_t @ s["angular"], rot_t @ s["linear"], s["q"], s["qd"],
+                               s["contacts"], [s["position"][2]]])
+
+    def _base_observation(self) -> np.ndarray:
+        obs = self._state_vector() if self.realism.is_ideal() else self._measured
         return np.clip(obs, self._obs_low, self._obs_high).astype(np.float32)
+
+    def _observed_quaternion(self) -> np.ndarray:
+        """The body quaternion ``(x, y, z, w)`` the observation shows (true, or measured under realism)."""
+        return self._cache["quaternion"] if self.realism.is_ideal() else self._measured[0:4]
 
     def fallen(self) -> bool:
         """Body below 4 cm, tilted more than 50°, or touching the ground with anything but feet."""
@@ -200,18 +339,25 @@ class QuadrupedBaseEnv(SoftEnv):
 
     # ------------------------------------------------------------------ hooks
     def _stand(self, noise: np.ndarray | None = None) -> None:
+        """Place the robot standing (joint angles + ``noise`` [rad]) with this episode's realism."""
+        if not self.realism.is_ideal():
+            self._apply_realism()
         q = self.model.standing_configuration().ravel()
         if noise is not None:
             q = np.clip(q + noise, self.model.lower, self.model.upper)
         self.joint_targets = q
         self.body.reset(q, position=(0.0, 0.0, self.model.stance_height + self.model.foot_radius))
+        self.command_line.reset(q)
 
     def _command(self) -> np.ndarray:
         return self.joint_targets
 
     def _apply_action(self, action: np.ndarray) -> None:
         self.joint_targets = self.action_to_model(action)
-        self.body.command(self.joint_targets)
+        if self.realism.is_ideal():
+            self.body.command(self.joint_targets)
+        else:
+            self.body.command(self.command_line.read(self.joint_targets))
 
     def simulate(self, n_steps: int | None = None) -> None:
         super().simulate(n_steps)

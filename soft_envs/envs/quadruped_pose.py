@@ -28,6 +28,12 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 sliding [m]), ``foot_displacement`` (largest horizontal displacement of a foot centre, rolling
 included [m]), ``is_success`` (error below ``success_threshold``, 1°),
 ``fallen``. Terminates on a fall (as in ``QuadrupedWalk-v0``).
+
+Realism (``realism=``; the table and its effects: :mod:`soft_envs.envs.quadruped_base`): the
+observation's current roll, pitch, yaw (``[42:45]``, ``achieved_goal``) come from the measured
+(noisy, delayed) orientation, and so does the ``orientation`` reward term (as the measured tip
+does in ``PeterReach-v0``); ``info["orientation_error"]``, ``rpy_error`` and ``is_success`` stay
+the true ones. The goals are drawn from the env's RNG exactly as without realism.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from gymnasium.utils import EzPickle
 from soft_envs.envs.base import GoalConditionedMixin
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
-from soft_envs.geometry import quaternion_to_rpy, rotation_angle, rpy_to_matrix
+from soft_envs.geometry import quaternion_to_matrix, quaternion_to_rpy, rotation_angle, rpy_to_matrix
 
 
 class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
@@ -55,8 +61,10 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
             (``reset_noise_scale`` = 0, ``ground_friction``, ``solver_iterations``, ``time_step``,
             ``frame_skip``) and :class:`~soft_envs.envs.base.SoftEnv` keywords (``render_mode``,
-            ``width``, ``height``, ``action_rate_weight`` = 0).
+            ``width``, ``height``, ``action_rate_weight`` = 0, ``realism``).
     """
+
+    env_id = "soft_envs/QuadrupedPose-v0"
 
     def __init__(self, *, goal_range: float = np.radians(10.0), goal_conditioned: bool = False,
                  orientation_weight: float = 1.0, slip_weight: float = 10.0,
@@ -101,7 +109,7 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
             self.goal = goal
         self._goal_rotation = rpy_to_matrix(*self.goal)
         self.client.performCollisionDetection()
-        self._read_state()
+        self._read_state(reset=True)
         self._feet_reference = self._cache["feet"].copy()
         self._sliding = np.zeros((4, 2))
 
@@ -134,9 +142,14 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         return np.linalg.norm(self._cache["feet"][:, :2] - self._feet_reference[:, :2], axis=-1)
 
     # ------------------------------------------------------------------ hooks
+    def measured_rpy(self) -> np.ndarray:
+        """Body roll, pitch, yaw [rad] as the observation shows them (the IMU's under realism;
+        :meth:`rpy` is the true one)."""
+        return quaternion_to_rpy(self._observed_quaternion())
+
     def _observation(self):
         base = self._base_observation()
-        rpy = self.rpy().astype(np.float32)
+        rpy = self.measured_rpy().astype(np.float32)
         goal = self.goal.astype(np.float32)
         if self.goal_conditioned:
             return {"observation": base, "achieved_goal": rpy, "desired_goal": goal}
@@ -147,7 +160,7 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
                                                          rpy_to_matrix(*np.asarray(achieved_rpy, dtype=float)))
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.rpy().astype(np.float32), self.goal.astype(np.float32)
+        return self.measured_rpy().astype(np.float32), self.goal.astype(np.float32)
 
     def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
         achieved, desired = np.broadcast_arrays(np.asarray(achieved_goal), np.asarray(desired_goal))
@@ -159,8 +172,11 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         if self.goal_conditioned:  # from the observed (float32) goals, exactly as compute_reward
             terms = self._step_goal_terms()
-        else:
+        elif self.realism.is_ideal():
             terms = {"orientation": -self.orientation_weight * self.orientation_error()}
+        else:  # the measured orientation
+            measured = quaternion_to_matrix(self._observed_quaternion())
+            terms = {"orientation": -self.orientation_weight * rotation_angle(self._goal_rotation, measured)}
         terms["slip"] = -self.slip_weight * float(np.mean(self.foot_slip()))
         return terms
 

@@ -16,6 +16,12 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward), per ste
 
 Terminates on a fall: body below 4 cm, tilted more than 50°, or body/legs (not feet) touching
 the ground. ``info`` carries ``x``, ``y`` [m], ``yaw`` [rad], ``fallen``, ``forward_velocity``.
+
+Realism (``realism=``; the table and its effects: :mod:`soft_envs.envs.quadruped_base`): ground
+friction, servo strength and zero offsets, trunk mass and payload, command delay, noise and
+latency of the measured state. The observation is the measured state; the reward terms, the
+fall test and ``info`` use the true state. ``reset_noise_scale`` draws the initial joint angles
+from the env's RNG as without realism.
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         reset_noise_scale: initial joint-angle noise half-width [rad].
         **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
             (``ground_friction``, ``solver_iterations``, ``time_step``, ``frame_skip``) and
-            :class:`~soft_envs.envs.base.SoftEnv` keywords (``render_mode``, ``width``, ``height``).
+            :class:`~soft_envs.envs.base.SoftEnv` keywords (``render_mode``, ``width``, ``height``,
+            ``realism``).
     """
 
     def __init__(self, *, forward_weight: float = 1.0, healthy_reward: float = 0.05, lateral_weight: float = 0.5,
@@ -70,7 +77,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         noise = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 12)
         self._stand(noise)
         self.client.performCollisionDetection()
-        self._read_state()
+        self._read_state(reset=True)
         self._previous_xy = self._cache["position"][:2].copy()
 
     def _apply_action(self, action: np.ndarray) -> None:

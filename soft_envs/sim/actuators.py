@@ -9,6 +9,13 @@ it must grow and at a venting rate when it must shorten (an assumption — the p
 filling only; default 10 mm/s, never slower than 5 mm/s unless asked for), so a 0 → 2 s
 command takes 2 s. ``instant=True`` puts the rest lengths on the target at once.
 
+Imperfect legs (:meth:`PneumaticLegs.set_imperfections`, the sim-to-real options): the valves
+still open for the times the nominal law asks, but each leg's length changes by ``gain`` times
+the nominal change, starts ``offset`` longer than ``l₀`` and, while inflated, loses length at
+``leak_rate`` (a held leg drifts shorter; the open-loop valve timing does not notice). The
+nominal progress (:attr:`PneumaticLegs.lengths`) is what the valve timing follows; the legs'
+true rest lengths are :attr:`PneumaticLegs.actual_lengths`.
+
 :class:`PressureRegulator` (PCC arm, seed 004 section 4). Each chamber's pressure follows its
 set-point (clipped into the bounds) as a first-order lag of time constant ``time_constant``
 (default 10 ms, an assumption for a piezo regulator and short tubing; 0 = ideal), after a
@@ -71,7 +78,8 @@ class PneumaticLegs:
         instant: rest lengths jump to their targets (the ideal actuator).
         allow_slow_venting: accept ``vent_rate`` below 5 mm/s.
 
-    State: :attr:`lengths` [m], the legs' current rest lengths (flat, module by module).
+    State: :attr:`lengths` [m], the legs' nominal rest lengths (flat, module by module), and
+    :attr:`actual_lengths`, the true ones (equal unless :meth:`set_imperfections` was called).
     """
 
     def __init__(self, n_legs: int, *, rest_length: float, fill_rate: float, vent_rate: float = 0.010,
@@ -86,6 +94,30 @@ class PneumaticLegs:
         self.instant = bool(instant)
         self.lengths = np.full(int(n_legs), self.rest_length)
         self._command = DeadTime(delay, self.lengths)
+        self.gain = self.offset = self.leak_rate = None  # perfect legs
+        self._extension = np.zeros(int(n_legs))  # true length above l₀ + offset [m]
+
+    def set_imperfections(self, gain: np.ndarray, offset: np.ndarray, leak_rate: np.ndarray) -> None:
+        """Per-leg fill gain [1], zero-inflation length offset [m] and leak rate [m/s] (module
+        docstring); takes effect at the next :meth:`reset`. Gains of 1 and zero offsets and leaks
+        are the perfect legs."""
+        n = self.lengths.shape[0]
+        values = [np.broadcast_to(np.asarray(v, dtype=float), (n,)).copy() for v in (gain, offset, leak_rate)]
+        if not all(np.all(np.isfinite(v)) for v in values) or np.any(values[0] <= 0) or np.any(values[2] < 0):
+            raise InvalidParameterError("leg gains must be > 0, leak rates >= 0 [m/s], all finite")
+        perfect = np.all(values[0] == 1.0) and not np.any(values[1]) and not np.any(values[2])
+        self.gain, self.offset, self.leak_rate = (None, None, None) if perfect else values
+
+    def set_delay(self, delay: float) -> None:
+        """Command delay [s]; takes effect at the next :meth:`reset`."""
+        self._command = DeadTime(delay, self.lengths)
+
+    @property
+    def actual_lengths(self) -> np.ndarray:
+        """The legs' true rest lengths [m]."""
+        if self.gain is None:
+            return self.lengths
+        return self.rest_length + self.offset + self._extension
 
     @property
     def delay(self) -> float:
@@ -98,13 +130,15 @@ class PneumaticLegs:
 
     @property
     def inflation(self) -> np.ndarray:
-        """The legs' current state as inflation times [s] (eq. 1 inverted)."""
-        return (self.lengths - self.rest_length) / self.fill_rate
+        """The legs' current true state as inflation times [s] (eq. 1 inverted)."""
+        return (self.actual_lengths - self.rest_length) / self.fill_rate
 
     def reset(self, t: np.ndarray) -> None:
         """Legs at rest at the lengths of inflation times ``t`` [s]; no pending command."""
         self.lengths = self.length_of(t)
         self._command.reset(self.lengths)
+        if self.gain is not None:
+            self._extension = self.gain * (self.lengths - self.rest_length)
 
     def command(self, t: np.ndarray, now: float) -> None:
         """Command inflation times ``t`` [s] at time ``now`` [s]."""
@@ -114,11 +148,14 @@ class PneumaticLegs:
         """Rest lengths [m] at ``now + dt`` (the target acting at ``now``); updates :attr:`lengths`."""
         target = self._command.at(now)
         if self.instant:
+            change = target - self.lengths
             self.lengths = target.copy()
         else:
             change = np.clip(target - self.lengths, -self.vent_rate * dt, self.fill_rate * dt)
             self.lengths = self.lengths + change
-        return self.lengths
+        if self.gain is not None:
+            self._extension = np.maximum(self._extension + self.gain * change - self.leak_rate * dt, 0.0)
+        return self.actual_lengths
 
 
 class PressureRegulator:

@@ -72,6 +72,16 @@ class PCCBody(SoftArmBody):
                          rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
                          base_position=base_position, base_orientation=base_orientation)
 
+    def set_model(self, model: PCCArm, payload: float = 0.0) -> None:
+        """Simulate ``model`` with ``payload`` [kg]: this arm with another segment mass (the same
+        segments and links), on the same PyBullet body."""
+        if (model.n_segments, model.links_per_segment, model.planar) != \
+                (self.model.n_segments, self.model.links_per_segment, self.model.planar) or \
+                not np.array_equal(model.segment_lengths, self.model.segment_lengths):
+            raise InvalidParameterError("set_model takes the same arm with another mass")
+        self.model, self.payload = model, float(payload)
+        self.set_link_dynamics(model.chain(payload))
+
     def reset(self, c: np.ndarray, velocity: np.ndarray | None = None) -> None:
         """Put the arm in configuration ``c`` at rest (or with smooth-coordinate rate ``velocity``)."""
         c = self.model.check_configuration(c)

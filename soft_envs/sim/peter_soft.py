@@ -62,6 +62,18 @@ class SoftPeterBody(SoftArmBody):
                          gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
                          base_position=base_position, base_orientation=base_orientation)
 
+    def set_model(self, model: Peter, payload: float = 0.0) -> None:
+        """Simulate ``model`` with ``payload`` [kg]: this arm with another leg radius, module mass or
+        leg stiffness (the same modules, links and leg law), on the same PyBullet body."""
+        model = model.with_kinematics("pcc")
+        mine = self.model
+        if (model.n_modules, model.links_per_module, model.leg_length_at_rest, model.gap) != \
+                (mine.n_modules, mine.links_per_module, mine.leg_length_at_rest, mine.gap):
+            raise InvalidParameterError("set_model takes the same arm with other radius, mass or stiffness")
+        self.model, self.payload = model, float(payload)
+        self.stiffness = model.stiffness().ravel()
+        self.set_link_dynamics(model.chain(payload))
+
     def arc_of_legs(self, legs: np.ndarray) -> np.ndarray:
         """Smooth coordinates ``u`` (flat) of leg lengths ``(3N,)`` [m]."""
         legs = np.asarray(legs, dtype=float).reshape(self.model.n_modules, 3)

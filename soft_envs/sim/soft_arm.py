@@ -356,6 +356,31 @@ class SoftArmBody:
                                              targetVelocities=[[float(x)] for x in vb])
         self._bullet_stale = False
 
+    def set_link_dynamics(self, chain: Chain) -> None:
+        """Give the simulated links the masses and inertias of ``chain``: the chain the body was
+        built from with other masses (a payload, a mass error) — its joints, offsets and centres
+        of mass must be the body's. No new PyBullet body (loading one per episode would grow
+        PyBullet's memory)."""
+        spinless = spinless_sections(chain, self.sections.joints_per_section)
+        if len(spinless.links) != len(self.chain.links) or any(
+                a.joint != b.joint or a.offset != b.offset or a.body.com != b.body.com
+                for a, b in zip(spinless.links, self.chain.links)):
+            raise InvalidParameterError("set_link_dynamics takes the body's own chain with other masses")
+        for k, (old, new) in enumerate(zip(self.chain.links, spinless.links)):
+            if old.body.mass != new.body.mass or old.body.inertia != new.body.inertia:
+                self.client.changeDynamics(self.body, k, mass=new.body.mass,
+                                           localInertiaDiagonal=list(new.body.inertia))
+        self.chain = spinless
+        self._update()
+
+    def set_base_orientation(self, base_orientation: tuple[float, float, float, float]) -> None:
+        """Turn the arm's base in the world: a quaternion ``(x, y, z, w)`` (gravity follows)."""
+        quaternion = check_unit_quaternion(np.asarray(base_orientation, dtype=float))
+        self.base_rotation = quaternion_to_matrix(quaternion)
+        self.client.resetBasePositionAndOrientation(self.body, self.base_position.tolist(), quaternion.tolist())
+        self.client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
+        self._update()
+
     def snapshot(self) -> tuple:
         """The state, to :meth:`restore` later (references: the state arrays are replaced, never mutated)."""
         return self.u, self.w, self.a, self.c, self.rest, self.time

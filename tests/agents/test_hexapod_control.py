@@ -26,3 +26,17 @@ def test_env_agent_reaches_goal_pose():
         successes += info["is_success"]
     assert successes == 2
     env.close()
+
+
+def test_a_command_in_flight_is_not_corrected_twice():
+    """With 3 periods of latency and command delay the agent integrates its own commands: a low
+    gain converges where adding each step to the observed (late) inputs would wind up."""
+    env = gym.make("soft_envs/HexapodPose-v0", realism={"command_delay": 0.1, "observation_latency": 0.05})
+    agent = HexapodJacobianAgent(env, gain=0.3)
+    obs, info = env.reset(seed=1)
+    agent.reset(obs, info)
+    start = info["position_error"]
+    for _ in range(40):
+        obs, _, _, _, info = env.step(agent.act(obs))
+    assert info["is_success"] and info["position_error"] < 0.05 * start
+    env.close()

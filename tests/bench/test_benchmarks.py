@@ -106,3 +106,16 @@ def test_installed_peers_solve_our_targets(peer, module):
         assert solutions.shape == (5, chain.n_dof) and np.all(seconds > 0)
         pos_err, ori_err = _errors(chain, solutions, positions, quats)
         assert np.mean((pos_err < 1e-5) & (ori_err < 1e-5)) >= 0.6
+
+
+def test_realism_stages_grow_from_the_model_gap_to_the_whole_preset():
+    from soft_envs.bench import realism
+    from soft_envs.envs.peter_reach import PETER_REALISM
+
+    stages = [realism.stage_realism(names) for _, names in realism.STAGES]
+    assert stages[0] == {} and stages[-1] == "realistic"
+    assert all(set(a) < set(b) for a, b in zip(stages[:-2], stages[1:-1]))  # each stage adds a group
+    ranges = {p.name: p.realistic for p in PETER_REALISM}
+    assert all(stages[-2][name] == ranges[name] for name in stages[-2])
+    errors = realism.stage_errors(stages[-1], 1, seed=0)
+    assert errors["TRR closed loop"][0] < 1e-3 < errors["TRR"][0]
