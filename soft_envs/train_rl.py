@@ -10,15 +10,21 @@ training draws its goals from the stream of its own ``seed``), and saves the pol
 fraction of evaluation episodes that end within 5 mm and within 1 mm of the goal, and the
 median and mean final distance.
 
-The recipe (defaults of :class:`Recipe`, chosen by the experiments in the README):
+The recipe (defaults of :class:`Recipe`; the experiments behind it are in the README):
 
+* the networks see the observation standardised (:class:`~soft_envs.policy_layers.StandardizedInput`,
+  mean and standard deviation of the env's observations under random actions, saved with the
+  policy). This matters most: the observation is in metres, the goals vary by millimetres about
+  a height of 0.12 m, and on raw inputs SAC, TD3 and HER alike first learn the horizontal
+  position and sit for 10–40 thousand steps at ~70 % within 5 mm with the height unlearned;
+* the reward is the env's default scale (distance in centimetres, O(1) a step); in metres
+  the same recipe learns about twice as slowly;
 * the kinematic env is a goal-conditioned contextual bandit with feedback — the tip is a
   function of the action alone, so the best action of any step is the IK solution of the goal,
-  whatever the past. The discount is therefore small (``gamma``); each step's critic target is
-  then (nearly) the step's own reward, a regression instead of a bootstrapped fixed point;
-* the goal-conditioned form (``goal_conditioned=True``) with hindsight relabelling
-  (SB3's ``HerReplayBuffer``): every step also teaches where its action leads;
-* the reward is the env's default scale (distance in centimetres, O(1) a step);
+  whatever the past. A short horizon (``gamma = 0.5``) keeps the critic's target close to the
+  step's own reward; the learning rate is 1e-3 (SB3's 3e-4 learns the last millimetre slower);
+* the goal-conditioned form (``goal_conditioned=True``) with hindsight relabelling (SB3's
+  ``HerReplayBuffer``): every step also teaches where its action leads;
 * torch runs on ``threads`` threads (default 1), so that the environment and the learner share
   the cores instead of oversubscribing them.
 
@@ -43,9 +49,8 @@ from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, 
 ENV_ID = "soft_envs/PeterReach-v0"
 ALGORITHMS = ("SAC", "TD3")
 EVAL_SEED = 1_000_000  # first seed of the held-out evaluation goals
-THRESHOLDS = (5e-3, 1e-3)  # m: the reported success radii
 MAX_MINUTES = 24 * 60.0
-DEFAULT_MINUTES = 20.0  # the wall-clock budget of `soft-envs train-rl`
+DEFAULT_MINUTES = 10.0  # the wall-clock budget of `soft-envs train-rl`
 
 
 @dataclass
@@ -71,6 +76,7 @@ class Recipe:
     n_sampled_goal: int = 4
     goal_selection_strategy: str = "future"
     action_noise: float = 0.1
+    standardize: bool = True
 
     def validate(self) -> "Recipe":
         """Raise :class:`InvalidParameterError` on a bad value; return ``self``."""
@@ -129,6 +135,30 @@ class TrainResult:
     history: list[tuple[int, float, dict[str, float]]] = field(default_factory=list)
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
+
+
+def observation_statistics(env_kwargs: dict[str, Any], samples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of the flattened observations of ``env_kwargs``'s env under
+    uniformly random actions (a constant entry gets std 1)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the environments)
+
+    env = gym.make(ENV_ID, **env_kwargs)
+    env.action_space.seed(seed)
+    rows = []
+    try:
+        obs, _ = env.reset(seed=seed)
+        for k in range(int(samples)):
+            obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            rows.append(gym.spaces.flatten(env.observation_space, obs))
+            if terminated or truncated:
+                obs, _ = env.reset()
+    finally:
+        env.close()
+    data = np.asarray(rows, dtype=np.float64)
+    std = data.std(axis=0)
+    return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
 
 
 def env_kwargs_for(recipe: Recipe, *, n_modules: int = 2, realism: str | None = None,
@@ -219,8 +249,8 @@ def _require_sb3():
     return stable_baselines3
 
 
-def make_model(recipe: Recipe, env, seed: int):
-    """The SB3 model of ``recipe`` on ``env`` (CPU)."""
+def make_model(recipe: Recipe, env, env_kwargs: dict[str, Any], seed: int):
+    """The SB3 model of ``recipe`` on ``env`` (made from ``env_kwargs``; CPU)."""
     sb3 = _require_sb3()
     from stable_baselines3.common.noise import NormalActionNoise
 
@@ -230,6 +260,12 @@ def make_model(recipe: Recipe, env, seed: int):
         buffer_size=recipe.buffer_size, learning_starts=recipe.learning_starts, train_freq=recipe.train_freq,
         gradient_steps=recipe.gradient_steps, policy_kwargs={"net_arch": list(recipe.net_arch)},
         seed=seed, device="cpu", verbose=0)
+    if recipe.standardize:
+        mean, std = observation_statistics(env_kwargs, seed=seed + 1)
+        from soft_envs.policy_layers import StandardizedInput
+
+        kwargs["policy_kwargs"] |= {"features_extractor_class": StandardizedInput,
+                                    "features_extractor_kwargs": {"mean": mean, "std": std}}
     if recipe.her:
         kwargs["replay_buffer_class"] = sb3.HerReplayBuffer
         kwargs["replay_buffer_kwargs"] = {"n_sampled_goal": recipe.n_sampled_goal,
@@ -267,7 +303,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     torch.set_num_threads(int(threads))
     env_kwargs = env_kwargs_for(recipe, n_modules=n_modules, realism=realism, extra=env_extra)
     env = gym.make(ENV_ID, **env_kwargs)  # checks the keywords before anything is trained
-    model = make_model(recipe, env, seed)
+    model = make_model(recipe, env, env_kwargs, seed)
     callback = _budget_callback(None if minutes is None else 60.0 * minutes, timesteps, eval_every,
                                 lambda m: evaluate_policy(m, env_kwargs, eval_episodes), progress, log)
     start = time.perf_counter()
@@ -337,6 +373,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gamma", type=float, default=default.gamma, help="discount")
     parser.add_argument("--her", action=argparse.BooleanOptionalAction, default=default.her,
                         help="goal-conditioned env + hindsight relabelling (HerReplayBuffer)")
+    parser.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=default.standardize,
+                        help="standardise the networks' input (StandardizedInput)")
     parser.add_argument("--net", default=",".join(map(str, default.net_arch)),
                         help="hidden layers of actor and critic, e.g. 256,256")
     parser.add_argument("--learning-rate", type=float, default=default.learning_rate)
@@ -352,7 +390,8 @@ def main(args: argparse.Namespace) -> int:
     """``soft-envs train-rl``: train, print the evaluations and the final figures, save."""
     try:
         net = tuple(int(w) for w in str(args.net).split(",") if w.strip())
-        recipe = Recipe(algo=args.algo, gamma=args.gamma, her=args.her, net_arch=net, learning_rate=args.learning_rate,
+        recipe = Recipe(algo=args.algo, gamma=args.gamma, her=args.her, standardize=args.standardize, net_arch=net,
+                        learning_rate=args.learning_rate,
                         batch_size=args.batch_size, train_freq=args.train_freq,
                         gradient_steps=args.gradient_steps).validate()
         minutes = args.minutes if args.minutes and args.minutes > 0 else None
