@@ -1,4 +1,4 @@
-"""The ``soft-envs`` command line: list environments, run benchmarks and demos, train the NN IK."""
+"""The ``soft-envs`` command line: list environments, run benchmarks and demos, train the NN IK and RL policies."""
 
 from __future__ import annotations
 
@@ -125,6 +125,12 @@ def _cmd_train_ik(args: argparse.Namespace) -> int:
     return train.main(args)
 
 
+def _cmd_train_rl(args: argparse.Namespace) -> int:
+    from soft_envs import train_rl
+
+    return train_rl.main(args)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from soft_envs import evaluate as ev
 
@@ -194,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--patience", type=int, help="early-stopping patience [epochs] (default 20)")
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.set_defaults(func=_cmd_train_ik)
+
+    r = sub.add_parser("train-rl", help="train a Stable-Baselines3 policy on kinematic PeterReach-v0 "
+                                        "(needs the 'learn' extra)")
+    from soft_envs.train_rl import add_arguments
+
+    add_arguments(r)
+    r.set_defaults(func=_cmd_train_rl)
     return parser
 
 

@@ -54,6 +54,10 @@ class Task:
 TASKS: dict[str, Task] = {task.name: task for task in (
     Task("peter-2", "soft_envs/PeterReach-v0", (("n_modules", 2),), "distance", "m",
          ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
+    # The analytic arm (no PyBullet) that `soft-envs train-rl` trains on: the IK controllers and
+    # the learned policies (sb3:ALGO:PATH) side by side.
+    Task("peter-2-kinematic", "soft_envs/PeterReach-v0", (("n_modules", 2), ("kinematic", True)), "distance", "m",
+         ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
     Task("pcc-spiral", "soft_envs/PCCTrack-v0", (("n_segments", 2), ("trajectory", "spiral")), "tracking_error",
          "m", ("pd-ff", "pd-ff-feedback"), max_steps=100),
     Task("quadruped-walk", "soft_envs/QuadrupedWalk-v0", (), "x", "m", ("trot",), max_steps=500),
@@ -96,7 +100,7 @@ def _controller(name: str, env) -> Any:
         # gain 0.3: stable with the realistic preset's pose latency plus command delay (3 periods)
         return HexapodJacobianAgent(env, gain=0.3 if name.endswith("low-gain") else 0.8)
     if name.startswith("sb3:"):
-        return SB3Policy.from_spec(name)
+        return SB3Policy.from_spec(name, env)
     raise InvalidParameterError(f"unknown controller {name!r}; use one of {sorted(_known_controllers())} "
                                 "or sb3:ALGO:PATH")
 
@@ -106,25 +110,52 @@ def _known_controllers() -> set[str]:
 
 
 class SB3Policy:
-    """A saved Stable-Baselines3 policy as a controller (deterministic actions)."""
+    """A saved Stable-Baselines3 policy as a controller (deterministic actions).
 
-    def __init__(self, policy) -> None:
+    The policy acts through ``env.step`` on the env its task and preset make, in the observation
+    form it was trained on: the keywords of :attr:`OBSERVATION_KEYWORDS` (``goal_conditioned``:
+    the ``Dict`` form HER trains on) come from the ``PATH.json`` that ``soft-envs train-rl``
+    writes next to the zip (:meth:`env_keywords`); everything else — the task, the realism
+    preset — comes from the task and the preset, never from the policy. A policy saved without
+    that file acts on the task's env as it is. A policy whose observation or action space is not
+    the env's raises :class:`~soft_envs.exceptions.InvalidParameterError`.
+    """
+
+    OBSERVATION_KEYWORDS = ("goal_conditioned",)
+
+    def __init__(self, policy, env=None) -> None:
         self.policy = policy
+        if env is not None:
+            for kind in ("observation_space", "action_space"):
+                if getattr(env, kind) != getattr(policy, kind):
+                    raise InvalidParameterError(
+                        f"the policy's {kind} {getattr(policy, kind)} is not the env's {getattr(env, kind)}: "
+                        "was it trained on another task (e.g. another number of modules)?")
+
+    @staticmethod
+    def _parse(spec: str) -> tuple[str, str]:
+        parts = spec.split(":", 2)
+        if len(parts) != 3 or parts[0] != "sb3" or not parts[1] or not parts[2]:
+            raise InvalidParameterError(f"an SB3 controller is 'sb3:ALGO:PATH'; got {spec!r}")
+        return parts[1], parts[2]
 
     @classmethod
-    def from_spec(cls, spec: str) -> "SB3Policy":
-        """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra)."""
-        parts = spec.split(":", 2)
-        if len(parts) != 3 or not parts[2]:
-            raise InvalidParameterError(f"an SB3 controller is 'sb3:ALGO:PATH'; got {spec!r}")
-        try:
-            import stable_baselines3
-        except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise MissingDependencyError("sb3 policies need the 'learn' extra: pip install 'soft_envs[learn]'") from exc
-        algo = getattr(stable_baselines3, parts[1].upper(), None)
-        if algo is None:
-            raise InvalidParameterError(f"unknown Stable-Baselines3 algorithm {parts[1]!r}")
-        return cls(algo.load(parts[2], device="cpu"))
+    def env_keywords(cls, spec: str) -> dict[str, Any]:
+        """The env keywords the policy of ``spec`` needs for its observations (from ``PATH.json``)."""
+        from soft_envs.train_rl import policy_record
+
+        _, path = cls._parse(spec)
+        saved = policy_record(path).get("env_kwargs", {})
+        return {key: saved[key] for key in cls.OBSERVATION_KEYWORDS if key in saved}
+
+    @classmethod
+    def from_spec(cls, spec: str, env=None) -> "SB3Policy":
+        """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra);
+        with ``env``, checks that the policy's spaces are the env's."""
+        from soft_envs.train_rl import load_model
+
+        algo, path = cls._parse(spec)
+        return cls(load_model(path, algo), env)
 
     def reset(self, obs=None, info=None) -> None:
         """Policies are memoryless here."""
@@ -168,6 +199,8 @@ def run_episode(job: Job) -> EpisodeResult:
 
     start = time.perf_counter()
     kwargs = dict(job.task.kwargs) | PRESETS[job.preset]
+    if job.controller.startswith("sb3:"):  # the observation form the policy was trained on
+        kwargs |= SB3Policy.env_keywords(job.controller)
     if job.task.max_steps is not None:
         kwargs["max_episode_steps"] = job.task.max_steps
     env = gym.make(job.task.env_id, **kwargs)

@@ -30,6 +30,8 @@ LAYER = {
     "bench": "top",
     "demos": "top",
     "evaluate": "top",
+    "train_rl": "top",
+    "policy_layers": "top",  # torch layers of saved RL policies
     "cli": "top",
     "": "top",  # soft_envs/__init__.py registers the environments
 }

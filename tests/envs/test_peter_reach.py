@@ -32,7 +32,7 @@ def test_trr_agent_reaches_the_goal_in_physics_with_gravity(n_modules):
         _, reward, info = run_agent(env, closed_loop, seed, 50)
         assert 1e-4 < info_open["distance"] < 15e-3
         assert info["is_success"] and info["distance"] < 0.2 * info_open["distance"], info["distance"]
-        assert reward == pytest.approx(-info["distance"])
+        assert reward == pytest.approx(-100.0 * info["distance"])  # the default weight: centimetres
     env.close()
 
 
@@ -150,8 +150,28 @@ def test_goal_conditioned_form_and_compute_reward():
     assert not hasattr(flat.unwrapped, "compute_reward")
     flat.close()
     batch = env.unwrapped.compute_reward(np.zeros((4, 3)), np.ones((4, 3)), [info] * 4)
-    np.testing.assert_allclose(batch, -np.sqrt(3))
+    np.testing.assert_allclose(batch, -100.0 * np.sqrt(3))
     env.close()
+
+
+def test_reward_is_the_distance_in_centimetres_by_default_and_info_stays_in_metres():
+    """The default scale makes a step's reward O(1) for Stable-Baselines3's defaults."""
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=2, kinematic=True)
+    metres = gym.make("soft_envs/PeterReach-v0", n_modules=2, kinematic=True, distance_weight=1.0)
+    starts = []
+    for seed in range(20):
+        for e in (env, metres):
+            e.reset(seed=seed)
+        action = np.zeros(6, dtype=np.float32)
+        _, reward, _, _, info = env.step(action)
+        _, reward_m, _, _, info_m = metres.step(action)
+        assert info["distance"] == info_m["distance"]  # metres whatever the weight
+        assert reward == info["reward_distance"] == pytest.approx(-100.0 * info["distance"], rel=1e-12)
+        assert reward_m == pytest.approx(-info["distance"], rel=1e-12)
+        starts.append(reward)
+    assert 0.5 < -np.mean(starts) < 5.0  # O(1) a step (about 2 at the middle of the bounds)
+    env.close()
+    metres.close()
 
 
 def test_action_rate_term_is_named_and_weighted():
