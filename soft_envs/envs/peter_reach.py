@@ -305,12 +305,10 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.base_rotation = quaternion_to_matrix(quaternion_from_rotation_vector(tilt))
         if any(not self.realism.is_ideal(name) for name in PLANT_REALISM if name in drawn):
             m = self.model
-            self.plant = Peter(m.n_modules, radius=m.radius * (1.0 + drawn["radius_error"]), gap=m.gap,
-                               leg_length_at_rest=m.leg_length_at_rest, leg_rate=m.leg_rate,
-                               max_inflation_time=m.max_inflation_time, kinematics=self.plant.kinematics,
-                               links_per_module=m.links_per_module,
-                               module_mass=m.module_mass * (1.0 + drawn.get("mass_error", 0.0)),
-                               leg_stiffness=m.leg_stiffness * (1.0 + drawn.get("leg_stiffness_error", 0.0)))
+            self.plant = m.with_parameters(
+                radius=m.radius * (1.0 + drawn["radius_error"]), kinematics=self.plant.kinematics,
+                module_mass=m.module_mass * (1.0 + drawn.get("mass_error", 0.0)),
+                leg_stiffness=m.leg_stiffness * (1.0 + drawn.get("leg_stiffness_error", 0.0)))
             if isinstance(self.body, SoftPeterBody):  # the simulated arm becomes the plant
                 self.body.set_model(self.plant, self.payload + drawn["payload"])
                 self.body.set_base_orientation(tuple(quaternion_from_rotation_vector(tilt)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -120,13 +121,22 @@ class Peter(KinematicModel):
         return self.n_modules * (self.leg_length_at_rest + self.leg_rate * self.max_inflation_time) \
             + (self.n_modules - 1) * self.gap
 
+    def with_parameters(self, **changes: Any) -> "Peter":
+        """The same arm with the constructor parameters named in ``changes`` replaced (e.g. a
+        perturbed ``radius`` [m], ``module_mass`` [kg] or ``leg_stiffness`` [N/m])."""
+        parameters = dict(n_modules=self.n_modules, radius=self.radius, gap=self.gap,
+                          leg_length_at_rest=self.leg_length_at_rest, leg_rate=self.leg_rate,
+                          max_inflation_time=self.max_inflation_time, kinematics=self.kinematics,
+                          links_per_module=self.links_per_module, module_mass=self.module_mass,
+                          leg_stiffness=self.leg_stiffness)
+        unknown = set(changes) - set(parameters)
+        if unknown:
+            raise InvalidParameterError(f"Peter has no parameter(s) {sorted(unknown)}")
+        return Peter(**(parameters | changes))
+
     def with_kinematics(self, kinematics: str) -> "Peter":
         """The same arm (same parameters) with the other kinematics."""
-        return Peter(self.n_modules, radius=self.radius, gap=self.gap,
-                     leg_length_at_rest=self.leg_length_at_rest, leg_rate=self.leg_rate,
-                     max_inflation_time=self.max_inflation_time, kinematics=kinematics,
-                     links_per_module=self.links_per_module, module_mass=self.module_mass,
-                     leg_stiffness=self.leg_stiffness)
+        return self.with_parameters(kinematics=kinematics)
 
     # ------------------------------------------------------------------ physical parameters
 

@@ -151,3 +151,12 @@ def test_urdf_is_generated_from_the_model():
     assert 'radius="0.05"' in text and 'xyz="0.0 0.0 0.02"' in text
     with pytest.raises(ValueError):
         arm.urdf(payload=-1.0)
+
+
+def test_with_parameters_replaces_only_what_it_is_given():
+    arm = Peter(2, kinematics="pcc")
+    plant = arm.with_parameters(radius=0.05, leg_stiffness=1000.0)
+    assert (plant.radius, plant.leg_stiffness, plant.kinematics, plant.gap) == (0.05, 1000.0, "pcc", arm.gap)
+    assert arm.with_kinematics("tilted").kinematics == "tilted"
+    with pytest.raises(ValueError, match="no parameter"):
+        arm.with_parameters(diameter=0.1)
