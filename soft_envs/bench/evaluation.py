@@ -17,7 +17,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
              "worker processes. Success: the env's `is_success` at the end (PETER 1 mm, PCC 3 mm, the "
              "quadruped pose 1°, the hexapod 1 mm and 1°; the walk: not fallen). Time to goal: mean first "
              "time `is_success` held, over the episodes that reached it. Same table: "
-             f"`soft-envs evaluate --episodes {episodes}`.")
+             f"`soft-envs evaluate --episodes {episodes}`. Trained SB3 policies (`sb3:ALGO:PATH`) join the "
+             "`peter-2-kinematic` rows in the learned-baselines section (`soft-envs bench rl`).")
     if plot_dir is not None:
         text += f"\n\n![error CDFs per task]({ev.plot(result, plot_dir)})"
     return text
