@@ -93,6 +93,7 @@ class Realism:
                 f"unknown realism parameter(s) {unknown} for {env}; valid ones: {', '.join(self.table)} "
                 "(and 'preset')")
         self.preset = preset
+        self._all_ideal: bool | None = None
         self.ranges: dict[str, tuple[float, float]] = {}
         for name, p in self.table.items():
             value = overrides[name] if name in overrides else (p.realistic if preset == "realistic" else p.ideal)
@@ -116,9 +117,13 @@ class Realism:
         return low, high
 
     def is_ideal(self, name: str | None = None) -> bool:
-        """Whether perturbation ``name`` (default: every one) is fixed at its ideal value."""
-        names = self.table if name is None else (name,)
-        return all(self.ranges[n] == (self.table[n].ideal, self.table[n].ideal) for n in names)
+        """Whether perturbation ``name`` (default: every one, computed once: envs ask every step)
+        is fixed at its ideal value."""
+        if name is None:
+            if self._all_ideal is None:
+                self._all_ideal = all(self.is_ideal(n) for n in self.table)
+            return self._all_ideal
+        return self.ranges[name] == (self.table[name].ideal, self.table[name].ideal)
 
     def limit(self, name: str, maximum: float, why: str) -> None:
         """Reject a range of ``name`` above ``maximum`` (an env-specific bound, e.g. an episode)."""
