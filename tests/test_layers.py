@@ -20,6 +20,7 @@ SOURCES = {"soft_envs": ROOT / "soft_envs", "soft_envs.agents": ROOT / "agents"}
 LAYER = {
     "exceptions": "base",
     "console": "base",
+    "clock": "base",
     "geometry": "geometry",
     "robots": "robots",
     "trajectories": "robots",  # task definitions in SI units, no simulator
