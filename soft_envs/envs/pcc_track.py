@@ -373,7 +373,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _reset_model(self, options: dict[str, Any]) -> None:
         if not self.realism.is_ideal():
             self._apply_realism()
-        t0 = float(self.np_random.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
+        t0 = self.draw_task(self.np_random)
         c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
         self.body.reset(c0)
         self.stop_reason = None
@@ -393,6 +393,11 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self._command_value = hold
         self.goal = self.trajectory.position(self.time)
         self._read_tip(reset=True)
+
+    def draw_task(self, rng: np.random.Generator) -> float:
+        """A reset's task draw from ``rng``: the trajectory time [s] the episode starts at (uniform
+        over a period with ``random_start``, else 0 and nothing drawn)."""
+        return float(rng.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
 
     def _command(self) -> np.ndarray:
         return self.setpoint if self.action_type == "configuration" else self._command_value
