@@ -249,12 +249,12 @@ class SoftVectorEnv(VectorEnv):
         single, tasks = self.single, []
         realism = not single.realism.is_ideal()
         drawn = []
+        rngs, realism_rngs = self.sub_np_random, self.realism_rngs
         for i in rows.tolist():
-            rng = self.sub_np_random[i]
-            self.realism_rngs[i], perturbation = single.draw_realism(rng)
-            tasks.append(single.draw_task(rng))
-            if realism:
+            if realism:  # (under "ideal" nothing is drawn: no generator, the ideal values stay)
+                realism_rngs[i], perturbation = single.draw_realism(rngs[i])
                 drawn.append(perturbation)
+            tasks.append(single.draw_task(rngs[i]))
         if realism:
             for name, values in self.perturbations.items():
                 values[rows] = [d[name] for d in drawn]

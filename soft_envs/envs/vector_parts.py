@@ -181,7 +181,10 @@ class BatchedSensor:
         return self._measure(ids, self._history[ids, (count - self.latency[ids]) % size])
 
     def _measure(self, ids: np.ndarray, value: np.ndarray) -> np.ndarray:
-        for k in np.flatnonzero(self._noisy[ids]).tolist():
-            i = int(ids[k])
-            value[k] = value[k] + self.rngs[i].normal(0.0, 1.0, size=value.shape[1]) * self.noise_std[i]
+        noisy = np.flatnonzero(self._noisy[ids])
+        if noisy.size:  # each arm's draw from its own generator, as DelayedSensor draws it
+            arms = ids[noisy]
+            width, rngs = value.shape[1], self.rngs
+            z = np.array([rngs[i].normal(0.0, 1.0, size=width) for i in arms.tolist()])
+            value[noisy] = value[noisy] + z * self.noise_std[arms]
         return value
