@@ -32,6 +32,7 @@ LAYER = {
     "demos": "top",
     "evaluate": "top",
     "train_rl": "top",
+    "vector": "top",  # the Stable-Baselines3 adapter of the vector envs
     "policy_layers": "top",  # torch layers of saved RL policies
     "cli": "top",
     "": "top",  # soft_envs/__init__.py registers the environments

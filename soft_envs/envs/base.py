@@ -28,8 +28,8 @@ reset / close order. Subclasses fill the hooks:
 Realism: the base resolves ``realism=`` (``"ideal"``, ``"realistic"`` or a dict of overrides)
 against the env's table at construction and, at every ``reset``, draws the perturbations from a
 generator spawned off ``np_random`` (:attr:`SoftEnv.realism_rng`, also the source of every
-per-step noise; :meth:`SoftEnv.draw_realism`) before ``_reset_model`` runs; the values are :attr:`SoftEnv.perturbations` and
-``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
+per-step noise; :meth:`SoftEnv.draw_realism`) before ``_reset_model`` runs; the values are
+:attr:`SoftEnv.perturbations` and ``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
 
 Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
 one ``compute_reward(achieved_goal, desired_goal, info)`` contract.

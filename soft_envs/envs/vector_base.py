@@ -342,6 +342,34 @@ class SoftVectorEnv(VectorEnv):
             self.render()
         return obs, reward, terminated, truncated, info
 
+    # ------------------------------------------------------------------ attributes (SyncVectorEnv's API)
+    def _owner(self, name: str):
+        if hasattr(self, name):
+            return self
+        if hasattr(self.single, name):
+            return self.single
+        raise AttributeError(f"{type(self).__name__} and its sub-envs have no attribute {name!r}")
+
+    def get_attr(self, name: str) -> tuple:
+        """The attribute ``name`` of every sub-env: the vector env's own, else the prototype's
+        (the keywords and parameters every sub-env shares)."""
+        value = getattr(self._owner(name), name)
+        return tuple(value for _ in range(self.num_envs))
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set a shared attribute: one value, or a list of ``num_envs`` equal values."""
+        if isinstance(values, list | tuple):
+            if len(values) != self.num_envs or any(v is not values[0] and v != values[0] for v in values):
+                raise InvalidParameterError(f"{name!r} is shared by the sub-envs of {type(self).__name__}: "
+                                            "give one value")
+            values = values[0]
+        setattr(self._owner(name), name, values)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple:
+        """Call the shared (vectorised) method ``name`` once; its result for every sub-env."""
+        result = getattr(self._owner(name), name)(*args, **kwargs)
+        return tuple(result for _ in range(self.num_envs))
+
     def render(self):
         """Sub-env 0's picture (``rgb_array``: an ``(H, W, 3)`` uint8 array; ``human``: the prototype's
         window); ``None`` without a render mode."""

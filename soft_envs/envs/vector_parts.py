@@ -161,7 +161,7 @@ class BatchedSensor:
         if np.any(latency > self._history.shape[1] - 1):
             raise RuntimeError("BatchedSensor: a latency longer than its history")
         self.noise_std[rows], self.latency[rows] = noise_std, latency
-        for i, rng in zip(rows.tolist(), rngs):
+        for i, rng in zip(rows.tolist(), rngs, strict=True):
             self.rngs[i] = rng
         self._noisy[rows] = np.any(self.noise_std[rows] != 0.0, axis=1) & np.array([r is not None for r in rngs])
 

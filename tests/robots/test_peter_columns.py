@@ -22,6 +22,6 @@ def test_forward_arms_equals_forward_of_each_arm(n_modules, kinematics, seed, pe
     radius = arm.radius * (1.0 + rng.uniform(-0.3, 0.3, 8)) if per_arm_radius else None
     tips = arm.forward_arms(t, radius)
     arms = [arm.with_parameters(radius=r) for r in radius] if per_arm_radius else [arm] * 8
-    expected = np.array([a.forward(x) for a, x in zip(arms, t)])
+    expected = np.array([a.forward(x) for a, x in zip(arms, t, strict=True)])
     assert tips.shape == (8, 3)
     np.testing.assert_allclose(tips, expected, rtol=0, atol=1e-15)
