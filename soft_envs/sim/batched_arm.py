@@ -265,3 +265,223 @@ def gravity_in_base(base_orientation: np.ndarray, gravity: float) -> np.ndarray:
         check_unit_quaternion(row)
     R = quaternion_to_matrix(q)
     return np.einsum("bji,j->bi", R, np.array([0.0, 0.0, -float(gravity)]))
+
+
+def _rows(index, B: int) -> np.ndarray:
+    """``index`` (ints, a boolean mask of ``B``, a slice or ``None`` = every arm) as an int array."""
+    if index is None:
+        return np.arange(B)
+    if isinstance(index, slice):
+        return np.arange(B)[index]
+    index = np.asarray(index)
+    if index.dtype == bool:
+        if index.shape != (B,):
+            raise InvalidParameterError(f"a mask must have shape ({B},); got {index.shape}")
+        return np.flatnonzero(index)
+    index = np.atleast_1d(index).astype(np.int64)
+    if index.size and (index.min() < -B or index.max() >= B):
+        raise InvalidParameterError(f"arm index out of range for {B} arms: {index.tolist()}")
+    return index % B if index.size else index
+
+
+class BatchedSoftArm:
+    """``B`` soft arms of one topology (module docstring): :class:`SoftArmBody` batched.
+
+    Args:
+        chain: the arms' rigid-link body (the nominal masses; change them per arm with
+            :meth:`set_link_dynamics`).
+        sections: the section map.
+        stiffness: ``K``'s diagonal, ``(n,)`` or ``(B, n)`` (axial [N/m], bending [N m/rad]).
+        n_arms: ``B``.
+        gravity: standard gravity [m/s²] along the world's −z.
+        rayleigh_mass, rayleigh_stiffness: ``α`` [1/s], ``β`` [s] (numbers or ``(B,)``).
+        base_orientation: quaternion ``(x, y, z, w)``, ``(4,)`` or ``(B, 4)`` (default upright).
+        spectral_radius: the generalised-α ``ρ∞``.
+
+    State (:attr:`state`, an :class:`ArmState` of ``(B, …)`` arrays) starts straight at rest;
+    per-arm parameters are :attr:`params`. Methods taking ``index`` accept arm indices, a boolean
+    mask of ``B`` or ``None`` (every arm). Measurements are in each arm's base frame.
+    """
+
+    def __init__(self, chain: Chain, sections: SectionMap, stiffness: np.ndarray, n_arms: int, *,
+                 gravity: float = 9.81, rayleigh_mass: float | np.ndarray = 0.0,
+                 rayleigh_stiffness: float | np.ndarray = 0.0,
+                 base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0),
+                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
+        if int(n_arms) != n_arms or n_arms < 1:
+            raise InvalidParameterError(f"n_arms must be a positive integer; got {n_arms!r}")
+        if not (isinstance(spectral_radius, (int, float)) and 0.0 <= spectral_radius <= 1.0):
+            raise InvalidParameterError(f"spectral_radius must be in [0, 1]; got {spectral_radius!r}")
+        if not (math.isfinite(gravity) and gravity >= 0):
+            raise InvalidParameterError(f"gravity must be >= 0 m/s²; got {gravity!r}")
+        B = self.n_arms = int(n_arms)
+        self.topology = ArmTopology.from_chain(chain, sections)
+        self.sections = sections
+        n = sections.n
+        mass, inertia = self.topology.link_dynamics(chain)
+        self.gravity = float(gravity)
+        self.base_orientation = np.tile(np.asarray(base_orientation, dtype=float), (B, 1)) \
+            if np.ndim(base_orientation) == 1 else np.array(base_orientation, dtype=float)
+        rayleigh = np.stack(np.broadcast_arrays(np.asarray(rayleigh_mass, dtype=float),
+                                                np.asarray(rayleigh_stiffness, dtype=float)), axis=-1)
+        self.params = ArmParams(np.tile(mass, (B, 1)), np.tile(inertia, (B, 1, 1)),
+                                gravity_in_base(self.base_orientation, self.gravity),
+                                np.zeros((B, n)), np.ascontiguousarray(np.broadcast_to(rayleigh, (B, 2))))
+        if np.any(self.params.rayleigh < 0) or not np.all(np.isfinite(self.params.rayleigh)):
+            raise InvalidParameterError("Rayleigh coefficients must be finite and >= 0")
+        self.set_stiffness(None, stiffness)
+        self.scheme = alpha_scheme(spectral_radius)
+        zeros = np.zeros((B, n))
+        self.state = ArmState(zeros.copy(), zeros.copy(), zeros.copy(), configuration(self.topology, zeros),
+                              zeros.copy(), np.zeros(B))
+        self._terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def n_dof(self) -> int:
+        """Smooth coordinates per arm."""
+        return self.sections.n
+
+    # ------------------------------------------------------------------ parameters (by index)
+
+    def set_stiffness(self, index, stiffness: np.ndarray) -> None:
+        """``K``'s diagonal of the arms ``index`` (``(n,)`` or one row per arm)."""
+        rows = _rows(index, self.n_arms)
+        k = np.broadcast_to(np.asarray(stiffness, dtype=float), (rows.size, self.n_dof))
+        if not np.all(np.isfinite(k)) or np.any(k <= 0):
+            raise InvalidParameterError(f"stiffness must be {self.n_dof} positive numbers per arm")
+        self.params.stiffness[rows] = k
+        self._terms = None
+
+    def set_link_dynamics(self, index, chain: Chain | list[Chain]) -> None:
+        """Masses and inertias of ``chain`` (one, or one per arm of ``index``) for the arms ``index``:
+        the topology's chain with other masses (a payload, a mass error)."""
+        rows = _rows(index, self.n_arms)
+        chains = [chain] * rows.size if isinstance(chain, Chain) else list(chain)
+        if len(chains) != rows.size:
+            raise InvalidParameterError("one chain, or one per arm of the index")
+        for row, one in zip(rows.tolist(), chains):
+            self.params.mass[row], self.params.inertia[row] = self.topology.link_dynamics(one)
+        self._terms = None
+
+    def set_base_orientation(self, index, base_orientation: np.ndarray) -> None:
+        """Turn the arms' bases in the world: quaternions ``(x, y, z, w)`` (gravity follows)."""
+        rows = _rows(index, self.n_arms)
+        q = np.broadcast_to(np.asarray(base_orientation, dtype=float), (rows.size, 4))
+        self.params.gravity[rows] = gravity_in_base(q, self.gravity)
+        self.base_orientation[rows] = q
+        self._terms = None
+
+    # ------------------------------------------------------------------ state
+
+    def reset(self, index, u: np.ndarray, w: np.ndarray | None = None, *, reference: np.ndarray | None = None,
+              rest: np.ndarray | None = None) -> None:
+        """Put the arms ``index`` at ``u`` with rate ``w`` (default rest), zero integrator acceleration
+        and time; ``(θ, φ)`` nearest ``reference`` (``c̃`` rows; default ``θ ≥ 0``); ``rest`` the new
+        ``u_rest`` (default kept). As :meth:`SoftArmBody.set_state`."""
+        rows = _rows(index, self.n_arms)
+        shape = (rows.size, self.n_dof)
+        u = np.broadcast_to(np.asarray(u, dtype=float), shape)
+        if not np.all(np.isfinite(u)):
+            raise InvalidParameterError("u must be finite")
+        s = self.state
+        s.u[rows] = u
+        s.w[rows] = 0.0 if w is None else np.broadcast_to(np.asarray(w, dtype=float), shape)
+        s.a[rows] = 0.0
+        s.time[rows] = 0.0
+        if rest is not None:
+            s.rest[rows] = np.broadcast_to(np.asarray(rest, dtype=float), shape)
+        ref = None if reference is None else np.broadcast_to(np.asarray(reference, dtype=float), (rows.size, s.c.shape[1]))
+        s.c[rows] = configuration(self.topology, s.u[rows], ref)
+        self._terms = None
+
+    def set_rest(self, index, rest: np.ndarray) -> None:
+        """``u_rest`` of the arms ``index``."""
+        rows = _rows(index, self.n_arms)
+        self.state.rest[rows] = np.broadcast_to(np.asarray(rest, dtype=float), (rows.size, self.n_dof))
+
+    def snapshot(self) -> ArmState:
+        """A copy of the state (to :meth:`restore`)."""
+        return self.state.copy()
+
+    def restore(self, index, snapshot: ArmState, *, at_rest: bool = False) -> None:
+        """The arms ``index`` back to ``snapshot`` (zero rate and acceleration if ``at_rest``)."""
+        rows = _rows(index, self.n_arms)
+        for name in ("u", "w", "a", "c", "rest", "time"):
+            getattr(self.state, name)[rows] = getattr(snapshot, name)[rows]
+        if at_rest:
+            self.state.w[rows] = 0.0
+            self.state.a[rows] = 0.0
+        self._terms = None
+
+    def is_finite(self) -> np.ndarray:
+        """``(B,)``: whether each arm's state is finite."""
+        return np.isfinite(self.state.u).all(axis=1) & np.isfinite(self.state.w).all(axis=1)
+
+    # ------------------------------------------------------------------ dynamics terms
+
+    def _current_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._terms is None:
+            self._terms = terms(self.topology, self.params, self.state)
+        return self._terms
+
+    def mass_matrix(self) -> np.ndarray:
+        """``M(u)`` ``(B, n, n)`` at the current states."""
+        return self._current_terms()[0]
+
+    def bias(self) -> np.ndarray:
+        """``C(u, u̇) u̇ + G(u)`` ``(B, n)``."""
+        return self._current_terms()[1]
+
+    def gravity_torque(self, u: np.ndarray | None = None) -> np.ndarray:
+        """``G`` ``(B, n)`` at the current states or at smooth configurations ``u`` ``(B, n)``."""
+        if u is None:
+            return self._current_terms()[2]
+        return terms(self.topology, self.params, self.state, with_mass=False, u=u)[2]
+
+    def coriolis(self) -> np.ndarray:
+        """``C(u, u̇) u̇`` ``(B, n)``."""
+        _, h, g = self._current_terms()
+        return h - g
+
+    def elastic_torque(self, u: np.ndarray | None = None) -> np.ndarray:
+        """``K (u − u_rest)`` ``(B, n)`` (current states or ``u``)."""
+        return self.params.stiffness * ((self.state.u if u is None else u) - self.state.rest)
+
+    def damping_torque(self) -> np.ndarray:
+        """``D u̇`` ``(B, n)`` with Rayleigh ``D = α M + β K``."""
+        alpha, beta = self.params.rayleigh[:, :1], self.params.rayleigh[:, 1:]
+        out = beta * self.params.stiffness * self.state.w
+        if np.any(alpha):
+            out = out + alpha * np.einsum("bij,bj->bi", self.mass_matrix(), self.state.w)
+        return out
+
+    # ------------------------------------------------------------------ integration and measurements
+
+    def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
+             rest_end: np.ndarray | None = None, cancel_damping: bool = False, active: np.ndarray | None = None) -> None:
+        """Advance every ``active`` arm (default all) by ``dt`` [s] (:func:`step`)."""
+        self._terms = None
+        step_in_place(self.topology, self.params, self.state, dt, torque, torque_end=torque_end, rest_end=rest_end,
+                      cancel_damping=cancel_damping, active=active, scheme=self.scheme)
+
+    def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame, ``(B, 3)``."""
+        return point_state(self.topology, self.state)
+
+
+def section_map(topology: ArmTopology, u: np.ndarray, w: np.ndarray, c: np.ndarray):
+    """The section map of every arm as the core evaluates it: the evaluation point ``u_e`` ``(B, n)``
+    (bends at least ``1e-4`` rad), its ``c̃`` ``(B, 3N)``, ``J = ∂c̃/∂u`` ``(B, 3N, n)`` and ``J̇ w``
+    ``(B, 3N)`` (:meth:`SectionMap.evaluation_point`, :meth:`SectionMap.jacobian`; ``c`` the arms'
+    current ``c̃``, the θ sign reference)."""
+    u, w, c = (np.ascontiguousarray(x, dtype=float) for x in (u, w, c))
+    B, n = u.shape
+    N = topology.reference_lengths.shape[0]
+    ue, ce, acc = np.empty((B, n)), np.empty((B, 3 * N)), np.empty((B, 3 * N))
+    blocks = np.zeros((B, N, 3, 3))
+    kernels.batch_section_map(topology.sections, topology.reference_lengths, u, w, c, ue, ce, blocks, acc)
+    per = n // N
+    J = np.zeros((B, 3 * N, n))
+    for i in range(N):  # block-diagonal assembly (N sections, not a loop over arms)
+        J[:, 3 * i:3 * i + 3, per * i:per * (i + 1)] = blocks[:, i, :, :per]
+    return ue, ce, J, acc

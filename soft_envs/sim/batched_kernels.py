@@ -555,3 +555,18 @@ def batch_step(ints, table, trig, sec, lref, mass, inertia, gravity, stiffness, 
         configuration(u[b], c[b], True, planar, chord, links, lref, ce)
         for i in range(ce.shape[0]):
             c[b, i] = ce[i]
+
+
+@njit(**_JIT)
+def batch_section_map(sec, lref, u, w, c, ue, ce, jac, acc):
+    """Evaluation point ``ue``, its ``c̃`` ``ce``, the section blocks of ``J`` ``(B, N, 3, per)``
+    and ``J̇ w`` ``(B, 3N)`` of every arm (what :func:`arm_terms` uses)."""
+    n_sec = lref.shape[0]
+    for b in range(u.shape[0]):
+        planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
+        if evaluation_point(u[b], c[b], planar, ue[b]):
+            configuration(ue[b], c[b], True, planar, chord, links, lref, ce[b])
+        else:
+            for i in range(3 * n_sec):
+                ce[b, i] = c[b, i]
+        section_jacobian(ue[b], ce[b], w[b], planar, chord, links, lref, jac[b], acc[b])
