@@ -29,6 +29,14 @@ VECTOR_CASES = [
                              action_rate_weight=0.1, realism={"preset": "realistic", "command_delay": (0.0, 0.3),
                                                               "observation_latency": (0.0, 0.2)}),
                  id="peter-kinematic-tilted-goal-delays"),
+    pytest.param(PETER, dict(), id="peter-soft", marks=pytest.mark.xfail(
+        strict=True, reason="the batched core's step differs from SoftArmBody's near a straight module (bend below "
+                            "MIN_BEND = 1e-4 rad, as at the ideal reset) by ~1e-7 rad, ~1e-8 m at the tip")),
+    pytest.param(PETER, dict(realism="realistic"), id="peter-soft-realistic"),
+    pytest.param(PETER, dict(n_modules=3, actuation="instant", payload=0.2, command_delay=0.1, goal_conditioned=True,
+                             action_rate_weight=0.1,
+                             realism={"preset": "realistic", "observation_latency": (0.0, 0.2)}),
+                 id="peter-soft-instant-payload-goal"),
 ]
 N_ENVS = 3
 EPISODE = 6  # steps: short, so that every sub-env autoresets twice
@@ -58,6 +66,19 @@ def _assert_step_info_equal(vector_info: dict, i: int, single_info: dict) -> Non
                                    rtol=0, atol=TOL, err_msg=key)
 
 
+def _next_episode(env_id: str, kwargs: dict, singles: list, i: int, seed: int | None = None):
+    """Reset single env ``i`` for its next episode — in a fresh instance that takes over its
+    generator: PyBullet's ``calculateMassMatrix``/``calculateInverseDynamics`` keep the masses of
+    their first call on a body (``changeDynamics`` does not reach them), so a single soft env's
+    later realism episodes would run on its first episode's masses
+    (:func:`test_a_single_soft_env_episode_does_not_depend_on_the_previous_one`)."""
+    fresh = gym.make(env_id, max_episode_steps=EPISODE, **kwargs)
+    fresh.unwrapped.np_random = singles[i].unwrapped.np_random
+    singles[i].close()
+    singles[i] = fresh
+    return fresh.reset(seed=seed)
+
+
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 @pytest.mark.parametrize("env_id, kwargs", VECTOR_CASES)
 def test_sub_envs_run_the_single_envs_episodes(env_id, kwargs, mode):
@@ -81,16 +102,17 @@ def test_sub_envs_run_the_single_envs_episodes(env_id, kwargs, mode):
         if step == EPISODE + 2:  # a masked reset of sub-env 1 with its own seed
             mask = np.array([False, True, False])
             obs, info = envs.reset(seed=[None, 99, None], options={"reset_mask": mask})
-            single_obs, single_info = singles[1].reset(seed=99)
+            single_obs, single_info = _next_episode(env_id, kwargs, singles, 1, seed=99)
             np.testing.assert_allclose(_flat(space, _row(obs, 1)), _flat(space, single_obs), rtol=0, atol=TOL)
             _assert_realism_equal(info, 1, single_info)
             assert not info["_realism"][0] and not info["_realism"][2]
             done[1] = False
         actions = rng.uniform(-1.2, 1.2, size=envs.action_space.shape).astype(np.float32)
         obs, reward, terminated, truncated, info = envs.step(actions)
-        for i, single in enumerate(singles):
+        for i in range(N_ENVS):
+            single = singles[i]
             if mode == AutoresetMode.NEXT_STEP and done[i]:  # this step resets sub-env i
-                single_obs, single_info = single.reset()
+                single_obs, single_info = _next_episode(env_id, kwargs, singles, i)
                 expected = (single_obs, 0.0, False, False)
                 _assert_realism_equal(info, i, single_info)
                 assert not info["_reward_distance"][i]
@@ -102,7 +124,7 @@ def test_sub_envs_run_the_single_envs_episodes(env_id, kwargs, mode):
                     np.testing.assert_allclose(_flat(space, info["final_obs"][i]), _flat(space, single_obs),
                                                rtol=0, atol=TOL)
                     step_info = info["final_info"]
-                    single_obs, reset_info = single.reset()
+                    single_obs, reset_info = _next_episode(env_id, kwargs, singles, i)
                     expected = (single_obs, *expected[1:])
                     _assert_realism_equal(info, i, reset_info)
                 _assert_step_info_equal(step_info, i, single_info)
@@ -114,6 +136,23 @@ def test_sub_envs_run_the_single_envs_episodes(env_id, kwargs, mode):
     envs.close()
     for single in singles:
         single.close()
+
+
+@pytest.mark.xfail(strict=True, reason="PyBullet's calculateMassMatrix/calculateInverseDynamics ignore "
+                   "changeDynamics after their first call on a body: SoftArmBody.set_link_dynamics does not reach "
+                   "the dynamics, so the single soft env's realism episodes depend on the previous one")
+def test_a_single_soft_env_episode_does_not_depend_on_the_previous_one():
+    """Two single soft envs, one stepped through its first episode: their second episodes (same
+    seed stream, masses drawn by realism) must be the same."""
+    kwargs = dict(realism={"mass_error": (-0.2, 0.2), "payload": (0.0, 0.5)})
+    a, b = gym.make(PETER, **kwargs), gym.make(PETER, **kwargs)
+    a.reset(seed=3)
+    b.reset(seed=3)
+    b.step(b.action_space.sample())
+    a.reset()
+    b.reset()
+    action = np.full(6, 0.5, dtype=np.float32)
+    np.testing.assert_allclose(a.step(action)[0], b.step(action)[0], rtol=0, atol=TOL)
 
 
 # ---------------------------------------------------------------------------- the vector API
