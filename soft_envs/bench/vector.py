@@ -42,10 +42,11 @@ class Case:
     kwargs: dict[str, Any] = field(default_factory=dict)
     target_n: int = 1024
     target_ratio: float = 50.0
-    memory_n: int = 1024  # sub-envs of the memory run
+    memory_n: int = 1024  # sub-envs of the 10,000-step memory run
 
 
 CASES: tuple[Case, ...] = (
+    Case("PeterReach-v0 soft", PETER, {}, target_n=1024, target_ratio=100.0, memory_n=16),
     Case("PeterReach-v0 kinematic", PETER, {"kinematic": True}, target_n=4096, target_ratio=50.0),
 )
 
@@ -115,9 +116,9 @@ def vector_rate(case: Case, n: int, seconds: float, seed: int) -> float:
     return steps * n / elapsed
 
 
-def memory(case: Case, n: int, steps: int, seed: int) -> tuple[float, float]:
+def memory(case: Case, n: int, steps: int, seed: int) -> tuple[float, float | None]:
     """(resident bytes per sub-env after building ``n`` and 100 steps, RSS growth [bytes] between
-    step 1,000 and step ``steps``)."""
+    step 1,000 and step ``steps``, ``None`` for fewer steps)."""
     import soft_envs  # noqa: F401 - registers the envs (in a spawned child too)
 
     before = rss_bytes()
@@ -126,14 +127,14 @@ def memory(case: Case, n: int, steps: int, seed: int) -> tuple[float, float]:
     rng = np.random.default_rng(seed)
     space = envs.single_action_space
     actions = [rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype) for _ in range(8)]
-    warm = 0
+    warm = built = None
     for k in tqdm(range(steps), desc=f"{case.label} memory, N={n}", leave=False, disable=None):
         envs.step(actions[k % len(actions)])
-        if k + 1 == 100:
+        if k + 1 == min(100, steps):
             built = rss_bytes()
-        if k + 1 == min(1000, steps):
+        if k + 1 == 1000:
             warm = rss_bytes()
-    growth = rss_bytes() - warm
+    growth = None if warm is None or steps < 1000 else rss_bytes() - warm
     envs.close()
     return (built - before) / n, growth
 
@@ -185,8 +186,10 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             ratio = by_n[case.target_n] / baseline
             targets.append([case.label, f"≥ {case.target_ratio:g}× at N = {case.target_n}", f"{ratio:.0f}×",
                             "yes" if ratio >= case.target_ratio else "**no**"])
-            per_env, growth = memory_in_child(case, case.memory_n, MEMORY_STEPS, seed)
-            memory_rows.append([case.label, case.memory_n, f"{per_env / 1e3:.1f}", f"{growth / 1e3:+.0f}"])
+            per_env, _ = memory_in_child(case, case.target_n, 100, seed)
+            _, growth = memory_in_child(case, case.memory_n, MEMORY_STEPS, seed)
+            memory_rows.append([case.label, case.target_n, f"{per_env / 1e3:.1f}", case.memory_n,
+                                f"{growth / 1e3:+.0f}"])
     load_text = "" if load is None else \
         f" Load average at the start: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min) on {os.cpu_count()} cores."
     text = (f"One process, {pinning}; {seconds:g} s per measurement; random actions (uniform in the box), "
@@ -194,9 +197,10 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             "before and after the sweep (both in brackets).\n\n")
     text += markdown_table(["env", "N", "env-steps/s", "× single env", "µs per env-step"], rows)
     text += "\n\nTargets (issue 19):\n\n" + markdown_table(["env", "target", "measured", "met"], targets)
-    text += (f"\n\nMemory (resident set of the process): per sub-env after building N and 100 steps, and the "
-             f"growth between vector steps 1,000 and {MEMORY_STEPS:,} (with an autoreset every 50 steps):\n\n")
-    text += markdown_table(["env", "N", "RSS per sub-env [kB]", f"RSS growth, steps 1,000–{MEMORY_STEPS:,} [kB]"],
+    text += ("\n\nMemory (resident set of a fresh process): per sub-env after building N sub-envs and 100 steps "
+             "(the prototype single env's PyBullet client included), and the growth between vector steps 1,000 and "
+             f"{MEMORY_STEPS:,} of N' sub-envs (an autoreset every 50 steps):\n\n")
+    text += markdown_table(["env", "N", "RSS per sub-env [kB]", "N'", f"RSS growth, steps 1,000–{MEMORY_STEPS:,} [kB]"],
                            memory_rows)
     if plot_dir is not None:
         text += f"\n\n![env-steps per second against N]({_plot(rates, baselines, plot_dir)})"
