@@ -18,6 +18,7 @@ ENVIRONMENTS: dict[str, tuple[str, int]] = {
 # ``vectorization_mode="sync"``/``"async"`` still wrap single envs).
 VECTOR_ENTRY_POINTS: dict[str, str] = {
     "soft_envs/PeterReach-v0": "soft_envs.envs.peter_reach_vector:make_peter_reach_vector",
+    "soft_envs/PCCTrack-v0": "soft_envs.envs.pcc_track_vector:make_pcc_track_vector",
 }
 
 

@@ -127,6 +127,20 @@ PCC_REALISM: tuple[Perturbation, ...] = (
 CHAMBER_REALISM = ("chamber_gain", "pressure_droop", "regulator_delay")
 
 
+def track_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, state: np.ndarray, rate: np.ndarray,
+                      phase: np.ndarray | float, high: np.ndarray, goal_conditioned: bool):
+    """The observation (module docstring) of one arm (``(3,)``, ``(n,)`` parts, a float phase [rad])
+    or of a batch (leading ``B``): measured tip [m], goal [m], measured velocity [m/s], the paper's
+    state and its rate, the trajectory phase; clipped into ``±high``, float32. The single and the
+    vector env build it here."""
+    phase = np.asarray(phase, dtype=float)[..., None]
+    obs = np.concatenate((tip, goal, goal - tip, velocity, state, rate, np.sin(phase), np.cos(phase)), axis=-1)
+    obs = np.clip(obs, -high, high).astype(np.float32)
+    if goal_conditioned:
+        return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
+    return obs
+
+
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Track a trajectory with a PCC arm (see the module docstring for spaces, rewards and physics).
 
@@ -486,16 +500,10 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _observation(self) -> np.ndarray:
         self._read_tip()
-        tip = self.measured_tip
         state = self.controller.state(self.body.u)
         rate = self.controller.state_jacobian(self.body.u) @ self.body.w
-        phase = 2 * np.pi * self.time / self.trajectory.period
-        obs = np.concatenate((tip, self.goal, self.goal - tip, self.measured_velocity, state, rate,
-                              [np.sin(phase), np.cos(phase)]))
-        obs = np.clip(obs, -self._obs_high, self._obs_high).astype(np.float32)
-        if self.goal_conditioned:
-            return {"observation": obs[9:], "achieved_goal": obs[0:3], "desired_goal": obs[3:6]}
-        return obs
+        return track_observation(self.measured_tip, self.goal, self.measured_velocity, state, rate,
+                                 2 * np.pi * self.time / self.trajectory.period, self._obs_high, self.goal_conditioned)
 
     def tracking_error(self) -> float:
         """Current true tip-to-goal distance [m] (goal-conditioned: from the goals rounded to float32

@@ -72,17 +72,22 @@ def _with_rows(obs, rows, values):
 
 
 def _put_rows(info: dict, rows: np.ndarray, values: dict, n: int) -> None:
-    """Write ``values`` (``{key: (len(rows), …)}``, nested dicts allowed) into the vector info
-    ``info`` at ``rows``, creating zero arrays and setting the ``_key`` masks."""
+    """Write ``values`` (``{key: (len(rows), …)}``, nested dicts allowed, ``"_key"``: which of the
+    rows have the key, default all) into the vector info ``info`` at ``rows``, creating zero arrays
+    and setting the ``_key`` masks."""
     for key, value in values.items():
+        if key.startswith("_") and key[1:] in values:
+            continue
+        has = values.get(f"_{key}", True)
         if isinstance(value, dict):
             _put_rows(info.setdefault(key, {}), rows, value, n)
         else:
             value = np.asarray(value)
             if key not in info:
-                info[key] = np.zeros((n, *value.shape[1:]), dtype=value.dtype)
+                info[key] = np.full(n, None, dtype=object) if value.dtype == object else \
+                    np.zeros((n, *value.shape[1:]), dtype=value.dtype)
             info[key][rows] = value
-        info.setdefault(f"_{key}", np.zeros(n, dtype=bool))[rows] = True
+        info.setdefault(f"_{key}", np.zeros(n, dtype=bool))[rows] = has
 
 
 def _clear_rows(info: dict, rows: np.ndarray, keep) -> None:
@@ -93,7 +98,7 @@ def _clear_rows(info: dict, rows: np.ndarray, keep) -> None:
         if isinstance(value, dict):
             _clear_rows(value, rows, ())
         else:
-            value[rows] = 0
+            value[rows] = None if value.dtype == object else 0
         info[f"_{key}"][rows] = False
 
 
@@ -307,8 +312,8 @@ class SoftVectorEnv(VectorEnv):
         info: dict[str, Any] = {f"reward_{name}": value for name, value in terms.items()}
         info["action_clipped"] = clipped
         info.update(self._extra_info(slice(None)))
-        for key in list(info):
-            info[f"_{key}"] = np.ones(n, dtype=bool)
+        for key in [k for k in info if not k.startswith("_")]:
+            info.setdefault(f"_{key}", np.ones(n, dtype=bool))  # (a hook may give a key to some sub-envs only)
         terminated = np.array(self._terminated(), dtype=bool)
         self.steps += 1
         truncated = self.steps >= self.max_episode_steps if self.max_episode_steps is not None \
@@ -324,7 +329,7 @@ class SoftVectorEnv(VectorEnv):
                 info["_final_obs"][resetting] = True
                 final_info = {k: v.copy() for k, v in info.items() if not k.startswith("_") and k != "final_obs"}
                 done = info["_final_obs"].copy()
-                final_info.update({f"_{k}": done.copy() for k in list(final_info)})
+                final_info.update({f"_{k}": done & info[f"_{k}"] for k in list(final_info)})
                 info["final_info"], info["_final_info"] = final_info, done
         if resetting.size:
             reset_obs, reset_info = self._reset_rows(resetting, {})
