@@ -80,13 +80,18 @@ import math
 import numpy as np
 import pybullet
 
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
-from soft_envs.sim.urdf import load_chain
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.integrator import (
+    DEFAULT_CORRECTOR_PASSES,
+    DEFAULT_SPECTRAL_RADIUS,
+    AlphaParameters,
+    generalized_alpha_step,
+)
+from soft_envs.sim.urdf import load_chain
 
-DEFAULT_SPECTRAL_RADIUS = 0.9  # generalised-α ρ∞ (see the module docstring)
 MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section
 _SMALL_HALF = 1e-3  # sinc series below this half-angle per link [rad]
 
@@ -269,9 +274,10 @@ class SoftArmBody:
                  gravity: float = STANDARD_GRAVITY, rayleigh_mass: float = 0.0, rayleigh_stiffness: float = 0.0,
                  base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
                  base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
-                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
-        if not (isinstance(spectral_radius, (int, float)) and 0.0 <= spectral_radius <= 1.0):
-            raise InvalidParameterError(f"spectral_radius must be in [0, 1]; got {spectral_radius!r}")
+                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS,
+                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> None:
+        self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
+        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
         check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
         stiffness = np.asarray(stiffness, dtype=float)
         if stiffness.shape != (sections.n,) or not np.all(np.isfinite(stiffness)) or np.any(stiffness <= 0):
@@ -306,9 +312,6 @@ class SoftArmBody:
         self.a = np.zeros(n)  # the integrator's acceleration state
         self._diagonal = np.diag_indices(n)
         self.spectral_radius = float(spectral_radius)
-        rho = self.spectral_radius
-        am, af = (2.0 * rho - 1.0) / (rho + 1.0), rho / (rho + 1.0)
-        self._alpha_parameters = (am, af, 0.5 - am + af, 0.25 * (1.0 - am + af) ** 2)
         self.c = sections.configuration(self.u)
         self.time = 0.0
         self._zeros = [0.0] * self.n_joints
@@ -338,14 +341,30 @@ class SoftArmBody:
         self.c = self.sections.configuration(self.u, reference)
         self._update()
 
+    def _kinematics(self, u: np.ndarray, w: np.ndarray, reference: np.ndarray) -> dict:
+        """The maps at ``(u, w)``: ``ce`` (``c̃`` at the evaluation point), ``J``, ``BJ``, ``acc``
+        (``J̇ w``) and the body's joint values ``qb`` (list); ``θ``'s sign nearest ``reference``."""
+        c = self.sections.configuration(u, reference)
+        ue = self.sections.evaluation_point(u, c)
+        ce = self.sections.configuration(ue, c) if ue is not u else c
+        J, acc = self.sections.jacobian(ue, ce, w)
+        return {"c": c, "ce": ce, "J": J, "BJ": self.B @ J, "acc": acc, "qb": (self.B @ ce).tolist()}
+
     def _update(self) -> None:
-        self.c = self.sections.configuration(self.u, self.c)
-        ue = self.sections.evaluation_point(self.u, self.c)
-        ce = self.sections.configuration(ue, self.c) if ue is not self.u else self.c
-        J, acc = self.sections.jacobian(ue, ce, self.w)
-        BJ = self.B @ J
-        self._cache = {"ce": ce, "J": J, "BJ": BJ, "acc": acc, "qb": (self.B @ ce).tolist()}
+        self._cache = self._kinematics(self.u, self.w, self.c)
+        self.c = self._cache["c"]
         self._bullet_stale = True
+
+    def _mass_of(self, kin: dict) -> np.ndarray:
+        BJ, n = kin["BJ"], self.n_joints
+        Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self.body, kin["qb"])),
+                         float, n * n).reshape(n, n)
+        return BJ.T @ Mb @ BJ
+
+    def _bias_of(self, kin: dict, w: np.ndarray) -> np.ndarray:
+        BJ = kin["BJ"]
+        tau = self._inverse_dynamics(self.body, kin["qb"], (BJ @ w).tolist(), (self.B @ kin["acc"]).tolist())
+        return BJ.T @ np.asarray(tau)
 
     def sync_bullet(self) -> None:
         """Write the state into PyBullet (done lazily before any query of the PyBullet body)."""
@@ -398,25 +417,24 @@ class SoftArmBody:
 
     # ------------------------------------------------------------------ dynamics terms (in u)
 
+    def configuration_terms(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``M(u)`` and ``G(u)`` at the smooth configuration ``u`` (the integrator's corrector)."""
+        kin = self._kinematics(u, None, self.c)
+        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        return self._mass_of(kin), kin["BJ"].T @ np.asarray(tau)
+
     def mass_matrix(self) -> np.ndarray:
         """``M(u)`` at the current state."""
         M = self._cache.get("M")
         if M is None:
-            BJ = self._cache["BJ"]
-            n = self.n_joints
-            Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self.body, self._cache["qb"])),
-                             float, n * n).reshape(n, n)
-            M = self._cache["M"] = BJ.T @ Mb @ BJ
+            M = self._cache["M"] = self._mass_of(self._cache)
         return M
 
     def bias(self) -> np.ndarray:
         """``C(u, u̇) u̇ + G(u)`` at the current state."""
         h = self._cache.get("h")
         if h is None:
-            BJ = self._cache["BJ"]
-            tau = self._inverse_dynamics(self.body, self._cache["qb"], (BJ @ self.w).tolist(),
-                                                       (self.B @ self._cache["acc"]).tolist())
-            h = self._cache["h"] = BJ.T @ np.asarray(tau)
+            h = self._cache["h"] = self._bias_of(self._cache, self.w)
         return h
 
     def gravity_torque(self, u: np.ndarray | None = None) -> np.ndarray:
@@ -427,14 +445,9 @@ class SoftArmBody:
                 tau = self._inverse_dynamics(self.body, self._cache["qb"], self._zeros, self._zeros)
                 G = self._cache["G"] = self._cache["BJ"].T @ np.asarray(tau)
             return G
-        u = np.asarray(u, dtype=float)
-        c = self.sections.configuration(u, self.c)
-        ue = self.sections.evaluation_point(u, c)
-        ce = self.sections.configuration(ue, c) if ue is not u else c
-        J, _ = self.sections.jacobian(ue, ce)
-        BJ = self.B @ J
-        tau = self._inverse_dynamics(self.body, (self.B @ ce).tolist(), self._zeros, self._zeros)
-        return BJ.T @ np.asarray(tau)
+        kin = self._kinematics(np.asarray(u, dtype=float), None, self.c)
+        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        return kin["BJ"].T @ np.asarray(tau)
 
     def coriolis(self) -> np.ndarray:
         """``C(u, u̇) u̇`` at the current state."""
@@ -462,41 +475,21 @@ class SoftArmBody:
 
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
              rest_end: np.ndarray | None = None, cancel_damping: bool = False) -> None:
-        """Advance by ``dt`` [s] with the generalised-α method (module docstring).
+        """Advance by ``dt`` [s] with the generalised-α method
+        (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, :attr:`corrector_passes`).
 
         ``torque`` is the generalised actuation in ``u`` at the step's start (and ``torque_end``
         at its end, default the same); ``rest_end`` the rest configuration at the step's end
-        (default unchanged; the rest shape moves linearly over the step). ``cancel_damping``
-        drops the damping force, as a controller's ``+D u̇`` term applied at the same
-        (implicit) velocity does.
+        (default unchanged). ``cancel_damping`` drops the damping force, as a controller's
+        ``+D u̇`` term applied at the same (implicit) velocity does.
         """
-        am, af, gamma, beta = self._alpha_parameters
-        M = self.mass_matrix()
-        k = self.stiffness
-        tau = np.asarray(torque, dtype=float)
-        if torque_end is not None:
-            tau = tau + (1.0 - af) * (np.asarray(torque_end, dtype=float) - tau)
-        rest = self.rest if rest_end is None else self.rest + (1.0 - af) * (np.asarray(rest_end, dtype=float) - self.rest)
-        u, w, a = self.u, self.w, self.a
-        # u, w at the end of the step without a_{n+1}'s share
-        u_pred = u + dt * w + ((0.5 - beta) * dt * dt) * a
-        w_pred = w + ((1.0 - gamma) * dt) * a
-        force = tau - self.bias() - am * (M @ a) - k * (af * u + (1.0 - af) * u_pred - rest)
-        A = (1.0 - am) * M
-        diagonal = ((1.0 - af) * beta * dt * dt) * k
-        damped = not (cancel_damping or (self.alpha == 0.0 and self.beta == 0.0))
-        if damped and self.alpha == 0.0:  # D = β K, diagonal
-            force -= (self.beta * k) * (af * w + (1.0 - af) * w_pred)
-            diagonal += ((1.0 - af) * gamma * dt * self.beta) * k
-        elif damped:
-            D = self.damping_matrix()
-            force -= D @ (af * w + (1.0 - af) * w_pred)
-            A += ((1.0 - af) * gamma * dt) * D
-        A[self._diagonal] += diagonal
-        a_next = np.linalg.solve(A, force)
-        self.u = u_pred + (beta * dt * dt) * a_next
-        self.w = w_pred + (gamma * dt) * a_next
-        self.a = a_next
+        out = generalized_alpha_step(
+            self.u, self.w, self.a, dt, self.stiffness, self.configuration_terms,
+            start_terms=(self.mass_matrix(), self.gravity_torque()), coriolis=self.coriolis(),
+            torque_start=torque, torque_end=torque_end, rest_start=self.rest, rest_end=rest_end,
+            rayleigh_mass=self.alpha, rayleigh_stiffness=self.beta, cancel_damping=cancel_damping,
+            parameters=self.alpha_parameters, corrector_passes=self.corrector_passes)
+        self.u, self.w, self.a = out.u, out.w, out.a
         if rest_end is not None:
             self.rest = np.array(rest_end, dtype=float)
         self.time += dt
