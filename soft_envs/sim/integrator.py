@@ -105,6 +105,7 @@ def generalized_alpha_step(
     cancel_damping: bool | np.ndarray = False,
     parameters: AlphaParameters | None = None,
     corrector_passes: int = DEFAULT_CORRECTOR_PASSES,
+    consistent_start: bool | np.ndarray = False,
 ) -> AlphaStep:
     """Advance ``(u, u̇ = w, a)`` by ``dt`` [s] (module docstring).
 
@@ -126,6 +127,9 @@ def generalized_alpha_step(
         parameters: the generalised-α parameters (default ``ρ∞ = 0.9``).
         corrector_passes: evaluations of ``(M, G)`` at the step's end (0: at its start, the scheme
             before this module; first order).
+        consistent_start: replace ``a`` by the true acceleration ``ü_n`` (a bool or ``(B,)``): the
+            first step after a state was set (``a`` = 0 there is an ``O(1)`` error that makes the
+            rate's error ``O(dt)`` unless the arm starts in equilibrium).
     """
     am, af, gamma, beta = AlphaParameters.from_spectral_radius() if parameters is None else parameters
     if not (isinstance(corrector_passes, (int, np.integer)) and corrector_passes >= 0):
@@ -147,7 +151,10 @@ def generalized_alpha_step(
 
     M_s, G_s = start_terms
     force_s = force(u, w, tau_s, rest_s, M_s, G_s)
-    acc_s = _solve(M_s, force_s) if corrector_passes else None  # ü_n
+    fresh = np.asarray(consistent_start, dtype=bool)
+    acc_s = _solve(M_s, force_s) if corrector_passes or np.any(fresh) else None  # ü_n
+    if np.any(fresh):
+        a = np.where(fresh[..., None], acc_s, a)
     # the end state without a_{n+1}'s share
     u_hat = u + dt * w + ((0.5 - beta) * dt * dt) * a
     w_hat = w + ((1.0 - gamma) * dt) * a

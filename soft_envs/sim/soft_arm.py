@@ -350,7 +350,9 @@ class SoftArmBody:
         J, acc = self.sections.jacobian(ue, ce, w)
         return {"c": c, "ce": ce, "J": J, "BJ": self.B @ J, "acc": acc, "qb": (self.B @ ce).tolist()}
 
-    def _update(self) -> None:
+    def _update(self, state_set: bool = True) -> None:
+        # a state set from outside: the next step starts from the true acceleration
+        self._state_set = state_set
         self._cache = self._kinematics(self.u, self.w, self.c)
         self.c = self._cache["c"]
         self._bullet_stale = True
@@ -488,12 +490,13 @@ class SoftArmBody:
             start_terms=(self.mass_matrix(), self.gravity_torque()), coriolis=self.coriolis(),
             torque_start=torque, torque_end=torque_end, rest_start=self.rest, rest_end=rest_end,
             rayleigh_mass=self.alpha, rayleigh_stiffness=self.beta, cancel_damping=cancel_damping,
-            parameters=self.alpha_parameters, corrector_passes=self.corrector_passes)
+            parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
+            consistent_start=self._state_set and self.corrector_passes > 0)
         self.u, self.w, self.a = out.u, out.w, out.a
         if rest_end is not None:
             self.rest = np.array(rest_end, dtype=float)
         self.time += dt
-        self._update()
+        self._update(state_set=False)
 
     # ------------------------------------------------------------------ measurements
 
