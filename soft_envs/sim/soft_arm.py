@@ -32,23 +32,42 @@ about their own axis (their frames spin with ``φ``, the material does not; with
 be infinite at ``θ = 0``), and the dynamics terms are evaluated at least ``1e-4`` rad away from
 a straight section (``J`` has ``1/θ`` entries; the error is of order ``1e-8`` of the terms).
 
-Integration (:meth:`SoftArmBody.step`). PyBullet's own integrator cannot keep the body on the
-section subspace, so the core integrates itself, with the generalised-α method (Chung &
-Hulbert 1993; ``ρ∞ = 0.9``, ``ρ∞ = 1`` is the trapezoidal rule): second order, unconditionally
-stable, with a little numerical dissipation only for modes the step does not resolve (their
-amplitude falls by at most 10 % per step when ``ω dt ≫ 1``). The elastic, damping, actuation and
-rest-shape terms are implicit (exactly, they are linear); ``M``, ``C``, ``G`` are taken at the
-step's start. One linear solve per step,
-``((1 − α_m) M + (1 − α_f)(γ dt D + β dt² K)) a_{n+1} = τ − C u̇ − G − α_m M a_n − D ũ̇ − K (ũ − u_rest)``
-(``ũ``, ``ũ̇`` the Newmark predictors at ``t_{n+1−α_f}``). Checked in ``tests/sim`` and the PCC
-bench: an undamped elastic oscillation keeps its amplitude (the four-segment arm's first mode,
-10 periods at 5 ms: 100 %; one segment's 172 rad/s mode, 6 steps per period: 99 %; the
-semi-implicit Euler it replaces removed 96 % within 50–100 ms at 2 ms), halving the step
-changes a 2 s tracking run's tip path by 0.3 % of its span, and a horizontal cantilever sags as
-Euler–Bernoulli's ``w L⁴ / 8 E I`` (within 2 % with four sections; one constant-curvature
-section gives the energy method's ``w L⁴ / 12 E I``). The state is written into PyBullet
-(``resetJointStatesMultiDof``) only when a PyBullet quantity is asked for (tip, frames,
-rendering).
+Integration (:meth:`SoftArmBody.step`, :func:`soft_envs.sim.integrator.generalized_alpha_step`).
+PyBullet's own integrator cannot keep the body on the section subspace, so the core integrates
+itself, with the generalised-α method (Chung & Hulbert 1993, in the form of Arnold & Brüls 2007;
+``ρ∞ = 0.9``, ``ρ∞ = 1`` is the trapezoidal rule): unconditionally stable for the linear part,
+with a little numerical dissipation only for modes the step does not resolve (their amplitude
+falls by at most 10 % per step when ``ω dt ≫ 1``). The elastic, damping, actuation and rest-shape
+terms are implicit (exactly, they are linear; actuation and rest shape at the step's start and
+end); ``M`` and ``G`` are taken at the step's start by a predictor and re-evaluated at its end by
+one corrector pass (:attr:`SoftArmBody.corrector_passes`; two solves, two ``calculateMassMatrix``
+and three ``calculateInverseDynamics`` calls per step); the velocity product ``C u̇`` stays at
+the step's start. The first step after a state is set starts from the true acceleration.
+
+Order, measured (``soft-envs bench convergence``: the envs' tip paths at the default step and its
+halves, against a run at 1/16 of the step). The scheme before (``corrector_passes=0``: ``M``,
+``C u̇ + G`` at the step's start) was first order: the tip path changed by 4.9, 2.6, 1.3 % of its
+span per halving of the PCC study (2 s) and by 0.066, 0.033, 0.016 % on PETER with 0.5 kg (1/240 s).
+Two terms made it so: (1) the PCC env's set-point, sampled for the PD + feed-forward law one
+*physics* step ahead of its tick (a time shift of ``dt``; now the end of the law's hold, the same at
+the 5 ms default) — 4.9 → 1.6 % on the first halving; (2) the gravity torque ``G`` at the step's
+start — PETER's whole first-order error (with ``G`` corrected the changes shrink 4.7×, with only
+``M`` corrected 2.0×). ``M`` at the start is negligible, ``C u̇`` at the start is first order with a
+small constant (the last PCC halving shrinks 3.6× instead of 4×); at the step's end ``C u̇`` makes an
+undamped, feedback-linearised arm (the law's ``+D u̇`` cancelling the damping) unstable at 5 ms, so
+it is left explicit. Now the changes shrink 4.0× and 3.6× (PCC, 1 s), 4.2× and 3.8× (PETER at its
+new 1/120 s step); at the default step the PCC path is 1.9 % of its span from the 1/16 reference
+(the lightly damped first mode's phase error, the law cancels the arm's damping; 0.5 % at 2.5 ms),
+PETER's 0.10 % at 1/120 s (the old scheme: 0.12 % at 1/240 s, so PETER's default step is now
+1/120 s). With ``actuation="direct"`` the PCC arm's unresolved stiff modes, driven by the law's
+5 ms hold, keep the 5 ms path 18 % from the reference (6 % at 2.5 ms, 0.6 % at 1.25 ms).
+Also checked in ``tests/sim``: an undamped elastic oscillation keeps its amplitude (the
+four-segment arm's first mode, 10 periods at 5 ms: 100 %; one segment's 172 rad/s mode, 6 steps
+per period: 99 %; the semi-implicit Euler it replaced removed 96 % within 50–100 ms at 2 ms), and
+a horizontal cantilever sags as Euler–Bernoulli's ``w L⁴ / 8 E I`` (within 2 % with four
+sections; one constant-curvature section gives the energy method's ``w L⁴ / 12 E I``). The state
+is written into PyBullet (``resetJointStatesMultiDof``) only when a PyBullet quantity is asked
+for (tip, frames, rendering).
 
 Parameter sources (``[seed]`` a paper's number, ``[assumed]`` an assumption, ``[derived]``):
 
@@ -68,7 +87,7 @@ regulator lag 10 ms                         [assumed]; dead time 100–150 ms [s
 PD + feed-forward ``k_p = 80``, ``k_v = 3``   [seed 004]; every 5 ms [seed 004: 250 Hz loop]
 Rayleigh ``β = 5e-3 s``                     [assumed]; 17.3 g spread over the ``m`` links
 both
-gravity 9.81 m/s²; ``ρ∞ = 0.9``; 5 ms (PCC) and 1/240 s (PETER) steps  [numerical choices]
+gravity 9.81 m/s²; ``ρ∞ = 0.9``; 5 ms (PCC) and 1/120 s (PETER) steps  [numerical choices]
 ==================================  ==========================================================
 """
 

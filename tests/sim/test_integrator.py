@@ -33,7 +33,8 @@ def run(dt: float, duration: float, passes: int, coriolis_gain: float = 0.0, u0=
         t = i * dt
         tau_s, tau_e = np.sin(3 * t) * np.ones(N), np.sin(3 * (t + dt)) * np.ones(N)
         coriolis = coriolis_gain * w * w[::-1]
-        out = generalized_alpha_step(u, w, a, dt, k, terms, start_terms=terms(u), coriolis=coriolis, consistent_start=i == 0,
+        out = generalized_alpha_step(u, w, a, dt, k, terms, start_terms=terms(u), coriolis=coriolis,
+                                     consistent_start=i == 0,
                                      torque_start=tau_s, torque_end=tau_e, rest_start=rest,
                                      rayleigh_stiffness=0.01, corrector_passes=passes)
         u, w, a = out.u, out.w, out.a
@@ -68,7 +69,7 @@ def test_a_batch_equals_its_members_one_by_one(passes, cancel, rayleigh_mass):
     for i in range(B):
         one = generalized_alpha_step(u[i], w[i], a[i], 5e-3, k[i], terms, start_terms=terms(u[i]),
                                      **{key: (v[i] if isinstance(v, np.ndarray) else v) for key, v in kwargs.items()})
-        for x, y in zip(batch[:3], one[:3]):
+        for x, y in zip(batch[:3], one[:3], strict=True):
             np.testing.assert_allclose(x[i], y, rtol=0, atol=1e-12)
 
 
