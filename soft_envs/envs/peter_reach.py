@@ -229,7 +229,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if physics == "soft" and not kinematic:  # 10 Hz control whatever the physics step
             kwargs.setdefault("time_step", SOFT_TIME_STEP)
             step = kwargs["time_step"]
-            if isinstance(step, (int, float)) and math.isfinite(step) and step > 0:  # else SoftEnv says why
+            if isinstance(step, (int, float)) and math.isfinite(step) and step >= 1e-6:  # else SoftEnv says why
                 kwargs.setdefault("frame_skip", max(1, round(SOFT_CONTROL_PERIOD / step)))
         kwargs.setdefault("frame_skip", 12)
         super().__init__(use_physics=not kinematic, realism=realism, **kwargs)
