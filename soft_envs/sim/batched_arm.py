@@ -51,20 +51,15 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain
 from soft_envs.sim import batched_kernels as kernels
-from soft_envs.sim.soft_arm import DEFAULT_SPECTRAL_RADIUS, SectionMap, spinless_sections
+from soft_envs.sim.integrator import (DEFAULT_CORRECTOR_PASSES, DEFAULT_SPECTRAL_RADIUS, AlphaParameters,
+                                      generalized_alpha_step)
+from soft_envs.sim.soft_arm import SectionMap, spinless_sections
 
 _KINDS = {"revolute_z": kernels.REVOLUTE_Z, "revolute_y": kernels.REVOLUTE_Y, "prismatic_z": kernels.PRISMATIC_Z}
-
-
-def alpha_scheme(spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> np.ndarray:
-    """Generalised-α parameters ``(α_m, α_f, γ, β)`` of ``ρ∞`` (as ``SoftArmBody``)."""
-    rho = float(spectral_radius)
-    am, af = (2.0 * rho - 1.0) / (rho + 1.0), rho / (rho + 1.0)
-    return np.array([am, af, 0.5 - am + af, 0.25 * (1.0 - am + af) ** 2])
 
 
 @dataclass(frozen=True)
@@ -162,7 +157,8 @@ class ArmParams:
 class ArmState:
     """Per-arm state, ``(B, n)`` arrays unless said: smooth configuration ``u``, rate ``w``, the
     integrator's acceleration ``a``, ``c`` the sections' ``c̃`` ``(B, 3N)`` (θ sign history),
-    ``rest`` ``u_rest``, ``time`` ``(B,)`` [s]."""
+    ``rest`` ``u_rest``, ``time`` ``(B,)`` [s], ``fresh`` ``(B,)``: the state was set since the
+    arm's last step (its next step starts from the true acceleration, as ``SoftArmBody``)."""
 
     u: np.ndarray
     w: np.ndarray
@@ -170,6 +166,7 @@ class ArmState:
     c: np.ndarray
     rest: np.ndarray
     time: np.ndarray
+    fresh: np.ndarray
 
     def copy(self) -> "ArmState":
         return ArmState(*(getattr(self, f.name).copy() for f in fields(self)))
@@ -196,58 +193,60 @@ def configuration(topology: ArmTopology, u: np.ndarray, reference: np.ndarray | 
 
 
 def terms(topology: ArmTopology, params: ArmParams, state: ArmState, *, with_mass: bool = True,
-          u: np.ndarray | None = None, w: np.ndarray | None = None, c: np.ndarray | None = None):
+          u: np.ndarray | None = None, w: np.ndarray | None = None, c: np.ndarray | None = None,
+          active: np.ndarray | None = None):
     """``(M, C u̇ + G, G)`` of every arm, ``(B, n, n)``, ``(B, n)``, ``(B, n)`` (``M`` zeros without
-    ``with_mass``), at the state or at given ``u``, ``w`` (default zero) and ``c̃`` sign reference."""
+    ``with_mass``; zeros for arms not ``active``), at the state or at given ``u``, ``w`` (default
+    zero) and ``c̃`` (default: ``u``'s, θ's sign nearest the state's)."""
     u = state.u if u is None else np.ascontiguousarray(u, dtype=float)
     w = (state.w if u is state.u else np.zeros_like(u)) if w is None else np.ascontiguousarray(w, dtype=float)
     if c is None:
         c = state.c if u is state.u else configuration(topology, u, state.c)
     B, n = u.shape
     M = np.zeros((B, n, n))
-    h, g = np.empty((B, n)), np.empty((B, n))
-    z = np.empty((B, n))
-    kernels.batch_step(*topology.arrays, params.mass, params.inertia, params.gravity, params.stiffness,
-                       params.rayleigh, _DEFAULT_SCHEME, 0.0, z, z, False, z, False, False, np.ones(B, dtype=np.bool_),
-                       u, w, z, c, z, np.empty(B), M, h, g, False, with_mass)
+    h, g = np.zeros((B, n)), np.zeros((B, n))
+    act = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
+    kernels.batch_terms(*topology.arrays, params.mass, params.inertia, params.gravity, u, w, c, with_mass, act,
+                        M, h, g)
     return M, h, g
 
 
 def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
-         torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None, cancel_damping: bool = False,
-         active: np.ndarray | None = None, scheme: np.ndarray | None = None) -> ArmState:
-    """The state after one generalised-α step of ``dt`` [s] (pure: ``state`` is not changed).
+         torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
+         cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
+         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> ArmState:
+    """The state after one step of ``dt`` [s] (pure: ``state`` is not changed), by the single core's
+    scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`).
 
     ``torque`` ``(B, n)`` is the generalised actuation at the step's start (``torque_end`` at its
     end), ``rest_end`` the rest configuration at its end, ``active`` ``(B,)`` the arms that move
-    (the others keep their state), ``scheme`` :func:`alpha_scheme`'s parameters (default ρ∞ = 0.9);
-    as :meth:`SoftArmBody.step`.
+    (the others keep their state exactly).
     """
-    new = state.copy()
-    step_in_place(topology, params, new, dt, torque, torque_end=torque_end, rest_end=rest_end,
-                  cancel_damping=cancel_damping, active=active, scheme=scheme)
-    return new
-
-
-_DEFAULT_SCHEME = alpha_scheme()
-
-
-def step_in_place(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
-                  torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
-                  cancel_damping: bool = False, active: np.ndarray | None = None, scheme: np.ndarray | None = None,
-                  out_terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
-    """:func:`step` writing into ``state`` (and the start state's ``M``, ``h``, ``g`` into ``out_terms``)."""
     B, n = state.u.shape
-    torque = np.ascontiguousarray(np.broadcast_to(np.asarray(torque, dtype=float), (B, n)))
-    te = torque if torque_end is None else np.ascontiguousarray(np.broadcast_to(torque_end, (B, n)), dtype=float)
-    re = state.rest if rest_end is None else np.ascontiguousarray(np.broadcast_to(rest_end, (B, n)), dtype=float)
-    act = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
-    if out_terms is None:
-        out_terms = (np.empty((B, n, n)), np.empty((B, n)), np.empty((B, n)))
-    kernels.batch_step(*topology.arrays, params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh,
-                       _DEFAULT_SCHEME if scheme is None else scheme, float(dt), torque, te, torque_end is not None,
-                       re, rest_end is not None, bool(cancel_damping), act, state.u, state.w, state.a, state.c,
-                       state.rest, state.time, *out_terms, True, True)
+    act = np.ones(B, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+    M, h, G = terms(topology, params, state, active=act)
+    if not act.all():  # keep the solves regular for arms that do not move
+        M[~act] = np.eye(n)
+
+    def end_terms(u_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        M_e, _, G_e = terms(topology, params, state, u=u_end, active=act)
+        if not act.all():
+            M_e[~act] = np.eye(n)
+        return M_e, G_e
+
+    out = generalized_alpha_step(
+        state.u, state.w, state.a, dt, params.stiffness, end_terms, start_terms=(M, G), coriolis=h - G,
+        torque_start=np.broadcast_to(np.asarray(torque, dtype=float), (B, n)),
+        torque_end=None if torque_end is None else np.broadcast_to(np.asarray(torque_end, dtype=float), (B, n)),
+        rest_start=state.rest, rest_end=rest_end, rayleigh_mass=params.rayleigh[:, 0],
+        rayleigh_stiffness=params.rayleigh[:, 1], cancel_damping=cancel_damping, parameters=parameters,
+        corrector_passes=corrector_passes, consistent_start=state.fresh & (corrector_passes > 0))
+    moved = act[:, None]
+    u = np.where(moved, out.u, state.u)
+    rest = state.rest if rest_end is None else np.where(moved, np.broadcast_to(rest_end, (B, n)), state.rest)
+    c = np.where(moved, configuration(topology, u, state.c), state.c)
+    return ArmState(u, np.where(moved, out.w, state.w), np.where(moved, out.a, state.a), c, rest,
+                    np.where(act, state.time + dt, state.time), state.fresh & ~act)
 
 
 def point_state(topology: ArmTopology, state: ArmState) -> tuple[np.ndarray, np.ndarray]:
@@ -296,7 +295,8 @@ class BatchedSoftArm:
         gravity: standard gravity [m/s²] along the world's −z.
         rayleigh_mass, rayleigh_stiffness: ``α`` [1/s], ``β`` [s] (numbers or ``(B,)``).
         base_orientation: quaternion ``(x, y, z, w)``, ``(4,)`` or ``(B, 4)`` (default upright).
-        spectral_radius: the generalised-α ``ρ∞``.
+        spectral_radius, corrector_passes: the integrator's ``ρ∞`` and corrector passes
+            (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as ``SoftArmBody``).
 
     State (:attr:`state`, an :class:`ArmState` of ``(B, …)`` arrays) starts straight at rest;
     per-arm parameters are :attr:`params`. Methods taking ``index`` accept arm indices, a boolean
@@ -307,11 +307,12 @@ class BatchedSoftArm:
                  gravity: float = 9.81, rayleigh_mass: float | np.ndarray = 0.0,
                  rayleigh_stiffness: float | np.ndarray = 0.0,
                  base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0),
-                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
+                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS,
+                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> None:
         if int(n_arms) != n_arms or n_arms < 1:
             raise InvalidParameterError(f"n_arms must be a positive integer; got {n_arms!r}")
-        if not (isinstance(spectral_radius, (int, float)) and 0.0 <= spectral_radius <= 1.0):
-            raise InvalidParameterError(f"spectral_radius must be in [0, 1]; got {spectral_radius!r}")
+        self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
+        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
         if not (math.isfinite(gravity) and gravity >= 0):
             raise InvalidParameterError(f"gravity must be >= 0 m/s²; got {gravity!r}")
         B = self.n_arms = int(n_arms)
@@ -330,10 +331,9 @@ class BatchedSoftArm:
         if np.any(self.params.rayleigh < 0) or not np.all(np.isfinite(self.params.rayleigh)):
             raise InvalidParameterError("Rayleigh coefficients must be finite and >= 0")
         self.set_stiffness(None, stiffness)
-        self.scheme = alpha_scheme(spectral_radius)
         zeros = np.zeros((B, n))
         self.state = ArmState(zeros.copy(), zeros.copy(), zeros.copy(), configuration(self.topology, zeros),
-                              zeros.copy(), np.zeros(B))
+                              zeros.copy(), np.zeros(B), np.ones(B, dtype=bool))
         self._terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
@@ -361,6 +361,7 @@ class BatchedSoftArm:
             raise InvalidParameterError("one chain, or one per arm of the index")
         for row, one in zip(rows.tolist(), chains):
             self.params.mass[row], self.params.inertia[row] = self.topology.link_dynamics(one)
+        self.state.fresh[rows] = True  # as SoftArmBody (its state counts as set after new masses)
         self._terms = None
 
     def set_base_orientation(self, index, base_orientation: np.ndarray) -> None:
@@ -369,6 +370,7 @@ class BatchedSoftArm:
         q = np.broadcast_to(np.asarray(base_orientation, dtype=float), (rows.size, 4))
         self.params.gravity[rows] = gravity_in_base(q, self.gravity)
         self.base_orientation[rows] = q
+        self.state.fresh[rows] = True
         self._terms = None
 
     # ------------------------------------------------------------------ state
@@ -388,6 +390,7 @@ class BatchedSoftArm:
         s.w[rows] = 0.0 if w is None else np.broadcast_to(np.asarray(w, dtype=float), shape)
         s.a[rows] = 0.0
         s.time[rows] = 0.0
+        s.fresh[rows] = True
         if rest is not None:
             s.rest[rows] = np.broadcast_to(np.asarray(rest, dtype=float), shape)
         ref = None if reference is None else np.broadcast_to(np.asarray(reference, dtype=float), (rows.size, s.c.shape[1]))
@@ -408,6 +411,7 @@ class BatchedSoftArm:
         rows = _rows(index, self.n_arms)
         for name in ("u", "w", "a", "c", "rest", "time"):
             getattr(self.state, name)[rows] = getattr(snapshot, name)[rows]
+        self.state.fresh[rows] = True
         if at_rest:
             self.state.w[rows] = 0.0
             self.state.a[rows] = 0.0
@@ -461,8 +465,9 @@ class BatchedSoftArm:
              rest_end: np.ndarray | None = None, cancel_damping: bool = False, active: np.ndarray | None = None) -> None:
         """Advance every ``active`` arm (default all) by ``dt`` [s] (:func:`step`)."""
         self._terms = None
-        step_in_place(self.topology, self.params, self.state, dt, torque, torque_end=torque_end, rest_end=rest_end,
-                      cancel_damping=cancel_damping, active=active, scheme=self.scheme)
+        self.state = step(self.topology, self.params, self.state, dt, torque, torque_end=torque_end,
+                          rest_end=rest_end, cancel_damping=cancel_damping, active=active,
+                          parameters=self.alpha_parameters, corrector_passes=self.corrector_passes)
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame, ``(B, 3)``."""
