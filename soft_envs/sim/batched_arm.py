@@ -22,17 +22,32 @@ function ``(topology, params, state, dt, torque, …) → state``; :class:`Batch
 the three for in-place use (reset and parameters by index or mask, as IsaacLab's
 ``_reset_idx``).
 
-Choice of implementation — measured (``soft-envs bench batched``, one process, one core, a
-2-module PETER: 18 joints, every link massive): the single PyBullet core takes ~90 µs per
-physics step. Candidates for the rigid-body terms of B arms:
+Choice of implementation — measured (``soft-envs bench batched``; one process, CPU time of the
+thread, best of 3 rounds, on a shared 2-core AMD EPYC at load ~11; µs per arm):
 
-* numpy over joints with B vectorised (one numpy call per operation): ~60 numpy calls per
-  joint, fixed overhead ~1 µs each — see the bench's table; it cannot reach 1 µs per arm below
-  B ≈ 10⁴ and allocates a temporary per operation;
-* a numba kernel per arm (scalar loops over joints, the batch loop compiled): no temporaries,
-  everything in registers — the measured winner at every B (bench table; per-arm cost flat in
-  B). A closed form in the section coordinates was not pursued: the kernel is already at a
-  few thousand flops per arm and step, and the closed form would be specific to one link pattern.
+=====================================  =======  ========  =========
+rigid-body terms of one arm             B = 1    B = 64    B = 1024
+=====================================  =======  ========  =========
+PETER 2 modules, numba kernel (M, h, G)  4.4      1.30      1.26
+PETER 2 modules, numpy over joints (h)   3400     60        12.8
+PCC 2 segments, numba kernel             5.2      1.73      1.71
+PCC 2 segments, numpy over joints (h)    5500     98        23
+=====================================  =======  ========  =========
+
+Numpy over joints with B vectorised (``soft_envs.bench.batched.numpy_bias``: ~25 numpy calls
+per joint, for the bias alone, half the kernel's work) is 10× slower than the kernel even at
+B = 1024: each call's fixed cost (~1 µs) and its temporaries dominate below B ≈ 10⁴. The numba
+kernel (per arm, scalar loops over joints, helpers inlined, the batch loop compiled; distinct
+joint angles' sines computed once per section; the mass matrix summed straight into ``c̃``)
+is flat in B from B ≈ 64 and takes ~1.3 µs per PETER arm (~70 ns per joint, ~3 flops per
+cycle). Not pursued: a closed form in the section coordinates (specific to one link pattern,
+and the kernel is already at a few thousand flops per arm), SIMD across arms (lane-interleaved
+layout: a rewrite of the kernel), JAX (no GPU here; compile and dispatch cost on CPU).
+A whole physics step (terms at the start, the corrector's terms at the end, the shared numpy
+:func:`~soft_envs.sim.integrator.generalized_alpha_step`) costs 4.2 µs per PETER arm at
+B = 1024 (5.2 µs PCC), 35× (30×) the single PyBullet core's 147 µs (156 µs) in the same run;
+the numpy integrator is ~1.7 µs of it (two batched ``np.linalg.solve`` and ~30 array calls). The
+kernels compile in ~20 s of CPU once per checkout (``cache=True``; then ~1.5 s to load).
 
 GPU. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` use scalar arithmetic and
 small local arrays only, so a GPU port is a transcription: ``numba.cuda.jit(device=True)`` on the
@@ -47,7 +62,7 @@ per-arm throughput then rises ~100× over one CPU core, and the Python per-step 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -55,8 +70,12 @@ from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain
 from soft_envs.sim import batched_kernels as kernels
-from soft_envs.sim.integrator import (DEFAULT_CORRECTOR_PASSES, DEFAULT_SPECTRAL_RADIUS, AlphaParameters,
-                                      generalized_alpha_step)
+from soft_envs.sim.integrator import (
+    DEFAULT_CORRECTOR_PASSES,
+    DEFAULT_SPECTRAL_RADIUS,
+    AlphaParameters,
+    generalized_alpha_step,
+)
 from soft_envs.sim.soft_arm import SectionMap, spinless_sections
 
 _KINDS = {"revolute_z": kernels.REVOLUTE_Z, "revolute_y": kernels.REVOLUTE_Y, "prismatic_z": kernels.PRISMATIC_Z}
@@ -80,7 +99,7 @@ class ArmTopology:
     section_map: SectionMap
 
     @classmethod
-    def from_chain(cls, chain: Chain, section_map: SectionMap) -> "ArmTopology":
+    def from_chain(cls, chain: Chain, section_map: SectionMap) -> ArmTopology:
         """The topology of ``chain`` (the body's chain, before :func:`spinless_sections`) on ``section_map``."""
         if len(chain.links) != section_map.n_sections * section_map.joints_per_section:
             raise InvalidParameterError("the chain does not match the section map")
@@ -92,7 +111,7 @@ class ArmTopology:
         kinds = np.array([_KINDS[k] for k in chain.kinds], dtype=np.int64)
         angles: dict[tuple[int, float], int] = {}
         trig_index = np.zeros(len(kinds), dtype=np.int64)
-        for j, (kind, slot, coef) in enumerate(zip(kinds, slots, coefs)):
+        for j, (kind, slot, coef) in enumerate(zip(kinds, slots, coefs, strict=False)):
             if kind != kernels.PRISMATIC_Z:
                 key = (int(slot), abs(float(coef)))
                 trig_index[j] = angles.setdefault(key, len(angles))
@@ -130,7 +149,8 @@ class ArmTopology:
         spinless = spinless_sections(chain, self.section_map.joints_per_section)
         if len(spinless.links) != self.n_joints or any(
                 _KINDS[link.joint] != kind or link.offset != off or tuple(link.body.com) != tuple(com)
-                for link, kind, off, com in zip(spinless.links, self.kinds, self.table[:, 0], self.table[:, 2:5])):
+                for link, kind, off, com in zip(spinless.links, self.kinds, self.table[:, 0], self.table[:, 2:5],
+                                                strict=False)):
             raise InvalidParameterError("the chain must be the topology's with other masses")
         return spinless.masses, np.array([link.body.inertia for link in spinless.links], dtype=float)
 
@@ -148,7 +168,7 @@ class ArmParams:
     stiffness: np.ndarray
     rayleigh: np.ndarray
 
-    def take(self, index) -> "ArmParams":
+    def take(self, index) -> ArmParams:
         """The parameters of the arms ``index``."""
         return ArmParams(*(getattr(self, f.name)[index] for f in fields(self)))
 
@@ -168,10 +188,10 @@ class ArmState:
     time: np.ndarray
     fresh: np.ndarray
 
-    def copy(self) -> "ArmState":
+    def copy(self) -> ArmState:
         return ArmState(*(getattr(self, f.name).copy() for f in fields(self)))
 
-    def where(self, mask: np.ndarray, other: "ArmState") -> "ArmState":
+    def where(self, mask: np.ndarray, other: ArmState) -> ArmState:
         """``other``'s arms where ``mask``, this state's elsewhere (MJX ``Data.where``)."""
         mask = np.asarray(mask, dtype=bool)
         return ArmState(*(np.where(mask.reshape((-1,) + (1,) * (getattr(self, f.name).ndim - 1)),
@@ -359,7 +379,7 @@ class BatchedSoftArm:
         chains = [chain] * rows.size if isinstance(chain, Chain) else list(chain)
         if len(chains) != rows.size:
             raise InvalidParameterError("one chain, or one per arm of the index")
-        for row, one in zip(rows.tolist(), chains):
+        for row, one in zip(rows.tolist(), chains, strict=False):
             self.params.mass[row], self.params.inertia[row] = self.topology.link_dynamics(one)
         self.state.fresh[rows] = True  # as SoftArmBody (its state counts as set after new masses)
         self._terms = None
@@ -393,7 +413,8 @@ class BatchedSoftArm:
         s.fresh[rows] = True
         if rest is not None:
             s.rest[rows] = np.broadcast_to(np.asarray(rest, dtype=float), shape)
-        ref = None if reference is None else np.broadcast_to(np.asarray(reference, dtype=float), (rows.size, s.c.shape[1]))
+        ref = None if reference is None else \
+            np.broadcast_to(np.asarray(reference, dtype=float), (rows.size, s.c.shape[1]))
         s.c[rows] = configuration(self.topology, s.u[rows], ref)
         self._terms = None
 
@@ -462,7 +483,8 @@ class BatchedSoftArm:
     # ------------------------------------------------------------------ integration and measurements
 
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
-             rest_end: np.ndarray | None = None, cancel_damping: bool = False, active: np.ndarray | None = None) -> None:
+             rest_end: np.ndarray | None = None, cancel_damping: bool = False,
+             active: np.ndarray | None = None) -> None:
         """Advance every ``active`` arm (default all) by ``dt`` [s] (:func:`step`)."""
         self._terms = None
         self.state = step(self.topology, self.params, self.state, dt, torque, torque_end=torque_end,

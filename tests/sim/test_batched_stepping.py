@@ -10,8 +10,12 @@ import pytest
 from soft_envs.geometry import quaternion_from_rotation_vector
 from soft_envs.robots import PCCArm, Peter, PlanarPCCArm
 from soft_envs.sim.actuators import PneumaticLegs, PressureRegulator
-from soft_envs.sim.batched_actuators import (BatchedDeadTime, BatchedPDFeedforward, BatchedPneumaticLegs,
-                                             BatchedPressureRegulator)
+from soft_envs.sim.batched_actuators import (
+    BatchedDeadTime,
+    BatchedPDFeedforward,
+    BatchedPneumaticLegs,
+    BatchedPressureRegulator,
+)
 from soft_envs.sim.batched_bodies import BatchedPCCBody, BatchedSoftPeter
 from soft_envs.sim.bullet import connect, disconnect
 from soft_envs.sim.pcc_body import PCCBody, PDFeedforward
@@ -73,7 +77,7 @@ def test_peter_arms_step_as_single_bodies(clients):
     for _ in range(5):
         command = rng.uniform(0.0, 2.0, (B, n))
         legs.command(command, batched.state.time)
-        for (body, single_legs), t in zip(singles, command):
+        for (body, single_legs), t in zip(singles, command, strict=False):
             single_legs.command(t, body.time)
         for _ in range(skip):
             batched.step(dt, 0.0, rest_end=batched.rest_of_legs(legs.advance(dt, batched.state.time)))
@@ -194,9 +198,9 @@ def test_dead_time_is_per_arm():
     for k in range(40):
         if k % 3 == 0:
             dead.give(np.full((3, 1), float(k)), now)
-            for s, t in zip(singles, now):
+            for s, t in zip(singles, now, strict=False):
                 s.give(np.array([float(k)]), t)
-        np.testing.assert_array_equal(dead.at(now)[:, 0], [s.at(t)[0] for s, t in zip(singles, now)])
+        np.testing.assert_array_equal(dead.at(now)[:, 0], [s.at(t)[0] for s, t in zip(singles, now, strict=False)])
         now = now + 5e-3
 
 
