@@ -30,6 +30,8 @@ BENCHES: dict[str, str] = {
     "realism": "soft_envs.bench.realism",
     "evaluate": "soft_envs.bench.evaluation",
     "rl": "soft_envs.bench.rl",
+    "convergence": "soft_envs.bench.convergence",
+    "batched": "soft_envs.bench.batched",
     "vector": "soft_envs.bench.vector",
 }
 

@@ -221,6 +221,14 @@ class BatchedPressureRegulator:
         self.saturated = np.where(mask, np.any(clipped != setpoint, axis=1), self.saturated)
         self.setpoint.give(clipped, now, mask)
 
+    def acting(self, now: np.ndarray) -> np.ndarray:
+        """Pressures ``(B, n)`` [Pa] at the start of the step from ``now`` ``(B,)`` [s]: :attr:`pressures`,
+        or for arms with no lag the set-point acting at ``now`` (:meth:`PressureRegulator.acting`)."""
+        lagged = self.time_constant > 0.0
+        if lagged.all():
+            return self.pressures
+        return np.where(lagged[:, None], self.pressures, self.setpoint.at(now))
+
     def advance(self, dt: float, now: np.ndarray) -> np.ndarray:
         """Pressures ``(B, n)`` [Pa] at ``now + dt`` (exact response to the set-points acting at ``now``)."""
         target = self.setpoint.at(now)

@@ -22,17 +22,32 @@ function ``(topology, params, state, dt, torque, …) → state``; :class:`Batch
 the three for in-place use (reset and parameters by index or mask, as IsaacLab's
 ``_reset_idx``).
 
-Choice of implementation — measured (``soft-envs bench batched``, one process, one core, a
-2-module PETER: 18 joints, every link massive): the single PyBullet core takes ~90 µs per
-physics step. Candidates for the rigid-body terms of B arms:
+Choice of implementation — measured (``soft-envs bench batched``; one process, CPU time of the
+thread, best of 3 rounds, on a shared 2-core AMD EPYC at load ~11; µs per arm):
 
-* numpy over joints with B vectorised (one numpy call per operation): ~60 numpy calls per
-  joint, fixed overhead ~1 µs each — see the bench's table; it cannot reach 1 µs per arm below
-  B ≈ 10⁴ and allocates a temporary per operation;
-* a numba kernel per arm (scalar loops over joints, the batch loop compiled): no temporaries,
-  everything in registers — the measured winner at every B (bench table; per-arm cost flat in
-  B). A closed form in the section coordinates was not pursued: the kernel is already at a
-  few thousand flops per arm and step, and the closed form would be specific to one link pattern.
+=====================================  =======  ========  =========
+rigid-body terms of one arm             B = 1    B = 64    B = 1024
+=====================================  =======  ========  =========
+PETER 2 modules, numba kernel (M, h, G)  4.4      1.30      1.26
+PETER 2 modules, numpy over joints (h)   3400     60        12.8
+PCC 2 segments, numba kernel             5.2      1.73      1.71
+PCC 2 segments, numpy over joints (h)    5500     98        23
+=====================================  =======  ========  =========
+
+Numpy over joints with B vectorised (``soft_envs.bench.batched.numpy_bias``: ~25 numpy calls
+per joint, for the bias alone, half the kernel's work) is 10× slower than the kernel even at
+B = 1024: each call's fixed cost (~1 µs) and its temporaries dominate below B ≈ 10⁴. The numba
+kernel (per arm, scalar loops over joints, helpers inlined, the batch loop compiled; distinct
+joint angles' sines computed once per section; the mass matrix summed straight into ``c̃``)
+is flat in B from B ≈ 64 and takes ~1.3 µs per PETER arm (~70 ns per joint, ~3 flops per
+cycle). Not pursued: a closed form in the section coordinates (specific to one link pattern,
+and the kernel is already at a few thousand flops per arm), SIMD across arms (lane-interleaved
+layout: a rewrite of the kernel), JAX (no GPU here; compile and dispatch cost on CPU).
+A whole physics step (terms at the start, the corrector's terms at the end, the shared numpy
+:func:`~soft_envs.sim.integrator.generalized_alpha_step`) costs 4.2 µs per PETER arm at
+B = 1024 (5.2 µs PCC), 35× (30×) the single PyBullet core's 147 µs (156 µs) in the same run;
+the numpy integrator is ~1.7 µs of it (two batched ``np.linalg.solve`` and ~30 array calls). The
+kernels compile in ~20 s of CPU once per checkout (``cache=True``; then ~1.5 s to load).
 
 GPU. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` use scalar arithmetic and
 small local arrays only, so a GPU port is a transcription: ``numba.cuda.jit(device=True)`` on the
@@ -47,24 +62,23 @@ per-arm throughput then rises ~100× over one CPU core, and the Python per-step 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain
 from soft_envs.sim import batched_kernels as kernels
-from soft_envs.sim.soft_arm import DEFAULT_SPECTRAL_RADIUS, SectionMap, spinless_sections
+from soft_envs.sim.integrator import (
+    DEFAULT_CORRECTOR_PASSES,
+    DEFAULT_SPECTRAL_RADIUS,
+    AlphaParameters,
+    generalized_alpha_step,
+)
+from soft_envs.sim.soft_arm import SectionMap, spinless_sections
 
 _KINDS = {"revolute_z": kernels.REVOLUTE_Z, "revolute_y": kernels.REVOLUTE_Y, "prismatic_z": kernels.PRISMATIC_Z}
-
-
-def alpha_scheme(spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> np.ndarray:
-    """Generalised-α parameters ``(α_m, α_f, γ, β)`` of ``ρ∞`` (as ``SoftArmBody``)."""
-    rho = float(spectral_radius)
-    am, af = (2.0 * rho - 1.0) / (rho + 1.0), rho / (rho + 1.0)
-    return np.array([am, af, 0.5 - am + af, 0.25 * (1.0 - am + af) ** 2])
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,7 @@ class ArmTopology:
     section_map: SectionMap
 
     @classmethod
-    def from_chain(cls, chain: Chain, section_map: SectionMap) -> "ArmTopology":
+    def from_chain(cls, chain: Chain, section_map: SectionMap) -> ArmTopology:
         """The topology of ``chain`` (the body's chain, before :func:`spinless_sections`) on ``section_map``."""
         if len(chain.links) != section_map.n_sections * section_map.joints_per_section:
             raise InvalidParameterError("the chain does not match the section map")
@@ -97,7 +111,7 @@ class ArmTopology:
         kinds = np.array([_KINDS[k] for k in chain.kinds], dtype=np.int64)
         angles: dict[tuple[int, float], int] = {}
         trig_index = np.zeros(len(kinds), dtype=np.int64)
-        for j, (kind, slot, coef) in enumerate(zip(kinds, slots, coefs)):
+        for j, (kind, slot, coef) in enumerate(zip(kinds, slots, coefs, strict=False)):
             if kind != kernels.PRISMATIC_Z:
                 key = (int(slot), abs(float(coef)))
                 trig_index[j] = angles.setdefault(key, len(angles))
@@ -135,7 +149,8 @@ class ArmTopology:
         spinless = spinless_sections(chain, self.section_map.joints_per_section)
         if len(spinless.links) != self.n_joints or any(
                 _KINDS[link.joint] != kind or link.offset != off or tuple(link.body.com) != tuple(com)
-                for link, kind, off, com in zip(spinless.links, self.kinds, self.table[:, 0], self.table[:, 2:5])):
+                for link, kind, off, com in zip(spinless.links, self.kinds, self.table[:, 0], self.table[:, 2:5],
+                                                strict=False)):
             raise InvalidParameterError("the chain must be the topology's with other masses")
         return spinless.masses, np.array([link.body.inertia for link in spinless.links], dtype=float)
 
@@ -153,7 +168,7 @@ class ArmParams:
     stiffness: np.ndarray
     rayleigh: np.ndarray
 
-    def take(self, index) -> "ArmParams":
+    def take(self, index) -> ArmParams:
         """The parameters of the arms ``index``."""
         return ArmParams(*(getattr(self, f.name)[index] for f in fields(self)))
 
@@ -162,7 +177,8 @@ class ArmParams:
 class ArmState:
     """Per-arm state, ``(B, n)`` arrays unless said: smooth configuration ``u``, rate ``w``, the
     integrator's acceleration ``a``, ``c`` the sections' ``c̃`` ``(B, 3N)`` (θ sign history),
-    ``rest`` ``u_rest``, ``time`` ``(B,)`` [s]."""
+    ``rest`` ``u_rest``, ``time`` ``(B,)`` [s], ``fresh`` ``(B,)``: the state was set since the
+    arm's last step (its next step starts from the true acceleration, as ``SoftArmBody``)."""
 
     u: np.ndarray
     w: np.ndarray
@@ -170,11 +186,12 @@ class ArmState:
     c: np.ndarray
     rest: np.ndarray
     time: np.ndarray
+    fresh: np.ndarray
 
-    def copy(self) -> "ArmState":
+    def copy(self) -> ArmState:
         return ArmState(*(getattr(self, f.name).copy() for f in fields(self)))
 
-    def where(self, mask: np.ndarray, other: "ArmState") -> "ArmState":
+    def where(self, mask: np.ndarray, other: ArmState) -> ArmState:
         """``other``'s arms where ``mask``, this state's elsewhere (MJX ``Data.where``)."""
         mask = np.asarray(mask, dtype=bool)
         return ArmState(*(np.where(mask.reshape((-1,) + (1,) * (getattr(self, f.name).ndim - 1)),
@@ -196,58 +213,60 @@ def configuration(topology: ArmTopology, u: np.ndarray, reference: np.ndarray | 
 
 
 def terms(topology: ArmTopology, params: ArmParams, state: ArmState, *, with_mass: bool = True,
-          u: np.ndarray | None = None, w: np.ndarray | None = None, c: np.ndarray | None = None):
+          u: np.ndarray | None = None, w: np.ndarray | None = None, c: np.ndarray | None = None,
+          active: np.ndarray | None = None):
     """``(M, C u̇ + G, G)`` of every arm, ``(B, n, n)``, ``(B, n)``, ``(B, n)`` (``M`` zeros without
-    ``with_mass``), at the state or at given ``u``, ``w`` (default zero) and ``c̃`` sign reference."""
+    ``with_mass``; zeros for arms not ``active``), at the state or at given ``u``, ``w`` (default
+    zero) and ``c̃`` (default: ``u``'s, θ's sign nearest the state's)."""
     u = state.u if u is None else np.ascontiguousarray(u, dtype=float)
     w = (state.w if u is state.u else np.zeros_like(u)) if w is None else np.ascontiguousarray(w, dtype=float)
     if c is None:
         c = state.c if u is state.u else configuration(topology, u, state.c)
     B, n = u.shape
     M = np.zeros((B, n, n))
-    h, g = np.empty((B, n)), np.empty((B, n))
-    z = np.empty((B, n))
-    kernels.batch_step(*topology.arrays, params.mass, params.inertia, params.gravity, params.stiffness,
-                       params.rayleigh, _DEFAULT_SCHEME, 0.0, z, z, False, z, False, False, np.ones(B, dtype=np.bool_),
-                       u, w, z, c, z, np.empty(B), M, h, g, False, with_mass)
+    h, g = np.zeros((B, n)), np.zeros((B, n))
+    act = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
+    kernels.batch_terms(*topology.arrays, params.mass, params.inertia, params.gravity, u, w, c, with_mass, act,
+                        M, h, g)
     return M, h, g
 
 
 def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
-         torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None, cancel_damping: bool = False,
-         active: np.ndarray | None = None, scheme: np.ndarray | None = None) -> ArmState:
-    """The state after one generalised-α step of ``dt`` [s] (pure: ``state`` is not changed).
+         torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
+         cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
+         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> ArmState:
+    """The state after one step of ``dt`` [s] (pure: ``state`` is not changed), by the single core's
+    scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`).
 
     ``torque`` ``(B, n)`` is the generalised actuation at the step's start (``torque_end`` at its
     end), ``rest_end`` the rest configuration at its end, ``active`` ``(B,)`` the arms that move
-    (the others keep their state), ``scheme`` :func:`alpha_scheme`'s parameters (default ρ∞ = 0.9);
-    as :meth:`SoftArmBody.step`.
+    (the others keep their state exactly).
     """
-    new = state.copy()
-    step_in_place(topology, params, new, dt, torque, torque_end=torque_end, rest_end=rest_end,
-                  cancel_damping=cancel_damping, active=active, scheme=scheme)
-    return new
-
-
-_DEFAULT_SCHEME = alpha_scheme()
-
-
-def step_in_place(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
-                  torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
-                  cancel_damping: bool = False, active: np.ndarray | None = None, scheme: np.ndarray | None = None,
-                  out_terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
-    """:func:`step` writing into ``state`` (and the start state's ``M``, ``h``, ``g`` into ``out_terms``)."""
     B, n = state.u.shape
-    torque = np.ascontiguousarray(np.broadcast_to(np.asarray(torque, dtype=float), (B, n)))
-    te = torque if torque_end is None else np.ascontiguousarray(np.broadcast_to(torque_end, (B, n)), dtype=float)
-    re = state.rest if rest_end is None else np.ascontiguousarray(np.broadcast_to(rest_end, (B, n)), dtype=float)
-    act = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
-    if out_terms is None:
-        out_terms = (np.empty((B, n, n)), np.empty((B, n)), np.empty((B, n)))
-    kernels.batch_step(*topology.arrays, params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh,
-                       _DEFAULT_SCHEME if scheme is None else scheme, float(dt), torque, te, torque_end is not None,
-                       re, rest_end is not None, bool(cancel_damping), act, state.u, state.w, state.a, state.c,
-                       state.rest, state.time, *out_terms, True, True)
+    act = np.ones(B, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+    M, h, G = terms(topology, params, state, active=act)
+    if not act.all():  # keep the solves regular for arms that do not move
+        M[~act] = np.eye(n)
+
+    def end_terms(u_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        M_e, _, G_e = terms(topology, params, state, u=u_end, active=act)
+        if not act.all():
+            M_e[~act] = np.eye(n)
+        return M_e, G_e
+
+    out = generalized_alpha_step(
+        state.u, state.w, state.a, dt, params.stiffness, end_terms, start_terms=(M, G), coriolis=h - G,
+        torque_start=np.broadcast_to(np.asarray(torque, dtype=float), (B, n)),
+        torque_end=None if torque_end is None else np.broadcast_to(np.asarray(torque_end, dtype=float), (B, n)),
+        rest_start=state.rest, rest_end=rest_end, rayleigh_mass=params.rayleigh[:, 0],
+        rayleigh_stiffness=params.rayleigh[:, 1], cancel_damping=cancel_damping, parameters=parameters,
+        corrector_passes=corrector_passes, consistent_start=state.fresh & (corrector_passes > 0))
+    moved = act[:, None]
+    u = np.where(moved, out.u, state.u)
+    rest = state.rest if rest_end is None else np.where(moved, np.broadcast_to(rest_end, (B, n)), state.rest)
+    c = np.where(moved, configuration(topology, u, state.c), state.c)
+    return ArmState(u, np.where(moved, out.w, state.w), np.where(moved, out.a, state.a), c, rest,
+                    np.where(act, state.time + dt, state.time), state.fresh & ~act)
 
 
 def point_state(topology: ArmTopology, state: ArmState) -> tuple[np.ndarray, np.ndarray]:
@@ -296,7 +315,8 @@ class BatchedSoftArm:
         gravity: standard gravity [m/s²] along the world's −z.
         rayleigh_mass, rayleigh_stiffness: ``α`` [1/s], ``β`` [s] (numbers or ``(B,)``).
         base_orientation: quaternion ``(x, y, z, w)``, ``(4,)`` or ``(B, 4)`` (default upright).
-        spectral_radius: the generalised-α ``ρ∞``.
+        spectral_radius, corrector_passes: the integrator's ``ρ∞`` and corrector passes
+            (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as ``SoftArmBody``).
 
     State (:attr:`state`, an :class:`ArmState` of ``(B, …)`` arrays) starts straight at rest;
     per-arm parameters are :attr:`params`. Methods taking ``index`` accept arm indices, a boolean
@@ -307,11 +327,12 @@ class BatchedSoftArm:
                  gravity: float = 9.81, rayleigh_mass: float | np.ndarray = 0.0,
                  rayleigh_stiffness: float | np.ndarray = 0.0,
                  base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0),
-                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
+                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS,
+                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> None:
         if int(n_arms) != n_arms or n_arms < 1:
             raise InvalidParameterError(f"n_arms must be a positive integer; got {n_arms!r}")
-        if not (isinstance(spectral_radius, (int, float)) and 0.0 <= spectral_radius <= 1.0):
-            raise InvalidParameterError(f"spectral_radius must be in [0, 1]; got {spectral_radius!r}")
+        self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
+        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
         if not (math.isfinite(gravity) and gravity >= 0):
             raise InvalidParameterError(f"gravity must be >= 0 m/s²; got {gravity!r}")
         B = self.n_arms = int(n_arms)
@@ -330,10 +351,9 @@ class BatchedSoftArm:
         if np.any(self.params.rayleigh < 0) or not np.all(np.isfinite(self.params.rayleigh)):
             raise InvalidParameterError("Rayleigh coefficients must be finite and >= 0")
         self.set_stiffness(None, stiffness)
-        self.scheme = alpha_scheme(spectral_radius)
         zeros = np.zeros((B, n))
         self.state = ArmState(zeros.copy(), zeros.copy(), zeros.copy(), configuration(self.topology, zeros),
-                              zeros.copy(), np.zeros(B))
+                              zeros.copy(), np.zeros(B), np.ones(B, dtype=bool))
         self._terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
@@ -359,8 +379,9 @@ class BatchedSoftArm:
         chains = [chain] * rows.size if isinstance(chain, Chain) else list(chain)
         if len(chains) != rows.size:
             raise InvalidParameterError("one chain, or one per arm of the index")
-        for row, one in zip(rows.tolist(), chains):
+        for row, one in zip(rows.tolist(), chains, strict=False):
             self.params.mass[row], self.params.inertia[row] = self.topology.link_dynamics(one)
+        self.state.fresh[rows] = True  # as SoftArmBody (its state counts as set after new masses)
         self._terms = None
 
     def set_base_orientation(self, index, base_orientation: np.ndarray) -> None:
@@ -369,6 +390,7 @@ class BatchedSoftArm:
         q = np.broadcast_to(np.asarray(base_orientation, dtype=float), (rows.size, 4))
         self.params.gravity[rows] = gravity_in_base(q, self.gravity)
         self.base_orientation[rows] = q
+        self.state.fresh[rows] = True
         self._terms = None
 
     # ------------------------------------------------------------------ state
@@ -388,9 +410,11 @@ class BatchedSoftArm:
         s.w[rows] = 0.0 if w is None else np.broadcast_to(np.asarray(w, dtype=float), shape)
         s.a[rows] = 0.0
         s.time[rows] = 0.0
+        s.fresh[rows] = True
         if rest is not None:
             s.rest[rows] = np.broadcast_to(np.asarray(rest, dtype=float), shape)
-        ref = None if reference is None else np.broadcast_to(np.asarray(reference, dtype=float), (rows.size, s.c.shape[1]))
+        ref = None if reference is None else \
+            np.broadcast_to(np.asarray(reference, dtype=float), (rows.size, s.c.shape[1]))
         s.c[rows] = configuration(self.topology, s.u[rows], ref)
         self._terms = None
 
@@ -408,6 +432,7 @@ class BatchedSoftArm:
         rows = _rows(index, self.n_arms)
         for name in ("u", "w", "a", "c", "rest", "time"):
             getattr(self.state, name)[rows] = getattr(snapshot, name)[rows]
+        self.state.fresh[rows] = True
         if at_rest:
             self.state.w[rows] = 0.0
             self.state.a[rows] = 0.0
@@ -458,11 +483,13 @@ class BatchedSoftArm:
     # ------------------------------------------------------------------ integration and measurements
 
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
-             rest_end: np.ndarray | None = None, cancel_damping: bool = False, active: np.ndarray | None = None) -> None:
+             rest_end: np.ndarray | None = None, cancel_damping: bool = False,
+             active: np.ndarray | None = None) -> None:
         """Advance every ``active`` arm (default all) by ``dt`` [s] (:func:`step`)."""
         self._terms = None
-        step_in_place(self.topology, self.params, self.state, dt, torque, torque_end=torque_end, rest_end=rest_end,
-                      cancel_damping=cancel_damping, active=active, scheme=self.scheme)
+        self.state = step(self.topology, self.params, self.state, dt, torque, torque_end=torque_end,
+                          rest_end=rest_end, cancel_damping=cancel_damping, active=active,
+                          parameters=self.alpha_parameters, corrector_passes=self.corrector_passes)
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame, ``(B, 3)``."""

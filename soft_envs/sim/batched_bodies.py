@@ -59,10 +59,12 @@ class BatchedSoftPeter(BatchedSoftArm):
         with another leg radius, module mass or leg stiffness (:meth:`SoftPeterBody.set_model`)."""
         rows = _rows(index, self.n_arms)
         models = [models] * rows.size if isinstance(models, Peter) else list(models)
+        if len(models) != rows.size:
+            raise InvalidParameterError(f"one model, or one per arm of the index ({rows.size}); got {len(models)}")
         payloads = np.broadcast_to(np.asarray(payload, dtype=float), (rows.size,))
         mine = self.model
         chains = []
-        for row, model, load in zip(rows.tolist(), models, payloads.tolist()):
+        for row, model, load in zip(rows.tolist(), models, payloads.tolist(), strict=False):
             model = model.with_kinematics("pcc")
             if (model.n_modules, model.links_per_module, model.leg_length_at_rest, model.gap) != \
                     (mine.n_modules, mine.links_per_module, mine.leg_length_at_rest, mine.gap):
@@ -142,6 +144,8 @@ class BatchedPCCBody(BatchedSoftArm):
         another segment mass (:meth:`PCCBody.set_model`; the stiffness is kept)."""
         rows = _rows(index, self.n_arms)
         models = [models] * rows.size if isinstance(models, PCCArm) else list(models)
+        if len(models) != rows.size:
+            raise InvalidParameterError(f"one model, or one per arm of the index ({rows.size}); got {len(models)}")
         payloads = np.broadcast_to(np.asarray(payload, dtype=float), (rows.size,))
         mine = self.model
         for model in models:
@@ -150,7 +154,8 @@ class BatchedPCCBody(BatchedSoftArm):
                     not np.array_equal(model.segment_lengths, mine.segment_lengths):
                 raise InvalidParameterError("set_model takes the same arm with another mass")
         self.payload[rows] = payloads
-        self.set_link_dynamics(rows, [model.chain(load) for model, load in zip(models, payloads.tolist())])
+        chains = [model.chain(load) for model, load in zip(models, payloads.tolist(), strict=True)]
+        self.set_link_dynamics(rows, chains)
 
     def reset_configuration(self, index, c: np.ndarray, velocity: np.ndarray | None = None) -> None:
         """The arms ``index`` in configurations ``c`` (``(ΔL, θ, φ)`` per segment, the given ``(θ, φ)``

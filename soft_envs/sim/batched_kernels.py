@@ -1,5 +1,6 @@
 """Per-arm kernels of the batched soft-arm core (:mod:`soft_envs.sim.batched_arm`), compiled with
-numba: the section map, the rigid-body terms of the generated chain and the generalised-α step.
+numba: the section map and the rigid-body terms of the generated chain (the time step is
+:func:`soft_envs.sim.integrator.generalized_alpha_step`, shared with the single core).
 
 Every function here works on ONE arm (small fixed-size arrays, scalar loops over joints and
 sections) and the ``batch_*`` drivers run it for every arm of a batch in one compiled loop —
@@ -364,11 +365,11 @@ def point_state(ints, table, c, cd, out):
 
 @njit(**_JIT)
 def workspace(n_sec, n, K, T):
-    """Scratch arrays of one arm's :func:`arm_terms` and :func:`arm_step` (allocated once per batch)."""
+    """Scratch arrays of one arm's :func:`arm_terms` (allocated once per batch)."""
     nc = 3 * n_sec
     return (np.empty(n), np.empty(nc), np.empty(nc), np.empty(nc), np.empty(nc), np.empty(nc),
             np.zeros((n_sec, 3, 3)), np.empty((nc, nc)), np.empty((K, 6)), np.empty((K, 16)), np.empty((K, 6)),
-            np.empty((n, n)), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty((nc, n)), np.empty((T, 2)))
+            np.empty((nc, n)), np.empty((T, 2)))
 
 
 @njit(**_INLINE)
@@ -407,7 +408,7 @@ def arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, wit
     n_sec = lref.shape[0]
     ce, cd, acc, hc, gc, jac, Mc, S, link, F = ws[1], ws[2], ws[3], ws[4], ws[5], ws[6], ws[7], ws[8], ws[9], ws[10]
     _evaluation_state(sec, lref, u, w, c, ws)
-    rigid_terms(ints, table, trig, mass, inertia, gravity, ce, cd, acc, with_mass, Mc, hc, gc, S, link, F, ws[17])
+    rigid_terms(ints, table, trig, mass, inertia, gravity, ce, cd, acc, with_mass, Mc, hc, gc, S, link, F, ws[12])
     for i in range(n_sec):
         for p in range(per):
             sh = 0.0
@@ -419,7 +420,7 @@ def arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, wit
             g[per * i + p] = sg
     if not with_mass:
         return
-    T = ws[16]
+    T = ws[11]
     for r in range(3 * n_sec):  # T = Mc J, then M = Jᵀ T (J block-diagonal)
         for k in range(n_sec):
             for q in range(per):
@@ -430,68 +431,6 @@ def arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, wit
             j0, j1, j2 = jac[i, 0, p], jac[i, 1, p], jac[i, 2, p]
             for col in range(per * n_sec):
                 M[per * i + p, col] = j0 * T[3 * i, col] + j1 * T[3 * i + 1, col] + j2 * T[3 * i + 2, col]
-
-
-@njit(**_INLINE)
-def _cholesky_solve(A, b, x):
-    """``x = A⁻¹ b`` for a symmetric positive-definite ``A`` (overwritten by its factor)."""
-    n = b.shape[0]
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        d = math.sqrt(s)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= A[i, k] * x[k]
-        x[i] = s / A[i, i]
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for k in range(i + 1, n):
-            s -= A[k, i] * x[k]
-        x[i] = s / A[i, i]
-
-
-@njit(**_INLINE)
-def arm_step(scheme, dt, M, h, stiffness, alpha, beta_r, cancel_damping, tau, rest, u, w, a, ws):
-    """One generalised-α step of one arm in place (``SoftArmBody.step``): ``tau`` and ``rest`` are
-    the actuation and rest configuration already taken at ``t_{n+1−α_f}``; ``M``, ``h`` the
-    terms at the step's start; ``scheme = (α_m, α_f, γ, β)``."""
-    am, af, gamma, beta = scheme[0], scheme[1], scheme[2], scheme[3]
-    n = u.shape[0]
-    A, force, u_pred, w_pred, x = ws[11], ws[12], ws[13], ws[14], ws[15]
-    damped = not (cancel_damping or (alpha == 0.0 and beta_r == 0.0))
-    for i in range(n):
-        u_pred[i] = u[i] + dt * w[i] + ((0.5 - beta) * dt * dt) * a[i]
-        w_pred[i] = w[i] + ((1.0 - gamma) * dt) * a[i]
-    for i in range(n):
-        ma = 0.0
-        for k in range(n):
-            ma += M[i, k] * a[k]
-            A[i, k] = (1.0 - am) * M[i, k]
-        force[i] = tau[i] - h[i] - am * ma - stiffness[i] * (af * u[i] + (1.0 - af) * u_pred[i] - rest[i])
-        A[i, i] += ((1.0 - af) * beta * dt * dt) * stiffness[i]
-    if damped:
-        for i in range(n):
-            dv = beta_r * stiffness[i] * (af * w[i] + (1.0 - af) * w_pred[i])
-            if alpha != 0.0:
-                for k in range(n):
-                    dv += alpha * M[i, k] * (af * w[k] + (1.0 - af) * w_pred[k])
-                    A[i, k] += ((1.0 - af) * gamma * dt) * alpha * M[i, k]
-            force[i] -= dv
-            A[i, i] += ((1.0 - af) * gamma * dt * beta_r) * stiffness[i]
-    _cholesky_solve(A, force, x)
-    for i in range(n):
-        u[i] = u_pred[i] + (beta * dt * dt) * x[i]
-        w[i] = w_pred[i] + (gamma * dt) * x[i]
-        a[i] = x[i]
 
 
 # ---------------------------------------------------------------------------- batch drivers
@@ -514,47 +453,13 @@ def batch_point_state(ints, table, trig, sec, lref, u, w, c, out):
 
 
 @njit(**_JIT)
-def batch_step(ints, table, trig, sec, lref, mass, inertia, gravity, stiffness, rayleigh, scheme, dt,
-               torque, torque_end, has_torque_end, rest_end, has_rest_end, cancel_damping, active,
-               u, w, a, c, rest, time, M, h, g, integrate, with_mass):
-    """One generalised-α step of every ``active`` arm, in place (``SoftArmBody.step``); without
-    ``integrate`` only the terms (``M`` if ``with_mass``) at the current states (one driver, so
-    that the per-arm code is compiled once).
-
-    ``rayleigh`` ``(B, 2)`` = ``(α, β)`` of ``D = α M + β K``; ``scheme`` = ``(α_m, α_f, γ, β)``;
-    ``M``, ``h``, ``g`` receive the terms at each arm's start state.
-    """
-    af = scheme[1]
-    n = u.shape[1]
-    n_sec = lref.shape[0]
-    ws = workspace(n_sec, n, ints.shape[0], trig.shape[0])
-    tau = np.empty(n)
-    r = np.empty(n)
-    ce = np.empty(3 * n_sec)
-    planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
+def batch_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, with_mass, active, M, h, g):
+    """:func:`arm_terms` of every ``active`` arm (leading axis of the per-arm arrays)."""
+    ws = workspace(lref.shape[0], u.shape[1], ints.shape[0], trig.shape[0])
     for b in range(u.shape[0]):
-        if not active[b]:
-            continue
-        arm_terms(ints, table, trig, sec, lref, mass[b], inertia[b], gravity[b], u[b], w[b], c[b],
-                  with_mass or integrate, M[b], h[b], g[b], ws)
-        if not integrate:
-            continue
-        for i in range(n):
-            tau[i] = torque[b, i]
-            if has_torque_end:
-                tau[i] = tau[i] + (1.0 - af) * (torque_end[b, i] - tau[i])
-            r[i] = rest[b, i]
-            if has_rest_end:
-                r[i] = r[i] + (1.0 - af) * (rest_end[b, i] - r[i])
-        arm_step(scheme, dt, M[b], h[b], stiffness[b], rayleigh[b, 0], rayleigh[b, 1], cancel_damping, tau, r,
-                 u[b], w[b], a[b], ws)
-        if has_rest_end:
-            for i in range(n):
-                rest[b, i] = rest_end[b, i]
-        time[b] += dt
-        configuration(u[b], c[b], True, planar, chord, links, lref, ce)
-        for i in range(ce.shape[0]):
-            c[b, i] = ce[i]
+        if active[b]:
+            arm_terms(ints, table, trig, sec, lref, mass[b], inertia[b], gravity[b], u[b], w[b], c[b], with_mass,
+                      M[b], h[b], g[b], ws)
 
 
 @njit(**_JIT)

@@ -46,7 +46,7 @@ def compare_terms(body, batched, rng, count=6, near_straight=False):
         us.append(body.u), ws.append(body.w), cs.append(body.c)
     n = body.n_dof
     state = ArmState(np.array(us), np.array(ws), np.zeros((count, n)), np.array(cs), np.zeros((count, n)),
-                     np.zeros(count))
+                     np.zeros(count), np.ones(count, dtype=bool))
     params = batched.params.take(np.zeros(count, dtype=int))
     got = terms(batched.topology, params, state)
     return [max(np.abs(g[i] - r[k]).max() / np.abs(r[k]).max() for i, r in enumerate(reference))
