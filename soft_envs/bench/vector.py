@@ -27,6 +27,7 @@ from soft_envs.bench import markdown_table, pyplot, save_figure
 
 TITLE = "Vector environments: env-steps per second against the number of sub-envs (one core)"
 PETER = "soft_envs/PeterReach-v0"
+PCC = "soft_envs/PCCTrack-v0"
 SWEEP = (1, 4, 16, 64, 256, 1024, 4096)  # --full
 QUICK_SWEEP = (1, 16, 256)  # default, plus each case's target N
 MEMORY_STEPS = 10_000
@@ -48,6 +49,7 @@ class Case:
 CASES: tuple[Case, ...] = (
     Case("PeterReach-v0 soft", PETER, {}, target_n=1024, target_ratio=100.0, memory_n=16),
     Case("PeterReach-v0 kinematic", PETER, {"kinematic": True}, target_n=4096, target_ratio=50.0),
+    Case("PCCTrack-v0", PCC, {}, target_n=256, target_ratio=50.0, memory_n=16),
 )
 
 

@@ -21,6 +21,7 @@ functions (vectorised).
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -110,7 +111,7 @@ class PCCTrackVectorEnv(SoftVectorEnv):
     def _gravity_torque(self, rows: np.ndarray) -> np.ndarray:
         """``G`` ``(len(rows), n)`` of the arms ``rows`` at their states."""
         state = self.body.state
-        part = ArmState(*(x[rows] for x in (state.u, state.w, state.a, state.c, state.rest, state.time)))
+        part = ArmState(*(getattr(state, f.name)[rows] for f in fields(state)))
         return terms(self.body.topology, self.body.params.take(rows), part, with_mass=False)[2]
 
     def _reset_arms(self, rows: np.ndarray, tasks: list, options: dict[str, Any]) -> None:
@@ -156,8 +157,8 @@ class PCCTrackVectorEnv(SoftVectorEnv):
         configuration = single.action_type == "configuration"
         tick = active & (self.physics_steps % single._steps_per_control == 0)
         if configuration:
-            if tick.any():
-                s = (k + 1) / steps
+            if tick.any():  # the set-point at the end of the law's hold (independent of the physics step)
+                s = min((k + single._steps_per_control) / steps, 1.0)
                 u_d = (1 - s) * u_from + s * u_to
                 tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
                 self.tau[tick] = tau[tick]
@@ -187,7 +188,7 @@ class PCCTrackVectorEnv(SoftVectorEnv):
                 self._actuate(k, steps, u_from, u_to, active)
                 if regulator is not None:
                     held = regulator.pressures
-                    start = self._chamber_torque(held)
+                    start = self._chamber_torque(regulator.acting(body.state.time))
                     end = self._chamber_torque(regulator.advance(dt, body.state.time))
                     regulator.pressures = np.where(active[:, None], regulator.pressures, held)
                     body.step(dt, start, torque_end=end, active=active)
