@@ -118,9 +118,9 @@ def vector_rate(case: Case, n: int, seconds: float, seed: int) -> float:
     return steps * n / elapsed
 
 
-def memory(case: Case, n: int, steps: int, seed: int) -> tuple[float, float | None]:
-    """(resident bytes per sub-env after building ``n`` and 100 steps, RSS growth [bytes] between
-    step 1,000 and step ``steps``, ``None`` for fewer steps)."""
+def memory(case: Case, n: int, steps: int, seed: int) -> tuple[int, int | None]:
+    """(resident bytes the vector env of ``n`` sub-envs added after 100 steps, RSS growth [bytes]
+    between step 1,000 and step ``steps``, ``None`` for fewer steps)."""
     import soft_envs  # noqa: F401 - registers the envs (in a spawned child too)
 
     before = rss_bytes()
@@ -138,10 +138,10 @@ def memory(case: Case, n: int, steps: int, seed: int) -> tuple[float, float | No
             warm = rss_bytes()
     growth = None if warm is None or steps < 1000 else rss_bytes() - warm
     envs.close()
-    return (built - before) / n, growth
+    return built - before, growth
 
 
-def memory_in_child(case: Case, n: int, steps: int, seed: int) -> tuple[float, float]:
+def memory_in_child(case: Case, n: int, steps: int, seed: int) -> tuple[int, int | None]:
     """:func:`memory` in a fresh interpreter (spawned; it inherits the core pinning), so that the
     memory the sweep freed and the allocator kept does not hide what ``n`` sub-envs take."""
     import multiprocessing
@@ -188,9 +188,11 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             ratio = by_n[case.target_n] / baseline
             targets.append([case.label, f"≥ {case.target_ratio:g}× at N = {case.target_n}", f"{ratio:.0f}×",
                             "yes" if ratio >= case.target_ratio else "**no**"])
-            per_env, _ = memory_in_child(case, case.target_n, 100, seed)
+            fixed, _ = memory_in_child(case, 1, 100, seed)
+            total, _ = memory_in_child(case, case.target_n, 100, seed)
             _, growth = memory_in_child(case, case.memory_n, MEMORY_STEPS, seed)
-            memory_rows.append([case.label, case.target_n, f"{per_env / 1e3:.1f}", case.memory_n,
+            memory_rows.append([case.label, f"{fixed / 1e6:.0f}", case.target_n, f"{total / 1e6:.0f}",
+                                f"{(total - fixed) / (case.target_n - 1) / 1e3:.1f}", case.memory_n,
                                 f"{growth / 1e3:+.0f}"])
     load_text = "" if load is None else \
         f" Load average at the start: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min) on {os.cpu_count()} cores."
@@ -199,11 +201,12 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             "before and after the sweep (both in brackets).\n\n")
     text += markdown_table(["env", "N", "env-steps/s", "× single env", "µs per env-step"], rows)
     text += "\n\nTargets (issue 19):\n\n" + markdown_table(["env", "target", "measured", "met"], targets)
-    text += ("\n\nMemory (resident set of a fresh process): per sub-env after building N sub-envs and 100 steps "
-             "(the prototype single env's PyBullet client included), and the growth between vector steps 1,000 and "
+    text += ("\n\nMemory (resident set of a fresh process, after building the vector env and 100 steps): what one "
+             "sub-env costs in all (the prototype single env with its PyBullet client, the compiled core), what N cost, "
+             "the difference per added sub-env, and the growth between vector steps 1,000 and "
              f"{MEMORY_STEPS:,} of N' sub-envs (an autoreset every 50 steps):\n\n")
-    text += markdown_table(["env", "N", "RSS per sub-env [kB]", "N'", f"RSS growth, steps 1,000–{MEMORY_STEPS:,} [kB]"],
-                           memory_rows)
+    text += markdown_table(["env", "RSS at N = 1 [MB]", "N", "RSS at N [MB]", "per added sub-env [kB]", "N'",
+                            f"RSS growth, steps 1,000–{MEMORY_STEPS:,} [kB]"], memory_rows)
     if plot_dir is not None:
         text += f"\n\n![env-steps per second against N]({_plot(rates, baselines, plot_dir)})"
     return text

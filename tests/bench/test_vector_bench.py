@@ -13,8 +13,8 @@ def test_vector_bench_is_registered_and_its_parts_run():
     case = next(c for c in vector.CASES if c.kwargs.get("kinematic"))
     assert vector.single_rate(case, 0.01, seed=0) > 0
     assert vector.vector_rate(case, 4, 0.01, seed=0) > 0
-    per_env, growth = vector.memory(case, 8, 1001, seed=0)
-    assert per_env >= 0 and isinstance(growth, int)
+    added, growth = vector.memory(case, 8, 1001, seed=0)
+    assert added >= 0 and isinstance(growth, int)
     assert vector.memory(case, 2, 10, seed=0)[1] is None
     with vector.one_core() as pinning:
         assert "core" in pinning or "not pinned" in pinning

@@ -294,21 +294,24 @@ def test_bad_vector_arguments():
 
 
 # ---------------------------------------------------------------------------- memory
-@pytest.mark.parametrize("kwargs", [dict(), pytest.param(dict(realism="realistic"), marks=pytest.mark.slow)],
-                         ids=["ideal", "realistic"])
-def test_memory_per_sub_env_and_flat_over_autoresets(kwargs):
-    """Python/numpy memory (tracemalloc) of a kinematic vector env: at most 100 kB per sub-env, and
-    flat over 300 steps with an autoreset every 5 steps, after a warm-up (numpy's generator spawning
-    keeps a bounded cache) — a leak of 8 bytes per sub-env and step would be 150 kB here. (The
-    bench measures the process's RSS over 10,000 steps.)"""
-    n = 64
+@pytest.mark.parametrize("env_id, kwargs, n", [
+    (PETER, dict(kinematic=True), 64),
+    pytest.param(PETER, dict(kinematic=True, realism="realistic"), 64, marks=pytest.mark.slow),
+    pytest.param(PETER, dict(realism="realistic"), 16, marks=pytest.mark.slow),
+    pytest.param(PCC, dict(realism="realistic"), 16, marks=pytest.mark.slow),
+], ids=["peter-kinematic", "peter-kinematic-realistic", "peter-soft-realistic", "pcc-realistic"])
+def test_memory_per_sub_env_and_flat_over_autoresets(env_id, kwargs, n):
+    """Python/numpy memory (tracemalloc) of a vector env: at most 100 kB per sub-env (with the
+    prototype single env), and flat over 300 steps with an autoreset every 5 steps, after a warm-up
+    (numpy's generator spawning keeps a bounded cache) — a leak of 8 bytes per sub-env and step
+    would be 150 kB at 64 sub-envs. (The bench measures the process's RSS over 10,000 steps.)"""
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        envs = gym.make_vec(PETER, num_envs=n, kinematic=True, max_episode_steps=5, **kwargs)
+        envs = gym.make_vec(env_id, num_envs=n, max_episode_steps=5, **kwargs)
         envs.reset(seed=0)
         built = tracemalloc.get_traced_memory()[0]
-        actions = np.zeros((n, 6), dtype=np.float32)
+        actions = np.zeros(envs.action_space.shape, dtype=np.float32)
         for _ in range(150):
             envs.step(actions)
         warm = tracemalloc.get_traced_memory()[0]
