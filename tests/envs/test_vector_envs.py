@@ -227,9 +227,11 @@ def test_compute_reward_is_vectorised_and_equals_the_step_reward():
     single.close()
 
 
-def test_render_is_sub_env_0():
-    envs = gym.make_vec(PETER, num_envs=3, kinematic=True, render_mode="rgb_array", width=64, height=48)
-    single = gym.make(PETER, kinematic=True, render_mode="rgb_array", width=64, height=48)
+@pytest.mark.parametrize("env_id, kwargs", [(PETER, dict(kinematic=True)), (PETER, dict(realism="realistic")),
+                                            (PCC, dict())], ids=["peter-kinematic", "peter-soft", "pcc"])
+def test_render_is_sub_env_0(env_id, kwargs):
+    envs = gym.make_vec(env_id, num_envs=3, render_mode="rgb_array", width=64, height=48, **kwargs)
+    single = gym.make(env_id, render_mode="rgb_array", width=64, height=48, **kwargs)
     envs.reset(seed=2)
     single.reset(seed=2)
     actions = np.linspace(-1, 1, 18, dtype=np.float32).reshape(3, 6)
