@@ -22,8 +22,8 @@ measure the speed-up in one process and by the tests that compare the two.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 
@@ -50,6 +50,12 @@ def disabled() -> Iterator[None]:
         yield
     finally:
         _ENABLED = previous
+
+
+def arrays(*values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The arguments as C-contiguous, writeable float arrays (copies only where needed), so that
+    each kernel is compiled (and cached on disk) for one signature only."""
+    return tuple(np.require(v, dtype=float, requirements=("C", "W")) for v in values)
 
 
 def _jit(function):  # noqa: ANN001, ANN202 - decorator

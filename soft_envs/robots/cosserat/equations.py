@@ -128,6 +128,7 @@ class HexapodEquations:
         self.platform_points = np.asarray(platform_points, float)
         self.guide_directions = np.asarray(guide_directions, float)
         self.base_q = to_wxyz(base_quaternions)  # (w, x, y, z), the integrator's order
+        self._geometry = compiled.arrays(self.base_points, self.guide_directions, self.base_q, self.platform_points)
 
     # ------------------------------------------------------------------ scaling and packing
     def scale_load(self, load: np.ndarray) -> np.ndarray:
@@ -211,10 +212,8 @@ class HexapodEquations:
 
     def _kernel_args(self, Z: np.ndarray, rho: np.ndarray) -> tuple:
         """Arguments of the compiled kernels for variables ``Z (P, 49)`` at inputs ``rho (P, 6)``."""
-        Z = np.ascontiguousarray(Z, dtype=float)
-        rho = np.ascontiguousarray(np.broadcast_to(rho, (len(Z), 6)), dtype=float)
-        return (Z, rho, self.base_points, self.guide_directions, self.base_q, self.platform_points, self.L, self.EI,
-                self.GJ, self.n_steps)
+        Z, rho = compiled.arrays(Z, np.broadcast_to(rho, (len(Z), 6)))
+        return (Z, rho, *self._geometry, self.L, self.EI, self.GJ, self.n_steps)
 
     def residual(self, Z: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(g (P, 43), tips (P, 6, 11))`` for variables ``Z (P, 49)`` and inputs ``rho (P, 6)`` [m]."""

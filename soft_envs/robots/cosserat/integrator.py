@@ -100,8 +100,8 @@ def integrate_rods(p0: np.ndarray, q0: np.ndarray, u0: np.ndarray, n: np.ndarray
     compiled kernel (:mod:`~soft_envs.robots.cosserat.compiled`, the same arithmetic) runs when enabled.
     """
     if not store and compiled.enabled():
-        return compiled.integrate_tips(*(np.ascontiguousarray(a, dtype=float) for a in (p0, q0, u0, n)),
-                                       float(EI), float(GJ), float(length), int(n_steps))
+        return compiled.integrate_tips(*compiled.arrays(p0, q0, u0, n), float(EI), float(GJ), float(length),
+                                       int(n_steps))
     B = p0.shape[0]
     Y = np.empty((11, B))
     Y[0:3] = p0.T
