@@ -76,6 +76,15 @@ def solve_inputs(hexa: Hexapod6PFS, n_cold: int, n_warm: int, seed: int) -> tupl
     return cold, walk
 
 
+def _numba_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("numba")
+    except Exception:  # noqa: BLE001 - not installed: the numpy path runs everywhere
+        return "(not installed)"
+
+
 def _timed_solves(hexa: Hexapod6PFS, cold: np.ndarray, walk: np.ndarray, desc: str) -> dict[str, np.ndarray]:
     """Cold solves (from the zero-input solution) and the warm walk (each from the previous solution):
     times [ms], Newton iterations, convergence and platform poses."""
@@ -137,7 +146,8 @@ def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
             "steps, each solve started from the previous solution (tangent predictor + Newton; each "
             "Jacobian integrates 42 rods: 6 nominal, 36 forward differences). *Cold*: random inputs in the "
             "full ±20 mm range from the zero-input solution (continuation in ≤ 10 mm steps). *compiled*: "
-            "the numba kernels (`soft_envs.robots.cosserat.compiled`, the default); *numpy reference*: the "
+            f"the numba {_numba_version()} kernels (`soft_envs.robots.cosserat.compiled`, the default); "
+            "*numpy reference*: the "
             "same solver on the numpy integrator (`compiled.disabled()`), on the first quarter of the same "
             "poses, in the same process. Times in ms on the machine named above.\n\n"
             + markdown_table(["RK4 steps/rod", "path", "warm median [ms]", "warm p90 [ms]", "warm Newton it.",
