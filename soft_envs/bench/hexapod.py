@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -76,6 +77,14 @@ def solve_inputs(hexa: Hexapod6PFS, n_cold: int, n_warm: int, seed: int) -> tupl
     return cold, walk
 
 
+def _load() -> str:
+    """The machine's load average over the last minute (other processes share the cores)."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} at the start"
+    except OSError:
+        return "load average unknown"
+
+
 def _numba_version() -> str:
     try:
         from importlib.metadata import version
@@ -117,6 +126,7 @@ def _pose_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 
 def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
+    load = _load()
     rows, err_rows, same_rows = [], [], []
     fine = Hexapod6PFS(n_steps=256).solve(TEST_INPUTS)
     for n_steps in (16, 24, 32, 64):
@@ -149,7 +159,9 @@ def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
             f"the numba {_numba_version()} kernels (`soft_envs.robots.cosserat.compiled`, the default); "
             "*numpy reference*: the "
             "same solver on the numpy integrator (`compiled.disabled()`), on the first quarter of the same "
-            "poses, in the same process. Times in ms on the machine named above.\n\n"
+            f"poses, in the same process. Times in ms (wall clock) on the machine named above, {load}; on a "
+            "shared machine the p90 of sub-millisecond solves mostly measures the scheduler (another process "
+            "running for a time slice), not the solver.\n\n"
             + markdown_table(["RK4 steps/rod", "path", "warm median [ms]", "warm p90 [ms]", "warm Newton it.",
                               "warm converged", "cold median [ms]", "cold Newton it."], rows)
             + "\n\nSame equilibria: largest difference of the platform pose between the two paths over the "
@@ -294,6 +306,7 @@ def env_throughput(n_steps: int, seed: int, rounds: int = 3) -> str:
 
     import soft_envs  # noqa: F401
 
+    load = _load()
     env = gym.make("soft_envs/HexapodPose-v0")
     env.reset(seed=seed)
     rng = np.random.default_rng(seed)
@@ -311,7 +324,7 @@ def env_throughput(n_steps: int, seed: int, rounds: int = 3) -> str:
     return (f"`HexapodPose-v0` under uniform random actions (every step a forward-kinematics solve by "
             f"continuation from the previous equilibrium, over up to 40 mm of guide travel), {rounds} rounds of "
             f"{n_steps} steps on the compiled path alternating with {n_slow} on the numpy reference path, one "
-            "env, one process (`gym.make` with its default wrappers; resets not timed).\n\n"
+            f"env, one process (`gym.make` with its default wrappers; resets not timed), {load}.\n\n"
             + markdown_table(["path", "env steps/s (median of rounds)", "ms per step"], rows)
             + f"\n\nSpeed-up: {np.median(fast / slow):.0f}x (median of the per-round ratios).")
 
