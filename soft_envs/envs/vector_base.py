@@ -280,7 +280,10 @@ class SoftVectorEnv(VectorEnv):
         except (TypeError, ValueError):
             arr = None
         if arr is None or arr.shape != shape:
-            rows = actions if isinstance(actions, (list, tuple, np.ndarray)) and len(actions) == self.num_envs else ()
+            try:
+                rows = actions if len(actions) == self.num_envs else ()
+            except TypeError:  # a scalar
+                rows = ()
             for i, row in enumerate(rows):
                 if np.shape(row) != shape[1:]:
                     raise InvalidActionError(f"sub-env {i}: action must have shape {shape[1:]}; got {np.shape(row)}")

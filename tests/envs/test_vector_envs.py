@@ -255,6 +255,8 @@ def test_bad_action_batches_name_the_sub_env():
         envs.step(nan)
     with pytest.raises(InvalidActionError, match="sub-env 1"):
         envs.step([good[0], good[1, :5], good[2]])
+    with pytest.raises(InvalidActionError, match="shape"):
+        envs.step(np.float32(0.5))
     for shape in [(3, 7), (2, 6), (6,)]:
         with pytest.raises(InvalidActionError, match="shape"):
             envs.step(np.zeros(shape))
