@@ -258,7 +258,7 @@ class Evaluation:
 
     def table(self) -> str:
         """The summary as a markdown table (lengths in mm, angles in degrees)."""
-        from soft_envs.bench import markdown_table
+        from soft_envs.report import markdown_table
 
         rows = []
         for r in self.summary():
@@ -337,7 +337,7 @@ def _run_indexed(item: tuple[int, Job, Callable[[Job], EpisodeResult]]) -> tuple
 def plot(evaluation: Evaluation, plot_dir: str) -> str:
     """Empirical CDFs of the episode metric, one panel per task, one line per controller and
     preset (the ``plot`` extra); returns the file written."""
-    from soft_envs.bench import pyplot, save_figure
+    from soft_envs.report import pyplot, save_figure
 
     plt = pyplot()
     cols = evaluation.columns()

@@ -219,6 +219,23 @@ def quaternion_error(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, 
     return eps, 2.0 * math.atan2(math.sqrt(float(eps @ eps)), w)
 
 
+def quaternion_errors(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`quaternion_error` of a batch: rotation matrices ``(k, 3, 3)`` -> ``ε`` ``(k, 3)`` (vector
+    part ``(x, y, z)`` of ``Q_d ∗ Q⁻¹`` with ``w ≥ 0``) and the angles ``(k,)`` [rad] (Shepperd's
+    method near a half turn)."""
+    E = R_desired @ R.transpose(0, 2, 1)
+    flat = E.reshape(len(E), 9)
+    trace = flat[:, 0] + flat[:, 4] + flat[:, 8]
+    vex = flat[:, [7, 2, 3]] - flat[:, [5, 6, 1]]  # (E21 − E12, E02 − E20, E10 − E01)
+    w = 0.5 * np.sqrt(np.maximum(1.0 + trace, 0.0))
+    far = trace <= -0.5
+    eps = vex / (4.0 * np.where(far, 1.0, w))[:, None]
+    if far.any():
+        quat = matrix_to_quaternion(E[far])
+        eps[far], w[far] = quat[:, :3], quat[:, 3]
+    return eps, 2.0 * np.arctan2(np.sqrt(np.einsum("ki,ki->k", eps, eps)), w)
+
+
 def check_unit_quaternion(quaternion: np.ndarray, *, what: str = "quaternion", tol: float = 1e-6) -> np.ndarray:
     """``quaternion`` ``(4,)`` ``(x, y, z, w)`` as a float array; ``ValueError`` unless it is finite with
     unit norm within ``tol`` (a non-unit quaternion is usually a wrong order or a typo, so it is

@@ -24,7 +24,7 @@ from soft_envs.agents.ik.jacobian import jacobian_ik
 from soft_envs.agents.ik.result import (BatchIKResult, check_start, check_targets, check_timeout,
                                         check_tol)
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
-from soft_envs.geometry import matrix_to_quaternion, quaternion_to_matrix
+from soft_envs.geometry import quaternion_errors, quaternion_to_matrix
 from soft_envs.robots.base import KinematicModel, PoseKinematics
 
 
@@ -46,22 +46,6 @@ def check_quaternions(quaternions: np.ndarray, batch: int) -> np.ndarray:
         raise InvalidTargetError(f"orientations (x, y, z, w) must have unit norm (within 1e-6); row {bad[0]} "
                                  f"has norm {norms[bad[0]]:.9g}")
     return arr
-
-
-def _orientation_errors(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Batched quaternion error: ``ε`` ``(k, 3)`` (vector part of ``Q_d ∗ Q⁻¹``, ``w ≥ 0``) and the
-    angle ``(k,)`` [rad] (Shepperd's method near a half turn)."""
-    E = R_desired @ R.transpose(0, 2, 1)
-    flat = E.reshape(len(E), 9)
-    trace = flat[:, 0] + flat[:, 4] + flat[:, 8]
-    vex = flat[:, [7, 2, 3]] - flat[:, [5, 6, 1]]  # (E21 − E12, E02 − E20, E10 − E01)
-    w = 0.5 * np.sqrt(np.maximum(1.0 + trace, 0.0))
-    far = trace <= -0.5
-    eps = vex / (4.0 * np.where(far, 1.0, w))[:, None]
-    if far.any():
-        quat = matrix_to_quaternion(E[far])
-        eps[far], w[far] = quat[:, :3], quat[:, 3]
-    return eps, 2.0 * np.arctan2(np.sqrt(np.einsum("ki,ki->k", eps, eps)), w)
 
 
 def _dls_steps(J: np.ndarray, ke: np.ndarray, lam2: np.ndarray) -> np.ndarray:
@@ -156,7 +140,7 @@ def jacobian_ik_batch(
         """Gain-scaled error ``(k, rows)``, Jacobian, position error, orientation error, cost."""
         if with_orientation:
             p, R, J = model.pose_and_jacobian(qs)
-            eps, angle = _orientation_errors(R_desired[idx], R)
+            eps, angle = quaternion_errors(R_desired[idx], R)
             ep = positions[idx] - p
             e = np.concatenate((ep, eps), axis=1)
         else:
