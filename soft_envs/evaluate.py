@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs import console
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 
 
@@ -313,15 +314,13 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
     """Run ``jobs`` in ``workers`` processes (or Ray workers at ``ray_address``: an address,
     ``"auto"`` for a running cluster, or ``"local"`` to start one here) with a progress bar;
     episodes come back in the order of ``jobs`` whatever finished first."""
-    from tqdm.auto import tqdm
-
     if int(workers) != workers or workers < 1:
         raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
     jobs = list(jobs)
     results: list[EpisodeResult | None] = [None] * len(jobs)
     with _pool(int(workers), ray_address) as pool:
         indexed = pool.imap_unordered(_run_indexed, [(i, job, run) for i, job in enumerate(jobs)])
-        for item in tqdm(indexed, total=len(jobs), desc="episodes", disable=not progress):
+        for item in console.progress(indexed, total=len(jobs), desc="episodes", enabled=progress):
             if isinstance(item, BaseException):  # Ray's pool hands a failed task back as its error
                 raise item
             i, result = item

@@ -327,7 +327,8 @@ def _budget_callback(seconds: float | None, steps: int | None, eval_every: int, 
     progress bar (in seconds with a time budget, else in steps). Its ``history`` lists the
     evaluations as ``(steps, seconds, summary)``."""
     from stable_baselines3.common.callbacks import BaseCallback
-    from tqdm.auto import tqdm
+
+    from soft_envs.console import progress as progress_bar
 
     class BudgetCallback(BaseCallback):
         history: list[tuple[int, float, dict[str, float]]] = []
@@ -336,8 +337,9 @@ def _budget_callback(seconds: float | None, steps: int | None, eval_every: int, 
             self.history = []
             self.start = time.perf_counter()
             self.next_eval = eval_every
-            self.bar = tqdm(total=round(seconds) if seconds is not None else steps, desc="train-rl",
-                            unit="s" if seconds is not None else "step", disable=not progress, dynamic_ncols=True)
+            self.bar = progress_bar(total=round(seconds) if seconds is not None else steps, desc="train-rl",
+                                    unit="s" if seconds is not None else "step", enabled=progress,
+                                    dynamic_ncols=True)
 
         def _on_step(self) -> bool:
             elapsed = time.perf_counter() - self.start

@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from soft_envs.console import progress
 from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
 from soft_envs.agents.ik.jacobian_batch import jacobian_ik_batch
@@ -88,7 +88,7 @@ def run_ours(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, metho
              desc: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Solve every target with ``jacobian_ik``; ``(solutions, seconds)``."""
     sols, secs = np.empty((len(positions), chain.n_dof)), np.empty(len(positions))
-    for i in tqdm(range(len(positions)), desc=desc or method, leave=False):
+    for i in progress(range(len(positions)), desc=desc or method, leave=False):
         res = jacobian_ik(chain, positions[i], quats[i], method=method, seed=seed)
         sols[i], secs[i] = res.solution, res.seconds
     return sols, secs
@@ -111,7 +111,7 @@ def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, l
         columns = [movable.index(j) for j in chain.joint_indices]
         start = 0.5 * (chain.lower + chain.upper)
         sols, secs = np.empty((len(positions), chain.n_dof)), np.empty(len(positions))
-        for i in tqdm(range(len(positions)), desc="pybullet looped" if looped else "pybullet", leave=False):
+        for i in progress(range(len(positions)), desc="pybullet looped" if looped else "pybullet", leave=False):
             for j, v in zip(chain.joint_indices, start):
                 client.resetJointState(body, j, v)
             t0 = time.perf_counter()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from soft_envs.console import progress
 from soft_envs.bench import markdown_table
 from soft_envs.exceptions import ConvergenceError
 from soft_envs.robots.cosserat import Hexapod6PFS, Rod
@@ -73,7 +73,7 @@ def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
         if n_steps not in (24, 32):
             continue
         cold, iters = [], []
-        for rho in tqdm(rng.uniform(-1, 1, (n_cold, 6)) * hexa.input_limit, desc="cold solves", leave=False):
+        for rho in progress(rng.uniform(-1, 1, (n_cold, 6)) * hexa.input_limit, desc="cold solves", leave=False):
             t = time.perf_counter()
             sol = hexa.solve(rho)
             cold.append(time.perf_counter() - t)
@@ -81,7 +81,7 @@ def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
             assert sol.converged
         warm, witers, ok = [], [], 0
         prev = ref
-        for _ in tqdm(range(n_warm), desc="warm solves", leave=False):
+        for _ in progress(range(n_warm), desc="warm solves", leave=False):
             rho = np.clip(prev.inputs + rng.normal(0, 0.001, 6), hexa.lower, hexa.upper)
             t = time.perf_counter()
             sol = hexa.solve(rho, prev)
@@ -193,7 +193,7 @@ def env_bench(n_episodes: int, seed: int) -> str:
     env = gym.make("soft_envs/HexapodPose-v0")
     agent = HexapodJacobianAgent(env)
     succ, steps_needed, pos, ang, times = 0, [], [], [], []
-    for ep in tqdm(range(n_episodes), desc="HexapodPose episodes", leave=False):
+    for ep in progress(range(n_episodes), desc="HexapodPose episodes", leave=False):
         obs, info = env.reset(seed=seed + ep)
         agent.reset(obs, info)
         for k in range(20):

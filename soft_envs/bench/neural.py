@@ -11,8 +11,8 @@ import os
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from soft_envs.console import progress
 from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.bench.peter import PAPER_TRR, table1_targets
 from soft_envs.agents.ik.trust_region import trr, trr_batch
@@ -72,7 +72,7 @@ def table1(n_targets: int, seed: int, plot_dir: str | None) -> str:
 
         # Hybrid, one target at a time (network + trr_batch from its answer), then batched.
         errors, seconds = np.empty(n_targets), np.empty(n_targets)
-        for i, target in enumerate(tqdm(targets, desc=f"hybrid, {n_modules} modules", leave=False)):
+        for i, target in enumerate(progress(targets, desc=f"hybrid, {n_modules} modules", leave=False)):
             res = net.solve(target)
             errors[i], seconds[i] = res.error, res.seconds
         batch = net.solve_batch(targets)
@@ -80,7 +80,7 @@ def table1(n_targets: int, seed: int, plot_dir: str | None) -> str:
         hybrid_errors = errors
 
         errors, seconds = np.empty(n_targets), np.empty(n_targets)
-        for i, target in enumerate(tqdm(targets, desc=f"TRR, {n_modules} modules", leave=False)):
+        for i, target in enumerate(progress(targets, desc=f"TRR, {n_modules} modules", leave=False)):
             res = trr(model, target)
             errors[i], seconds[i] = res.error, res.seconds
         batch = trr_batch(model, targets)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import timeit
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from soft_envs.console import progress
 from soft_envs.bench import markdown_table
 from soft_envs.agents.ik.newton import legs_solve, newton_raphson, newton_raphson_legs
 from soft_envs.robots.quadruped import QuadrupedLeg, Quadruped
@@ -194,7 +194,7 @@ def gait(n_seeds: int, seconds: float, seed: int) -> str:
         speeds, drift, yaw, falls, distance = [], [], [], 0, []
         env = gym.make("soft_envs/QuadrupedWalk-v0", max_episode_steps=int(round(seconds / 0.01)))
         steps = int(round(seconds / env.unwrapped.dt))
-        for k in tqdm(range(n_seeds), desc=f"trot, {label}", leave=False):
+        for k in progress(range(n_seeds), desc=f"trot, {label}", leave=False):
             obs, info = env.reset(seed=seed + k)
             controller = TrotController(env, **kwargs)
             controller.reset(obs, info)
@@ -238,7 +238,7 @@ def pose(seed: int) -> str:
     rows = []
     for label, kwargs in (("rolling feet (default)", {}), ("feet centres held", dict(roll_feet=False)),
                           ("no integral feedback", dict(integral_gain=0.0))):
-        for name, goal in tqdm(goals.items(), desc=f"pose, {label}", leave=False):
+        for name, goal in progress(goals.items(), desc=f"pose, {label}", leave=False):
             obs, info = env.reset(seed=seed, options={"goal": goal})
             controller = BodyPoseController(env, **kwargs)
             worst_late = 0.0

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
-from tqdm.auto import tqdm
 
+from soft_envs.console import progress
 from soft_envs.bench import markdown_table
 from soft_envs.exceptions import SoftEnvsError
 
@@ -287,7 +287,7 @@ def cycles(env_id: str, n_cycles: int, resets: bool = False) -> tuple[float, flo
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     rows, counts = [], {"as expected": 0, "not as expected": 0}
-    for label, expected, fn in tqdm(cases(), desc="reliability cases", leave=False):
+    for label, expected, fn in progress(cases(), desc="reliability cases", leave=False):
         outcome, seconds = run_case(fn, deadline=120.0 if full else 60.0)
         ok = outcome.startswith(expected) or (expected == CLEAR_ERROR and outcome.startswith(VALUE_ERROR))
         counts["as expected" if ok else "not as expected"] += 1
@@ -295,7 +295,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     n_cycles = 1000 if full else 100
     cycle_rows = []
     for resets in (False, True):
-        for env_id in tqdm(ENV_IDS, desc="realistic resets" if resets else "lifecycle cycles", leave=False):
+        for env_id in progress(ENV_IDS, desc="realistic resets" if resets else "lifecycle cycles", leave=False):
             before, after = cycles(env_id, n_cycles, resets)
             cycle_rows.append([env_id, "reset/step, realistic" if resets else "make/reset/step/close", n_cycles,
                                f"{before:.1f}", f"{after:.1f}", f"{(after - before) * 1e3 / (0.9 * n_cycles):.1f}"])

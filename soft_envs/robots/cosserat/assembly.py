@@ -385,9 +385,9 @@ def search(model: Hexapod6PFS, rho: Any = None, *, max_mode: int = 3, max_combin
     sols = []
     iterator: Any = range(len(Zs))
     if progress:
-        from tqdm.auto import tqdm
+        from soft_envs.console import progress as progress_bar
 
-        iterator = tqdm(iterator, desc="stability", leave=False)
+        iterator = progress_bar(iterator, desc="stability", leave=False)
     for j in iterator:
         s = eq.solution(Zs[j], rho, float(np.max(np.abs(g[j]))), True, 0, 0.0, final_modes[j],
                         float(tips[j, :, 10].sum()))
