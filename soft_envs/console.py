@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+
 def progress(iterable: Any = None, *, enabled: bool = True, **kwargs: Any):
     """A tqdm progress bar over ``iterable`` (or a manual one with ``total=``) on ``stderr``.
 

@@ -150,7 +150,7 @@ class SB3Policy:
         return {key: saved[key] for key in cls.OBSERVATION_KEYWORDS if key in saved}
 
     @classmethod
-    def from_spec(cls, spec: str, env=None) -> "SB3Policy":
+    def from_spec(cls, spec: str, env=None) -> SB3Policy:
         """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra);
         with ``env``, checks that the policy's spaces are the env's."""
         from soft_envs.train_rl import load_model

@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-
 _YZX = np.array([1, 2, 0])
 _ZXY = np.array([2, 0, 1])
 

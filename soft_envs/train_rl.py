@@ -78,7 +78,7 @@ class Recipe:
     action_noise: float = 0.1
     standardize: bool = True
 
-    def validate(self) -> "Recipe":
+    def validate(self) -> Recipe:
         """Raise :class:`InvalidParameterError` on a bad value; return ``self``."""
         if self.algo.upper() not in ALGORITHMS:
             raise InvalidParameterError(f"algo must be one of {ALGORITHMS}; got {self.algo!r}")

@@ -6,8 +6,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from soft_envs.geometry import (quaternion_error, quaternion_errors, quaternion_from_rotation_vector,
-                                quaternion_to_matrix)
+from soft_envs.geometry import (
+    quaternion_error,
+    quaternion_errors,
+    quaternion_from_rotation_vector,
+    quaternion_to_matrix,
+)
 
 rotation_vectors = st.lists(st.floats(-3.2, 3.2), min_size=3, max_size=3)
 

@@ -21,12 +21,10 @@ import time
 import numpy as np
 
 from soft_envs.agents.ik.jacobian import jacobian_ik
-from soft_envs.agents.ik.result import (BatchIKResult, check_start, check_targets, check_timeout,
-                                        check_tol)
+from soft_envs.agents.ik.result import BatchIKResult, check_start, check_targets, check_timeout, check_tol
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
 from soft_envs.geometry import quaternion_errors, quaternion_to_matrix
 from soft_envs.robots.base import KinematicModel, PoseKinematics
-
 
 TAIL = 16  # targets still running when the batch hands them to the one-target solver
 

@@ -33,10 +33,22 @@ from math import cos, sin
 
 import numpy as np
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
-                                        check_timeout, check_tol, is_success)
-from soft_envs.exceptions import (InvalidConfigurationError, InvalidParameterError, InvalidTargetError,
-                                  check_integer, check_nonnegative)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    check_one_target,
+    check_start,
+    check_timeout,
+    check_tol,
+    is_success,
+)
+from soft_envs.exceptions import (
+    InvalidConfigurationError,
+    InvalidParameterError,
+    InvalidTargetError,
+    check_integer,
+    check_nonnegative,
+)
 from soft_envs.robots.base import JacobianSolve, KinematicModel, check_target
 from soft_envs.robots.quadruped import Quadruped, leg_forward_components, leg_newton_step
 

@@ -34,8 +34,15 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets,
-                                        check_timeout, check_tol, is_success)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    check_one_target,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient

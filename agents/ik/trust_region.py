@@ -32,8 +32,16 @@ import numpy as np
 from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
-                                        check_targets, check_timeout, check_tol, is_success)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    check_one_target,
+    check_start,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel, ModulePoints, check_target
 

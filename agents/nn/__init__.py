@@ -24,8 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets, check_timeout,
-                                        check_tol, is_success)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    check_one_target,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import check_target
@@ -112,14 +119,14 @@ class NeuralIK:
 
     # ------------------------------------------------------------------ files
     @classmethod
-    def pretrained(cls, n_modules: int = 2) -> "NeuralIK":
+    def pretrained(cls, n_modules: int = 2) -> NeuralIK:
         """The shipped network for an ``n_modules`` PETER arm (2, 3 or 4; tilted-plane model)."""
         if n_modules not in (2, 3, 4):
             raise InvalidParameterError(f"shipped networks exist for 2, 3 and 4 modules; got {n_modules!r}")
         return cls.load(weights_path(n_modules))
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "NeuralIK":
+    def load(cls, path: str | os.PathLike) -> NeuralIK:
         """Read a weights file written by :meth:`save` (or ``soft-envs train-ik``)."""
         with np.load(path, allow_pickle=False) as data:
             try:

@@ -17,6 +17,7 @@ import re
 import time
 
 from soft_envs.exceptions import InvalidParameterError
+
 # The report helpers live in soft_envs.report (evaluate and demos use them too); re-exported for the benches.
 from soft_envs.report import markdown_table, pyplot, save_figure  # noqa: F401
 

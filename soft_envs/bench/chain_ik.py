@@ -18,11 +18,10 @@ import time
 
 import numpy as np
 
-from soft_envs.console import progress
-from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
 from soft_envs.agents.ik.jacobian_batch import jacobian_ik_batch
-from soft_envs.bench import ik_peers
+from soft_envs.bench import ik_peers, markdown_table, pyplot, save_figure
+from soft_envs.console import progress
 from soft_envs.robots.bullet_chain import BulletChain
 
 TITLE = "Jacobian IK (pinv / DLS / transpose) on KUKA iiwa and Franka Panda, vs pybullet and TRAC-IK"
@@ -100,6 +99,7 @@ def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, l
     looped: set the joints to the answer and call again until the pose is within the
     tolerances or ``max_calls`` calls. ``(solutions, seconds)``."""
     import pybullet
+
     from soft_envs.sim.bullet import connect
 
     client = connect()

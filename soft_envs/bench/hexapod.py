@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 
-from soft_envs.console import progress
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 from soft_envs.exceptions import ConvergenceError
 from soft_envs.robots.cosserat import Hexapod6PFS, Rod
 from soft_envs.robots.cosserat.elastica import cantilever_tip

@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from soft_envs.console import progress
-from soft_envs.bench import markdown_table, pyplot, save_figure
-from soft_envs.bench.peter import PAPER_TRR, table1_targets
 from soft_envs.agents.ik.trust_region import trr, trr_batch
 from soft_envs.agents.nn import NeuralIK, weights_path
+from soft_envs.bench import markdown_table, pyplot, save_figure
+from soft_envs.bench.peter import PAPER_TRR, table1_targets
+from soft_envs.console import progress
 
 TITLE = "PETER soft arm — neural-network IK, the NN→TRR hybrid and TRR (paper Table 1, Figure 3)"
 

@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 
-from soft_envs.console import progress
-from soft_envs.bench import markdown_table, pcc_physics, pyplot, save_figure
 from soft_envs.agents.ik.sqp import sqp, sqp_trajectory
 from soft_envs.agents.ik.trust_region import trr
+from soft_envs.bench import markdown_table, pcc_physics, pyplot, save_figure
+from soft_envs.console import progress
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.trajectories import get_trajectory
 

@@ -12,8 +12,8 @@ import time
 import numpy as np
 import scipy.linalg
 
-from soft_envs.console import progress
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 
 PAYLOADS = (0.0, 0.005, 0.01, 0.25)  # kg: the arm weighs 35 g (see the intro)
 DELAY = 0.125  # s, the paper's regulators: 100–150 ms

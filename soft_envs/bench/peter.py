@@ -7,9 +7,9 @@ import time
 import numpy as np
 from scipy.optimize import least_squares
 
-from soft_envs.console import progress
-from soft_envs.bench import markdown_table, peter_physics, pyplot, save_figure
 from soft_envs.agents.ik.trust_region import trr, trr_batch
+from soft_envs.bench import markdown_table, peter_physics, pyplot, save_figure
+from soft_envs.console import progress
 from soft_envs.robots.peter import Peter
 
 TITLE = "PETER soft arm — TRR inverse kinematics (paper Table 1) and execution in PyBullet"

@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from soft_envs.console import progress
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 
 PAYLOADS = (0.0, 0.25, 0.5)  # kg (the real arm's rated load is 0.5 kg)
 DELAY = 0.2  # s, valve delay of the "delay" rows (an assumption: a slow valve and its tubing)

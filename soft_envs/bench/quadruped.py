@@ -6,10 +6,10 @@ import timeit
 
 import numpy as np
 
-from soft_envs.console import progress
-from soft_envs.bench import markdown_table
 from soft_envs.agents.ik.newton import legs_solve, newton_raphson, newton_raphson_legs
-from soft_envs.robots.quadruped import QuadrupedLeg, Quadruped
+from soft_envs.bench import markdown_table
+from soft_envs.console import progress
+from soft_envs.robots.quadruped import Quadruped, QuadrupedLeg
 
 TITLE = "Quadruped — Newton–Raphson leg IK (paper Tables II–III), Bézier trot and body pose in PyBullet"
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from soft_envs.console import progress
 from soft_envs.bench import markdown_table, pyplot, save_figure
+from soft_envs.console import progress
 
 TITLE = "The sim-to-real gap: PETER's real-robot column (realism presets)"
 PAPER_REAL_ROBOT = {"TRR": 14.0, "network": 15.0}  # mm, seed 000 §4.2 (5 targets, open loop)

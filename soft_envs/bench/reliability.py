@@ -18,8 +18,8 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 
-from soft_envs.console import progress
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 from soft_envs.exceptions import SoftEnvsError
 
 TITLE = "Reliability — bad and extreme inputs, lifecycle cycles and memory"

@@ -50,8 +50,8 @@ from gymnasium import spaces
 from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
-from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.geometry import quaternion_to_matrix
+from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 

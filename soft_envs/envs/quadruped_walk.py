@@ -33,8 +33,8 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
-from soft_envs.geometry import quaternion_to_rpy
 from soft_envs.exceptions import check_nonnegative
+from soft_envs.geometry import quaternion_to_rpy
 
 
 class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):

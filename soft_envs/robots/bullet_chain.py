@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import math
 import os
-from math import cos, sin
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from math import cos, sin
 
 import numpy as np
 

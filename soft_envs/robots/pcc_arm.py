@@ -33,8 +33,18 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, bend_rotation
 from soft_envs.robots.base import KinematicModel
-from soft_envs.robots.chain import (BASE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
-                                    cylinder_inertia, section_colour, section_joint_values)
+from soft_envs.robots.chain import (
+    BASE_COLOUR,
+    Body,
+    Chain,
+    ChainLink,
+    Cylinder,
+    Limits,
+    bend_section,
+    cylinder_inertia,
+    section_colour,
+    section_joint_values,
+)
 from soft_envs.robots.pcc_kinematics import PCCKinematics
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, PAPER_ALPHA1, PAPER_ALPHA2, PressureMap
 
@@ -141,7 +151,7 @@ class PCCArm(KinematicModel):
         return (f"{type(self).__name__}(n_segments={self.n_segments}, links_per_segment={self.links_per_segment}, "
                 f"segment_length={self.segment_lengths.tolist()})")
 
-    def with_links(self, links_per_segment: int) -> "PCCArm":
+    def with_links(self, links_per_segment: int) -> PCCArm:
         """The same arm with another number of links per segment."""
         return type(self)(self.n_segments, links_per_segment, self.segment_lengths.copy(), **self._parameters())
 

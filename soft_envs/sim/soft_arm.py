@@ -83,8 +83,8 @@ import pybullet
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
-from soft_envs.sim.urdf import load_chain
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.urdf import load_chain
 
 DEFAULT_SPECTRAL_RADIUS = 0.9  # generalised-α ρ∞ (see the module docstring)
 MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section

@@ -19,7 +19,17 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross, quaternion_from_rotation_vector, quaternion_multiply
 from soft_envs.robots.cosserat.equations import (
-    E, FK_FREE, FK_ROWS, LOAD, N, P, POSE_FIXED_FREE, POSE_FIXED_ROWS, U, HexapodEquations, HexapodSolution,
+    FK_FREE,
+    FK_ROWS,
+    LOAD,
+    POSE_FIXED_FREE,
+    POSE_FIXED_ROWS,
+    E,
+    HexapodEquations,
+    HexapodSolution,
+    N,
+    P,
+    U,
 )
 from soft_envs.robots.cosserat.integrator import IDENTITY_WXYZ, rotation_matrix_wxyz, to_wxyz, to_xyzw
 from soft_envs.robots.cosserat.newton import LineSearch, damped_newton
