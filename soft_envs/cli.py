@@ -180,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="compare the IK controllers with the papers' figures")
     b.add_argument("names", nargs="*", help="benches to run (default: peter nn; 'all' for every one)")
-    b.add_argument("--full", action="store_true", help="the papers' sizes (e.g. 1000 targets) instead of small defaults")
+    b.add_argument("--full", action="store_true",
+                   help="the papers' sizes (e.g. 1000 targets) instead of small defaults")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--update", metavar="FILE", help="rewrite this bench's section of FILE (e.g. BENCHMARKS.md)")
     b.add_argument("--plot", metavar="DIR", help="also write figures (needs the 'plot' extra)")

@@ -263,7 +263,8 @@ class Evaluation:
 
         rows = []
         for r in self.summary():
-            scale, unit = (1e3, "mm") if r["unit"] == "m" else ((np.degrees(1.0), "°") if r["unit"] == "rad" else (1, ""))
+            scale, unit = ((1e3, "mm") if r["unit"] == "m"
+                           else ((np.degrees(1.0), "°") if r["unit"] == "rad" else (1, "")))
             label = "distance walked" if TASKS.get(r["task"]) and TASKS[r["task"]].metric == "x" else "final error"
             ttg = "—" if np.isnan(r["time_to_goal"]) else f"{r['time_to_goal']:.2f}"
             rows.append([r["task"], r["controller"], r["preset"], r["episodes"], f"{100 * r['success_rate']:.0f} %",

@@ -137,7 +137,8 @@ class TrainResult:
     path: str | None = None
 
 
-def observation_statistics(env_kwargs: dict[str, Any], samples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def observation_statistics(env_kwargs: dict[str, Any], samples: int = 2000,
+                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of the flattened observations of ``env_kwargs``'s env under
     uniformly random actions (a constant entry gets std 1)."""
     import gymnasium as gym
@@ -149,7 +150,7 @@ def observation_statistics(env_kwargs: dict[str, Any], samples: int = 2000, seed
     rows = []
     try:
         obs, _ = env.reset(seed=seed)
-        for k in range(int(samples)):
+        for _ in range(int(samples)):
             obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
             rows.append(gym.spaces.flatten(env.observation_space, obs))
             if terminated or truncated:

@@ -96,7 +96,9 @@ def orientation_error(R_desired: list[float], R: list[float]) -> tuple[float, fl
     """
     d00, d01, d02, d10, d11, d12, d20, d21, d22 = R_desired
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
-    e00, e11, e22 = d00 * r00 + d01 * r01 + d02 * r02, d10 * r10 + d11 * r11 + d12 * r12, d20 * r20 + d21 * r21 + d22 * r22
+    e00 = d00 * r00 + d01 * r01 + d02 * r02
+    e11 = d10 * r10 + d11 * r11 + d12 * r12
+    e22 = d20 * r20 + d21 * r21 + d22 * r22
     e01, e10 = d00 * r10 + d01 * r11 + d02 * r12, d10 * r00 + d11 * r01 + d12 * r02
     e02, e20 = d00 * r20 + d01 * r21 + d02 * r22, d20 * r00 + d21 * r01 + d22 * r02
     e12, e21 = d10 * r20 + d11 * r21 + d12 * r22, d20 * r10 + d21 * r11 + d22 * r12

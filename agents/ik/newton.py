@@ -268,7 +268,8 @@ def _leg_constants(lengths: tuple, sides: tuple, lower: tuple, upper: tuple) -> 
 
 
 def _fused_leg(k0: float, k1: float, k2: float, k3: float, side: float, a0: float, a1: float, a2: float,
-               target: list[float], iterations: int, limit: float, deadline: float) -> tuple[float, float, float] | None:
+               target: list[float], iterations: int, limit: float,
+               deadline: float) -> tuple[float, float, float] | None:
     """The fused Newton loop of one leg in floats, or ``None`` when the general core must take over
     (the move must be split, a singular step, out of time)."""
     a12 = a1 + a2

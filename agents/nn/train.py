@@ -175,7 +175,7 @@ def tip_errors(net: NeuralIK, targets: np.ndarray) -> np.ndarray:
 
 def train(
     model: Peter,
-    recipe: Recipe = Recipe(),
+    recipe: Recipe = Recipe(),  # noqa: B008 (read, never changed)
     n_samples: int = 10_000,
     seed: int = 0,
     *,

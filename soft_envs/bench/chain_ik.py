@@ -50,7 +50,8 @@ def random_targets(chain: BulletChain, n: int, seed: int) -> tuple[np.ndarray, n
     return q, positions, quats
 
 
-def _errors(chain: BulletChain, q: np.ndarray, positions: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _errors(chain: BulletChain, q: np.ndarray, positions: np.ndarray,
+            quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Position errors [m] and orientation error angles [rad] (no arccos: exact near 0); rows of
     ``q`` that are NaN (a solver's failure) get infinite errors."""
     pos_err, ori_err = np.full(len(q), np.inf), np.full(len(q), np.inf)
@@ -105,7 +106,8 @@ def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, l
     client = connect()
     try:
         body = client.loadURDF(chain.urdf_path, useFixedBase=True)
-        movable = [j for j in range(client.getNumJoints(body)) if client.getJointInfo(body, j)[2] != pybullet.JOINT_FIXED]
+        movable = [j for j in range(client.getNumJoints(body))
+                   if client.getJointInfo(body, j)[2] != pybullet.JOINT_FIXED]
         end_index = next(j for j in range(client.getNumJoints(body))
                          if client.getJointInfo(body, j)[12].decode() == chain.end_link)
         columns = [movable.index(j) for j in chain.joint_indices]

@@ -96,7 +96,8 @@ def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
             "residual, i.e. 2.5e-11 m on the joints). *Warm*: a random walk of the six inputs with 1 mm "
             "steps, each solve started from the previous solution (tangent predictor + Newton, one "
             "batched integration of 42 rods per Jacobian). *Cold*: random inputs in the full ±20 mm "
-            "range from the zero-input solution (continuation in ≤ 10 mm steps). Times in ms on the machine named above.\n\n"
+            "range from the zero-input solution (continuation in ≤ 10 mm steps). Times in ms on the machine named "
+            "above.\n\n"
             + markdown_table(["RK4 steps/rod", "warm median [ms]", "warm p90 [ms]", "warm Newton it.", "warm converged",
                               "cold median [ms]", "cold Newton it."], rows)
             + "\n\nFor comparison (other robots, other machines): "
@@ -132,7 +133,8 @@ def assembly_modes(full: bool, seed: int) -> str:
     for s in sols:
         if s.stable:
             stable_rows.append([str(s.modes), f"({s.position[0] * 1e3:.1f}, {s.position[1] * 1e3:.1f}, "
-                                f"{s.position[2] * 1e3:.1f})", f"{np.degrees(2 * np.arccos(min(1, s.quaternion[3]))):.1f}",
+                                f"{s.position[2] * 1e3:.1f})",
+                                f"{np.degrees(2 * np.arccos(min(1, s.quaternion[3]))):.1f}",
                                 f"{s.energy:.4f}"])
     neg = [int(np.sum(s.stability["energy_hessian_eigenvalues"] < 0)) for s in sols
            if s.stability["stiffness_criterion"] and not s.stability["energy_criterion"]]
@@ -164,7 +166,8 @@ def assembly_modes(full: bool, seed: int) -> str:
                f"{len(diffs)} solutions: max relative difference {max(diffs):.1e}." if diffs else "")
             + f"\n\n{n_stiff - n_stable} solutions pass the paper's stiffness test but not the energy test: "
             f"their energy Hessian has negative eigenvalues ({neg_text}), and for {confirmed} of them adjacent "
-            "configurations along those directions were computed to have lower energy — the platform stiffness (rods condensed onto the six pose "
+            "configurations along those directions were computed to have lower energy — the platform stiffness "
+            "(rods condensed onto the six pose "
             "coordinates) cannot see rods that would snap at fixed platform pose, which is why the paper asks "
             "for both criteria."
             + "\n\nWhy not 112 / 9: the paper gives neither its rod lengths nor its joint layout; ours "

@@ -44,7 +44,8 @@ def _row(label: str, n_modules: int, errors: np.ndarray, seconds: np.ndarray | N
             "—" if rate is None else f"{rate:,.0f}"]
 
 
-def _network_row(net: NeuralIK, label: str, n_modules: int, targets: np.ndarray, n_single: int) -> tuple[list, np.ndarray]:
+def _network_row(net: NeuralIK, label: str, n_modules: int, targets: np.ndarray,
+                 n_single: int) -> tuple[list, np.ndarray]:
     model = net.model
     times = net.predict(targets)
     best = np.inf
@@ -133,7 +134,8 @@ def _training_info() -> dict[int, str]:
             err = meta.get("test_tip_error_mm", {})
             out[n_modules] = (f"trained {meta['training_seconds']:.0f} s on CPU ({meta['threads']} torch thread, "
                               f"shared busy machine), {meta['epochs']} epochs (best {meta['best_epoch']}), "
-                              f"{meta['n_samples']} samples, test-split mean error {err.get('mean', float('nan')):.3f} mm.")
+                              f"{meta['n_samples']} samples, test-split mean error "
+                              f"{err.get('mean', float('nan')):.3f} mm.")
     return out
 
 

@@ -149,7 +149,8 @@ def solve_time(repeats: int) -> str:
         ["`legs_solve` (fused float core used by the controllers)", f"{fused * 1e6:.0f}", f"{ours_error:.1e}", "1"],
         ["`newton_raphson_legs` (checked inputs, result record)", f"{checked * 1e6:.0f}", f"{ours_error:.1e}",
          f"{checked / fused:.1f}"],
-        ["4 × `newton_raphson` (one leg at a time, generic core)", f"{per_leg * 1e6:.0f}", "—", f"{per_leg / fused:.1f}"],
+        ["4 × `newton_raphson` (one leg at a time, generic core)", f"{per_leg * 1e6:.0f}", "—",
+         f"{per_leg / fused:.1f}"],
         ["naive: scipy `minimize(method=\"SLSQP\")` of Σ‖F(q) − P‖², 12 joints, bounds, numeric gradient, "
          "`ftol=1e-16`",
          f"{naive * 1e6:.0f}", f"{naive_error:.1e}", f"{naive / fused:.0f}"],

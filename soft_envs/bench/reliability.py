@@ -41,11 +41,13 @@ def _make(env_id: str, **kwargs):
 
 def _env_construction_cases() -> list[tuple[str, str, Callable]]:
     cases = []
-    bad = [("width=-5", {"render_mode": "rgb_array", "width": -5}), ("height=0", {"render_mode": "rgb_array", "height": 0}),
+    bad = [("width=-5", {"render_mode": "rgb_array", "width": -5}),
+           ("height=0", {"render_mode": "rgb_array", "height": 0}),
            ("width=0", {"render_mode": "rgb_array", "width": 0}), ("frame_skip=10**7", {"frame_skip": 10**7}),
            ("frame_skip=0", {"frame_skip": 0}), ("time_step=nan", {"time_step": float("nan")}),
            ("render_mode='video'", {"render_mode": "video"}), ("realism='noisy'", {"realism": "noisy"}),
-           ("realism={'warp': 1}", {"realism": {"warp": 1.0}}), ("realism={'payload': -1}", {"realism": {"payload": -1.0}})]
+           ("realism={'warp': 1}", {"realism": {"warp": 1.0}}),
+           ("realism={'payload': -1}", {"realism": {"payload": -1.0}})]
     for env_id in ENV_IDS:
         short = env_id.split("/")[1]
         for label, kwargs in bad:
@@ -141,7 +143,8 @@ def _urdf_case(text: str, end_link: str, base_link: str | None = None) -> Callab
 
 def _link(name: str, mesh: bool = False) -> str:
     visual = '<visual><geometry><mesh filename="MESH"/></geometry></visual>' if mesh else ""
-    return f'<link name="{name}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>{visual}</link>'
+    inertia = '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+    return f'<link name="{name}"><inertial><mass value="1"/>{inertia}</inertial>{visual}</link>'
 
 
 def _joint(name: str, parent: str, child: str) -> str:
@@ -151,7 +154,8 @@ def _joint(name: str, parent: str, child: str) -> str:
 
 def _chain_cases() -> list[tuple[str, str, Callable]]:
     robot = '<robot name="r">{}</robot>'
-    duplicate = robot.format(_link("l0") + _link("l1") + _link("l2") + _joint("j", "l0", "l1") + _joint("j", "l1", "l2"))
+    duplicate = robot.format(_link("l0") + _link("l1") + _link("l2")
+                             + _joint("j", "l0", "l1") + _joint("j", "l1", "l2"))
     cyclic = robot.format(_link("l0") + _link("l1") + _link("l2") + _joint("a", "l0", "l1") + _joint("b", "l1", "l2")
                           + _joint("c", "l2", "l1"))
     bad_mesh = robot.format(_link("l0") + _link("l1", mesh=True) + _joint("a", "l0", "l1"))

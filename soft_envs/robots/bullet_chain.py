@@ -19,8 +19,9 @@ joints. The kinematics and the indices are checked against PyBullet (``getLinkSt
 Fixed joints inside the chain are folded into the next movable joint's origin (or into the tip
 transform), and every joint is re-framed to turn about its own z axis, so forward kinematics
 costs one constant 4×4 product and a plane rotation per movable joint: in plain floats for one
-configuration (about 10 µs for 7 joints) and vectorised over a batch. ``mimic`` tags are ignored, as PyBullet ignores them: a mimic joint in the chain
-is an independent variable. Continuous joints get the bounds ``[−π, π]``.
+configuration (about 10 µs for 7 joints) and vectorised over a batch. ``mimic`` tags are ignored, as
+PyBullet ignores them: a mimic joint in the chain is an independent variable. Continuous joints get
+the bounds ``[−π, π]``.
 """
 
 from __future__ import annotations
@@ -395,7 +396,8 @@ class BulletChain(KinematicModel):
         return T
 
     def forward_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion ``(x, y, z, w)`` ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
+        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion ``(x, y, z, w)`` ``(4,)``/``(B, 4)``,
+        ``w ≥ 0``."""
         one = self._one(q)
         if one is not None:
             p, R, _ = chain_pose_jacobian(self._single, one)

@@ -120,7 +120,8 @@ class PCCArm(KinematicModel):
         if not np.isfinite(poisson_ratio) or not -1 < poisson_ratio < 0.5:
             raise InvalidParameterError(f"poisson_ratio must be in (−1, 0.5); got {poisson_ratio!r}")
         if stiffness_source not in STIFFNESS_SOURCES:
-            raise InvalidParameterError(f"stiffness_source must be one of {STIFFNESS_SOURCES}; got {stiffness_source!r}")
+            raise InvalidParameterError(
+                f"stiffness_source must be one of {STIFFNESS_SOURCES}; got {stiffness_source!r}")
         if stiffness_source == "pressure" and elongation == 0:
             raise InvalidParameterError("the pressure-calibrated stiffness needs elongation > 0")
         self.n_segments = int(n_segments)

@@ -476,7 +476,8 @@ class SoftArmBody:
         tau = np.asarray(torque, dtype=float)
         if torque_end is not None:
             tau = tau + (1.0 - af) * (np.asarray(torque_end, dtype=float) - tau)
-        rest = self.rest if rest_end is None else self.rest + (1.0 - af) * (np.asarray(rest_end, dtype=float) - self.rest)
+        rest = (self.rest if rest_end is None
+                else self.rest + (1.0 - af) * (np.asarray(rest_end, dtype=float) - self.rest))
         u, w, a = self.u, self.w, self.a
         # u, w at the end of the step without a_{n+1}'s share
         u_pred = u + dt * w + ((0.5 - beta) * dt * dt) * a

@@ -69,7 +69,8 @@ class AssemblySearch:
 
 
 def solve_rods_to_points(eq: HexapodEquations, X: np.ndarray, base: np.ndarray, q0: np.ndarray, target: np.ndarray,
-                         tol: float = 1e-11, max_iter: int = 39, max_step: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+                         tol: float = 1e-11, max_iter: int = 39,
+                         max_step: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """Independent rods (batched): find scaled ``(u(0)·L, n·L²/EI)`` ``(B, 6)`` so that each tip
     reaches ``target`` ``(B, 3)`` [m] with zero tip curvature (a pinned tip), from bases ``base``
     ``(B, 3)`` [m] with clamp frames ``q0`` ``(B, 4)`` (scalar first). Damped Newton per rod with a

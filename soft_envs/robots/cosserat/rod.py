@@ -201,7 +201,8 @@ class Rod:
         if base_quaternion is not None:
             base_quaternion = to_wxyz(np.asarray(base_quaternion, float))
         Y = self._integrate_wxyz(np.asarray(base_curvature, float)[None], np.asarray(force, float)[None],
-                                 base_position=None if base_position is None else np.asarray(base_position, float)[None],
+                                 base_position=(None if base_position is None
+                                                else np.asarray(base_position, float)[None]),
                                  base_quaternion=None if base_quaternion is None else base_quaternion[None],
                                  n_steps=n_steps, store=True)[0]
         q = Y[:, 3:7] / np.linalg.norm(Y[:, 3:7], axis=1, keepdims=True)
