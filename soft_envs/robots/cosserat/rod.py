@@ -7,13 +7,13 @@ are ``(x, y, z, w)``; the integrator's scalar-first state stays inside
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross
 from soft_envs.robots.cosserat.integrator import (
@@ -65,6 +65,7 @@ class RodState:
         potential_energy: of a converged clamped solve, ``energy − F·p(L)`` [J]: the elastic energy
             plus the potential of the dead tip force (the branch with the lowest is preferred);
             None when not assessed.
+        timed_out: the solve's wall-clock budget (``max_seconds``) was spent before it converged.
     """
 
     s: np.ndarray
@@ -80,6 +81,7 @@ class RodState:
     iterations: int = 0
     stable: bool | None = None
     potential_energy: float | None = None
+    timed_out: bool = False
 
     @property
     def tip_position(self) -> np.ndarray:
@@ -231,13 +233,14 @@ class Rod:
         stable solution of lowest ``potential_energy`` found (the unstable one only if no stable
         one is reached; ``stable`` says which).
 
-        ``max_seconds`` [s] bounds the wall-clock time of the whole solve: past it the best point
-        so far is returned (``converged=False`` unless it had converged). A tip moment that turns
+        ``max_seconds`` [s] bounds the wall-clock time of the whole solve (:mod:`soft_envs.clock`):
+        past it the best point so far is returned (``converged=False`` and ``timed_out=True`` unless
+        it had converged). A tip moment that turns
         the tip by more than half a turn per RK4 step cannot be resolved and raises
         :class:`~soft_envs.exceptions.InvalidParameterError`. Non-convergence returns ``converged=False``
         with ``residual`` the shooting residual of the returned shape under the full load.
         """
-        start = time.perf_counter()
+        start = clock.now()
         F = np.asarray(tip_force, dtype=float).reshape(-1)
         M = np.asarray(tip_moment, dtype=float).reshape(-1)
         if F.shape != (3,) or M.shape != (3,) or not (np.all(np.isfinite(F)) and np.all(np.isfinite(M))):
@@ -279,7 +282,7 @@ class Rod:
                 candidate = self._clamped_candidate(x, done >= 1.0, F, M, tol, steps)
                 if best is None or candidate.key < best.key:
                     best = candidate
-                if candidate.converged or time.perf_counter() > deadline:
+                if candidate.converged or clock.now() > deadline:
                     break
             if not (best.converged and best.stable):  # follow the load from the unloaded rod
                 x, done, it = self._follow_load(linear * self.length, F, M, tol, max_iter, steps, deadline)
@@ -288,8 +291,10 @@ class Rod:
                 if candidate.key < best.key:
                     best = candidate
         c = best
+        timed_out = not c.converged and clock.now() > deadline
         return self.state(c.x / self.length, F, n_steps=steps, residual=c.residual, converged=c.converged,
-                          iterations=total_it, stable=c.stable, potential_energy=c.potential_energy)
+                          iterations=total_it, stable=c.stable, potential_energy=c.potential_energy,
+                          timed_out=timed_out)
 
     def _clamped_candidate(self, x: np.ndarray, converged: bool, F: np.ndarray, M: np.ndarray, tol: float,
                            steps: int) -> _Candidate:
@@ -309,7 +314,7 @@ class Rod:
         """Natural continuation of the load from 0, the first step straight to the full load
         (the step halved when Newton fails). Returns ``(x, load fraction reached, Newton steps)``."""
         total_it, done, inc = 0, 0.0, 1.0
-        while done < 1.0 and time.perf_counter() < deadline:
+        while done < 1.0 and clock.now() < deadline:
             target = min(1.0, done + inc)
             x_new, it, ok, _ = self._newton_clamped(x, target * F, target * M, tol, max_iter, steps, deadline)
             total_it += it
@@ -336,7 +341,7 @@ class Rod:
         x, t, dt, total_it = np.zeros(3), 0.0, 1.0, 0
         tip = np.zeros(11)  # tip state (integrator rows) of the unloaded straight rod
         tip[2], tip[3] = self.length, 1.0
-        while t < 1.0 and time.perf_counter() < deadline:
+        while t < 1.0 and clock.now() < deadline:
             rate = float(np.max(np.abs(tangent)))
             dt = min(dt, 1.0 - t, _FOLLOW_PREDICTOR / rate if rate > 0 else 1.0)
             t1 = 1.0 if dt >= 1.0 - t else t + dt
