@@ -45,6 +45,7 @@ myst_heading_anchors = 4  # GitHub-style anchors, so BENCHMARKS.md's own links w
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+autodoc_inherit_docstrings = False  # Gymnasium's own docstrings (Env.step, …) are not ours to render
 autodoc_mock_imports = ["torch", "stable_baselines3", "ray"]  # optional extras
 napoleon_google_docstring = True
 napoleon_numpy_docstring = True

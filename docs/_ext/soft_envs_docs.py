@@ -93,6 +93,11 @@ def space_rows(space, prefix: str = "") -> list[list[str]]:
     return [[name, f"`{space}`", f"`{getattr(space, 'dtype', '')}`", "", ""]]
 
 
+def value_text(value: Any) -> str:
+    """A default as it reads best: floats to 6 significant digits."""
+    return f"{value:.6g}" if isinstance(value, float) else repr(value)
+
+
 def parse_variants(text: str | None) -> list[dict[str, Any]]:
     """``:variants:`` lines (``n_modules=4, kinematic=True``) -> keyword dicts; the default first."""
     out: list[dict[str, Any]] = [{}]
@@ -156,7 +161,7 @@ def args_sections(cls: type) -> dict[str, str]:
         names: list[str] = []
         pending = ""
         for line in match.group(1).splitlines():
-            if line.startswith("        ") and names:  # continuation of a description
+            if line.startswith("        ") and names and not pending:  # continuation of a description
                 for name in names:
                     out[name] += " " + line.strip()
                 continue
@@ -284,16 +289,26 @@ class EnvArguments(_MarkdownDirective):
     def markdown(self) -> str:
         cls = env_class(self.arguments[0])
         described = args_sections(cls)
-        rows = []
-        for name, p in constructor_parameters(cls).items():
-            text = described.get(name)
-            if text is None:
-                self.warn(f"keyword {name!r} has no entry in an Args: section")
-                text = ""
-            if "not a user keyword" in text:
-                continue
-            default = "" if p.default is inspect.Parameter.empty else f"`{p.default!r}`"
-            rows.append([f"`{name}`", default, rst_to_md(text)])
+        env = make_env(self.arguments[0])
+        try:
+            made = env.unwrapped
+            rows = []
+            for name, p in constructor_parameters(cls).items():
+                text = described.get(name)
+                if text is None:
+                    self.warn(f"keyword {name!r} has no entry in an Args: section")
+                    text = ""
+                if "not a user keyword" in text:
+                    continue
+                default = "" if p.default is inspect.Parameter.empty else f"`{value_text(p.default)}`"
+                # a base-class default the env replaces (e.g. its own frame_skip): say what it uses
+                used = getattr(made, name, p.default)
+                if (type(used) in (int, float, bool, str) and type(used) is type(p.default)
+                        and used != p.default):
+                    default += f" (this env: `{value_text(used)}`)"
+                rows.append([f"`{name}`", default, rst_to_md(text)])
+        finally:
+            env.close()
         return (f"`gym.make(\"{self.arguments[0]}\", **keywords)` with these keywords of "
                 f"{{class}}`~{cls.__module__}.{cls.__name__}` (its signature and docstring):\n\n"
                 + list_table(["keyword", "default", "description"], rows, widths="22 14 64"))
@@ -334,6 +349,36 @@ class EnvRealism(_MarkdownDirective):
         finally:
             env.close()
         return Realism(table).describe()
+
+
+class EnvSummary(_MarkdownDirective):
+    """Every registered environment: its page, spaces, control period and episode length."""
+
+    required_arguments = 0
+
+    def markdown(self) -> str:
+        import gymnasium as gym
+
+        import soft_envs
+
+        rows = []
+        for env_id in soft_envs.ENV_IDS:
+            name = env_id.split("/")[-1]
+            # PeterReach-v0 -> peter_reach, PCCTrack-v0 -> pcc_track
+            page = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name.split("-")[0]).lower()
+            env = make_env(env_id)
+            try:
+                action, observation, dt = env.action_space, env.observation_space, env.unwrapped.dt
+            finally:
+                env.close()
+            steps = gym.spec(env_id).max_episode_steps
+            rows.append([f"[{name}]({page}.md)", space_rows(action)[0][1], space_rows(observation)[0][1],
+                         f"{number(dt)} s", f"{steps} ({number(steps * dt)} s)"])
+        return list_table(["environment", "action", "observation", "control period", "episode steps"], rows)
+
+    def run(self):
+        self.arguments = ["(all)"]
+        return super().run()
 
 
 class CliHelp(SphinxDirective):
@@ -392,8 +437,9 @@ def api_markdown() -> str:
         is_package = importlib.util.find_spec(module).submodule_search_locations is not None
         out.append(f"## `{module}`\n")
         # packages re-export their modules' objects: document those once, in their module
-        options = "" if is_package else ":members:\n:show-inheritance:\n"
-        out.append(f"```{{automodule}} {module}\n{options}```\n")
+        options = "" if is_package else "   :members:\n   :show-inheritance:\n"
+        # autodoc writes reST, so it runs inside eval-rst
+        out.append(f"```{{eval-rst}}\n.. automodule:: {module}\n{options}```\n")
     return "\n".join(out)
 
 
@@ -412,7 +458,7 @@ def fill_placeholders(app: Sphinx, docname: str, source: list[str]) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     for name, directive in (("env-space", EnvSpace), ("env-rewards", EnvRewards),
                             ("env-arguments", EnvArguments), ("env-episode", EnvEpisode),
-                            ("env-realism", EnvRealism), ("cli-help", CliHelp)):
+                            ("env-realism", EnvRealism), ("env-summary", EnvSummary), ("cli-help", CliHelp)):
         app.add_directive(name, directive)
     app.connect("source-read", fill_placeholders)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
