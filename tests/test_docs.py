@@ -12,7 +12,6 @@ A block that cannot run in a test (it trains for minutes, needs a display) is pr
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
