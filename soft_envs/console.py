@@ -40,6 +40,7 @@ def progress(iterable: Any = None, *, enabled: bool = True, **kwargs: Any):
 #: Lines PyBullet prints that carry no information for a user.
 NOISE = re.compile(r"^(pybullet build time:.*|argv\[\d+\]=.*|PyBullet: Constraint Solver:.*|switched solver)\s*$")
 
+_LIBC: ctypes.CDLL | None
 _LOCK = threading.RLock()  # the descriptor is process-wide: one redirection at a time
 try:
     _LIBC = ctypes.CDLL(None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -83,7 +84,7 @@ def hexapod(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, **e
 
 
 #: demo name -> function
-DEMOS = {"peter": peter, "pcc": pcc, "quadruped": quadruped, "hexapod": hexapod}
+DEMOS: dict[str, Callable[..., list]] = {"peter": peter, "pcc": pcc, "quadruped": quadruped, "hexapod": hexapod}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,7 +116,7 @@ def write_gif(path: str | os.PathLike, frames: list, frame_time: float, max_byte
     import imageio.v2 as imageio
 
     while True:
-        imageio.mimsave(path, frames, duration=1000 * frame_time, loop=0)
+        imageio.mimsave(os.fspath(path), frames, duration=1000 * frame_time, loop=0)
         size = os.path.getsize(path)
         if size <= max_bytes or len(frames) < 2:
             return size

@@ -209,7 +209,7 @@ def run_episode(job: Job) -> EpisodeResult:
         agent = _controller(job.controller, env)
         obs, info = env.reset(seed=job.seed)
         agent.reset(obs, info)
-        dt = env.unwrapped.dt
+        dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]  # every soft_envs env has dt
         time_to_goal, steps = float("nan"), 0
         while True:
             obs, _, terminated, truncated, info = env.step(agent.act(obs))

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from scipy.linalg.lapack import dposv
@@ -130,11 +131,12 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                gain: np.ndarray) -> _Evaluator:
     """The error, Jacobian and the cost ``‖e_p‖² + angle²`` at ``q``, for this model and target."""
     has_pose = has_capability(model, PoseKinematics)
+    posed = cast(PoseKinematics, model)  # used only where has_pose
     px, py, pz = position.tolist()
     if quat is None:
         if has_pose:
             def evaluate(q: np.ndarray):
-                p, _, J = model.pose_and_jacobian(q[None])
+                p, _, J = posed.pose_and_jacobian(q[None])
                 x, y, z = p[0].tolist()
                 ex, ey, ez = px - x, py - y, pz - z
                 err2 = ex * ex + ey * ey + ez * ez
@@ -155,7 +157,7 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                  2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)]  # row-major
 
     def evaluate_pose(q: np.ndarray):
-        p, R, J = model.pose_and_jacobian(q[None])
+        p, R, J = posed.pose_and_jacobian(q[None])
         x, y, z = p[0].tolist()
         ex, ey, ez = px - x, py - y, pz - z
         ox, oy, oz, angle = orientation_error(R_desired, R[0].ravel().tolist())

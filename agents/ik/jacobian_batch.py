@@ -16,6 +16,8 @@ Quaternions are ``(x, y, z, w)``; positions [m] and orientations in the model's 
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from soft_envs import clock
@@ -103,13 +105,13 @@ def jacobian_ik_batch(
     positions = check_targets(model, positions, "jacobian_ik_batch")
     batch = positions.shape[0]
     with_orientation = orientations is not None
-    if with_orientation:
+    R_desired: np.ndarray | None = None  # position only
+    if orientations is not None:
         if not isinstance(model, PoseKinematics):
             raise InvalidParameterError(f"{type(model).__name__} has no end-effector orientation (PoseKinematics): "
                                         "it supports position-only IK (orientations=None)")
         R_desired = quaternion_to_matrix(check_quaternions(orientations, batch))
-    else:
-        R_desired = None
+    posed = cast(PoseKinematics, model)  # used only with orientations
     tol = check_tol(tol)
     orientation_tol = check_tol(orientation_tol, "orientation_tol")
     max_iterations = check_integer("max_iterations", max_iterations, minimum=1)
@@ -136,7 +138,8 @@ def jacobian_ik_batch(
     def evaluate(qs: np.ndarray, idx: np.ndarray):
         """Gain-scaled error ``(k, rows)``, Jacobian, position error, orientation error, cost."""
         if with_orientation:
-            p, R, J = model.pose_and_jacobian(qs)
+            p, R, J = posed.pose_and_jacobian(qs)
+            assert R_desired is not None  # with_orientation
             eps, angle = quaternion_errors(R_desired[idx], R)
             ep = positions[idx] - p
             e = np.concatenate((ep, eps), axis=1)

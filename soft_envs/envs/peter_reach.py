@@ -262,6 +262,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 "direct_solver": True}
 
     def _build_scene(self, client) -> PeterBody | SoftPeterBody:
+        body: PeterBody | SoftPeterBody
         if self.physics == "soft":
             body = SoftPeterBody(client, self.model, payload=self.payload,
                                  gravity=STANDARD_GRAVITY if self.gravity else 0.0,

@@ -269,6 +269,7 @@ class PCCArm(KinematicModel):
         c2 = np.atleast_2d(c)
         u, du = self._smooth_from_config(c2)
         _, ju, _ = self._kinematics.series(u, with_jacobian=True)
+        assert ju is not None  # asked for
         n = self.n_segments
         ju = ju.reshape(c2.shape[0], 3, n, 3)
         jac = np.einsum("bxnj,bnjk->bxnk", ju, du).reshape(c2.shape[0], 3, 3 * n)
@@ -282,9 +283,10 @@ class PCCArm(KinematicModel):
         s = np.asarray(u, dtype=float).reshape(self.n_segments, 3)
         rows = s.tolist()
         if all(a * a + b * b > _CLOSED_FORM_MIN_BEND**2 for _, a, b in rows):
-            tip, jac = self._kinematics.closed_form_rows(rows)
-            return np.array(tip), np.array(jac).reshape(-1, 3).T
+            tip_row, jac_rows = self._kinematics.closed_form_rows(rows)
+            return np.array(tip_row), np.array(jac_rows).reshape(-1, 3).T
         tip, jac, _ = self._kinematics.series(s[None], with_jacobian=True)
+        assert jac is not None  # asked for
         return tip[0], jac[0]
 
     def smooth_forward(self, u: np.ndarray) -> np.ndarray:

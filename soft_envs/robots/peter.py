@@ -135,7 +135,7 @@ class Peter(KinematicModel):
     def with_parameters(self, **changes: Any) -> Peter:
         """The same arm with the constructor parameters named in ``changes`` replaced (e.g. a
         perturbed ``radius`` [m], ``module_mass`` [kg] or ``leg_stiffness`` [N/m])."""
-        parameters = dict(n_modules=self.n_modules, radius=self.radius, gap=self.gap,
+        parameters: dict[str, Any] = dict(n_modules=self.n_modules, radius=self.radius, gap=self.gap,
                           leg_length_at_rest=self.leg_length_at_rest, leg_rate=self.leg_rate,
                           max_inflation_time=self.max_inflation_time, kinematics=self.kinematics,
                           links_per_module=self.links_per_module, module_mass=self.module_mass,
@@ -238,6 +238,7 @@ class Peter(KinematicModel):
         """Module top centres and their Jacobians: ``(N, 3)``, ``(N, 3, 3N)`` (batched: leading ``B``)."""
         t = self.check_configuration(t)
         points, jac = self._evaluate(np.atleast_2d(t), with_jacobian=True)
+        assert jac is not None  # asked for
         return (points[0], jac[0]) if t.ndim == 1 else (points, jac)
 
     def _evaluate(self, t: np.ndarray, with_jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
