@@ -95,3 +95,13 @@ SKIPPED = [b for p in PAGES_WITH_CODE for b in python_blocks(p) if b.skip]
 @pytest.mark.parametrize("block", SKIPPED, ids=[f"{_page_id(b.path)}:{b.line}" for b in SKIPPED])
 def test_blocks_marked_to_skip_say_why(block: Block):
     pytest.skip(f"{_page_id(block.path)}:{block.line} not run: {block.skip}")
+
+
+def test_ci_runs_the_commands_the_readme_gives():
+    """Each command of ``.ci/run`` under a comment that names the README is in the README verbatim."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    commands = [lines[k + 1] for k, line in enumerate(lines[:-1]) if line.startswith("# ---") and "README" in line]
+    assert len(commands) >= 3  # lint and type check, tests, docs
+    for command in commands:
+        assert command in readme, f".ci/run runs {command!r}, which the README does not give"
