@@ -94,8 +94,8 @@ def space_rows(space, prefix: str = "") -> list[list[str]]:
 
 
 def value_text(value: Any) -> str:
-    """A default as it reads best: floats to 6 significant digits."""
-    return f"{value:.6g}" if isinstance(value, float) else repr(value)
+    """A default as it reads best: long floats (1/240) to 6 significant digits."""
+    return f"{value:.6g}" if isinstance(value, float) and len(repr(value)) > 10 else repr(value)
 
 
 def parse_variants(text: str | None) -> list[dict[str, Any]]:
@@ -303,7 +303,7 @@ class EnvArguments(_MarkdownDirective):
                 default = "" if p.default is inspect.Parameter.empty else f"`{value_text(p.default)}`"
                 # a base-class default the env replaces (e.g. its own frame_skip): say what it uses
                 used = getattr(made, name, p.default)
-                if (type(used) in (int, float, bool, str) and type(used) is type(p.default)
+                if (type(used) in (int, float, bool, str) and type(p.default) in (type(used), type(None))
                         and used != p.default):
                     default += f" (this env: `{value_text(used)}`)"
                 rows.append([f"`{name}`", default, rst_to_md(text)])
