@@ -33,6 +33,8 @@ BENCHES: dict[str, str] = {
     "realism": "soft_envs.bench.realism",
     "evaluate": "soft_envs.bench.evaluation",
     "rl": "soft_envs.bench.rl",
+    "batched": "soft_envs.bench.batched",
+    "convergence": "soft_envs.bench.convergence",
 }
 
 
