@@ -145,21 +145,21 @@ class SB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------------ sub-env access
     def get_images(self) -> Sequence[np.ndarray | None]:
-        frames = self.venv.render()
+        frames: Any = self.venv.render()
         return list(frames) if isinstance(frames, (tuple, list)) else [frames]
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         ids = self._get_indices(indices)
         if attr_name == "render_mode":
             return [self.venv.render_mode for _ in ids]
-        unwrapped = self.venv.unwrapped
+        unwrapped: Any = self.venv.unwrapped
         if not hasattr(unwrapped, "get_attr"):  # a vector env without SyncVectorEnv's attribute API
             return [getattr(unwrapped, attr_name) for _ in ids]
         values = unwrapped.get_attr(attr_name)
         return [values[i] for i in ids]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        unwrapped = self.venv.unwrapped
+        unwrapped: Any = self.venv.unwrapped
         if not hasattr(unwrapped, "set_attr"):
             setattr(unwrapped, attr_name, value)
             return
@@ -170,7 +170,7 @@ class SB3VecEnv(VecEnv):
 
     def env_method(self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs) -> list:
         ids = list(self._get_indices(indices))
-        unwrapped = self.venv.unwrapped
+        unwrapped: Any = self.venv.unwrapped
         envs = getattr(unwrapped, "envs", None)
         if envs is not None:  # SyncVectorEnv: only the sub-envs asked for
             return [envs[i].get_wrapper_attr(method_name)(*method_args, **method_kwargs) for i in ids]

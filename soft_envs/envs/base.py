@@ -221,6 +221,11 @@ class SoftEnv(gym.Env):
         realism_rng = spawn_generator(rng)
         return realism_rng, self.realism.draw(realism_rng, self._realism_sizes())
 
+    def draw_task(self, rng: np.random.Generator) -> Any:
+        """A reset's task draws from ``rng`` (goals, start phases): envs with a vector form draw
+        their task here, in ``_reset_model`` and, per sub-env, in their vector env."""
+        raise NotImplementedError(f"{type(self).__name__} has no vector form")
+
     # ------------------------------------------------------------------ gym API
     def validate_action(self, action: Any) -> tuple[np.ndarray, bool]:
         """``(action clipped into the box, was it clipped)``; ``ValueError`` on bad shape or NaN."""

@@ -69,6 +69,9 @@ otherwise at ``t = 0``) with the arm at rest on that point (Gauss–Newton conti
 trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; the
 trajectory's tip angle held on a planar arm; the chambers at the pressures that hold it) — the
 paper started from the straight arm; ``start_straight=True`` does that.
+
+Vector form: ``gym.make_vec("soft_envs/PCCTrack-v0", num_envs=N, **kwargs)`` steps ``N`` arms on
+the batched core, each sub-env this env's episode (:mod:`soft_envs.envs.pcc_track_vector`).
 """
 
 from __future__ import annotations

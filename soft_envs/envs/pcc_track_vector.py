@@ -40,7 +40,7 @@ ENV_ID = "soft_envs/PCCTrack-v0"
 MAX_EPISODE_STEPS = ENVIRONMENTS[ENV_ID][1]
 
 
-class PCCTrackVectorEnv(SoftVectorEnv):
+class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
     """``num_envs`` PCCTrack arms (module docstring).
 
     Args:
@@ -240,7 +240,7 @@ class PCCTrackVectorEnv(SoftVectorEnv):
     def _terminated(self) -> np.ndarray:
         return self.stop_code != 0
 
-    def _extra_info(self, rows) -> dict[str, np.ndarray]:
+    def _extra_info(self, rows) -> dict[str, Any]:
         single = self.single
         if self.goal_conditioned:
             error = single._distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))

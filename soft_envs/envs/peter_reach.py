@@ -54,6 +54,10 @@ grow the process; the soft default never uses it.
 ``kinematic=True`` runs the same spaces on the analytic model (``kinematics="pcc"`` or
 ``"tilted"``) with no simulator.
 
+Vector form: ``gym.make_vec("soft_envs/PeterReach-v0", num_envs=N, **kwargs)`` steps ``N`` arms
+together (soft physics on the batched core, or kinematic), each sub-env this env's episode
+(:mod:`soft_envs.envs.peter_reach_vector`); ``physics="stiff"`` gives a ``SyncVectorEnv``.
+
 Realism (``realism=``, :mod:`soft_envs.sim.realism`; table :data:`PETER_REALISM`): the robot
 the env simulates may differ from ``env.model``, the nominal model a controller plans with —
 per-leg fill gains, length offsets and leaks (:meth:`PneumaticLegs.set_imperfections`), an

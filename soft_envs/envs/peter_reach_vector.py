@@ -39,12 +39,13 @@ from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_ma
 from soft_envs.sim.batched_actuators import BatchedPneumaticLegs
 from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.peter_soft import SoftPeterBody
 
 ENV_ID = "soft_envs/PeterReach-v0"
 MAX_EPISODE_STEPS = ENVIRONMENTS[ENV_ID][1]
 
 
-class PeterReachVectorEnv(SoftVectorEnv):
+class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
     """``num_envs`` PeterReach arms, soft or kinematic (module docstring).
 
     Args:
@@ -72,15 +73,13 @@ class PeterReachVectorEnv(SoftVectorEnv):
         realism = single.realism
         self.realistic = not realism.is_ideal()
         self.body: BatchedSoftPeter | None = None
-        self.legs: BatchedPneumaticLegs | None = None
+        legs = single.legs  # (the ideal kinematic arms do not use them)
+        self.legs = BatchedPneumaticLegs(n, n_dof, rest_length=legs.rest_length, fill_rate=legs.fill_rate,
+                                         vent_rate=legs.vent_rate, delay=legs.delay, instant=legs.instant)
         if not single.kinematic:
             self.body = BatchedSoftPeter(model, n, payload=single.payload,
                                          gravity=STANDARD_GRAVITY if single.gravity else 0.0,
                                          rayleigh_stiffness=single.rayleigh_stiffness)
-        if self.body is not None or self.realistic:
-            legs = single.legs
-            self.legs = BatchedPneumaticLegs(n, n_dof, rest_length=legs.rest_length, fill_rate=legs.fill_rate,
-                                             vent_rate=legs.vent_rate, delay=legs.delay, instant=legs.instant)
         if self.realistic:
             self.sensor = BatchedSensor(n, 6, int(round(realism.ranges["observation_latency"][1] / single.dt)))
             self.clock = np.zeros(n)  # [s] since each kinematic arm's reset
@@ -96,7 +95,7 @@ class PeterReachVectorEnv(SoftVectorEnv):
         self.goal[rows] = model.forward_arms(np.array(tasks))
         if self.realistic:
             self._apply_realism(rows)
-        if legs is not None:
+        if body is not None or self.realistic:
             legs.reset(rows, self.inflation_times[rows])
         if body is not None:
             body.reset_inflation(rows, self.inflation_times[rows])
@@ -180,11 +179,11 @@ class PeterReachVectorEnv(SoftVectorEnv):
     def _reward_terms(self, actions: np.ndarray) -> dict[str, np.ndarray]:
         return self.single._goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
 
-    def _extra_info(self, rows) -> dict[str, np.ndarray]:
+    def _extra_info(self, rows) -> dict[str, Any]:
         distance = self.single._distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
         info = {"distance": distance, "is_success": distance < self.single.success_threshold,
                 "inflation_times": self.inflation_times[rows].copy()}
-        if self.legs is not None:
+        if self.body is not None or self.realistic:
             info["leg_inflation"] = self.legs.inflation[rows]
         return info
 
@@ -195,7 +194,7 @@ class PeterReachVectorEnv(SoftVectorEnv):
         single = self.single
         single.inflation_times = self.inflation_times[0].copy()
         single.goal = self.goal[0].copy()
-        if self.body is not None:  # the prototype's PyBullet arm in sub-env 0's shape
+        if self.body is not None and isinstance(single.body, SoftPeterBody):  # the prototype's arm, sub-env 0's shape
             single.body.set_base_orientation(tuple(self.body.base_orientation[0]))
             single.body.set_state(self.body.state.u[0], reference=self.body.state.c[0])
             if single._goal_marker is not None:

@@ -42,9 +42,10 @@ Behaviour (Gymnasium's vector API, ``tests/envs/test_vector_envs.py``):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
+from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -54,6 +55,7 @@ from soft_envs.envs.base import SoftEnv
 from soft_envs.exceptions import ClosedEnvironmentError, InvalidActionError, InvalidParameterError, check_integer
 
 MAX_NUM_ENVS = 1 << 20
+SingleEnv = TypeVar("SingleEnv", bound=SoftEnv)
 
 
 def _take(obs, rows):
@@ -102,7 +104,7 @@ def _clear_rows(info: dict, rows: np.ndarray, keep) -> None:
         info[f"_{key}"][rows] = False
 
 
-class SoftVectorEnv(VectorEnv):
+class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
     """``num_envs`` sub-envs of the single env ``single`` (the prototype; see the module docstring).
 
     Args:
@@ -114,9 +116,9 @@ class SoftVectorEnv(VectorEnv):
 
     metadata: dict[str, Any] = {"render_modes": ["human", "rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, single: SoftEnv, num_envs: int, *, max_episode_steps: int | None,
+    def __init__(self, single: SingleEnv, num_envs: int, *, max_episode_steps: int | None,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP) -> None:
-        self.single = single
+        self.single: SingleEnv = single
         try:
             self.num_envs = check_integer("num_envs", num_envs, minimum=1, maximum=MAX_NUM_ENVS)
             self.max_episode_steps = None if max_episode_steps is None else \
@@ -132,6 +134,10 @@ class SoftVectorEnv(VectorEnv):
         self.autoreset_mode = mode
         self.metadata = dict(type(self).metadata, autoreset_mode=mode, render_fps=single.metadata["render_fps"])
         self.render_mode = single.render_mode
+        if not isinstance(single.action_space, spaces.Box):
+            single.close()
+            raise InvalidParameterError("SoftVectorEnv needs a Box action space")
+        self._action_box: spaces.Box = single.action_space
         self.single_observation_space = single.observation_space
         self.single_action_space = single.action_space
         self.observation_space = batch_space(single.observation_space, self.num_envs)
@@ -169,7 +175,7 @@ class SoftVectorEnv(VectorEnv):
     def _terminated(self) -> np.ndarray:
         return np.zeros(self.num_envs, dtype=bool)
 
-    def _extra_info(self, rows) -> dict[str, np.ndarray]:
+    def _extra_info(self, rows) -> dict[str, Any]:
         return {}
 
     def _commands(self, rows) -> np.ndarray:
@@ -241,11 +247,11 @@ class SoftVectorEnv(VectorEnv):
             if seeds[i] is not None or self.sub_np_random[i] is None:
                 self.sub_np_random[i] = seeding.np_random(seeds[i])[0]
         if self._previous_action is None:
-            self._previous_action = np.zeros((self.num_envs, self.single_action_space.shape[0]))
+            self._previous_action = np.zeros((self.num_envs, *self._action_box.shape))
         obs, info = self._reset_rows(rows, options)
         self._obs = obs if not partial else _with_rows(self._obs, rows, obs)
         self._needs_reset[rows] = False
-        full = {}
+        full: dict[str, Any] = {}
         _put_rows(full, rows, info, self.num_envs)
         return self._obs, full
 
@@ -265,7 +271,10 @@ class SoftVectorEnv(VectorEnv):
                 values[rows] = [d[name] for d in drawn]
         self._reset_arms(rows, tasks, options)
         self.steps[rows] = 0
-        self._previous_action[rows] = single.model_to_action(self._commands(rows)).astype(np.float64)
+        previous = self._previous_action
+        if previous is None:
+            raise ResetNeeded(f"{type(self).__name__}: sub-envs are reset after the first reset")
+        previous[rows] = single.model_to_action(self._commands(rows)).astype(np.float64)
         obs = self._observe(rows)
         info = self._extra_info(rows)
         info["realism"] = {name: values[rows].copy() for name, values in self.perturbations.items()}
@@ -274,7 +283,7 @@ class SoftVectorEnv(VectorEnv):
     def _validate(self, actions) -> tuple[np.ndarray, np.ndarray]:
         """``(actions clipped into the box, which sub-envs were clipped)``; ``ValueError`` naming the
         first sub-env whose action has the wrong shape or is not finite."""
-        shape = (self.num_envs, *self.single_action_space.shape)
+        shape = (self.num_envs, *self._action_box.shape)
         try:
             arr = np.asarray(actions, dtype=float)
         except (TypeError, ValueError):
@@ -294,8 +303,7 @@ class SoftVectorEnv(VectorEnv):
             bad = np.flatnonzero(~finite)
             more = f" (and {bad.size - 1} more sub-envs)" if bad.size > 1 else ""
             raise InvalidActionError(f"sub-env {bad[0]}: action has NaN/inf: {arr[bad[0]]}{more}")
-        space = self.single_action_space
-        clipped = np.clip(arr, space.low, space.high)
+        clipped = np.clip(arr, self._action_box.low, self._action_box.high)
         return clipped, (clipped != arr).any(axis=1)
 
     def step(self, actions):
