@@ -20,10 +20,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from tqdm.auto import tqdm
-
 from soft_envs import clock
-from soft_envs.bench import markdown_table, pyplot, save_figure
+from soft_envs.console import progress
+from soft_envs.report import markdown_table, pyplot, save_figure
 
 TITLE = "Vector environments: env-steps per second against the number of sub-envs (one core)"
 PETER = "soft_envs/PeterReach-v0"
@@ -130,7 +129,7 @@ def memory(case: Case, n: int, steps: int, seed: int) -> tuple[int, int | None]:
     space = envs.single_action_space
     actions = [rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype) for _ in range(8)]
     warm = built = None
-    for k in tqdm(range(steps), desc=f"{case.label} memory, N={n}", leave=False, disable=None):
+    for k in progress(range(steps), desc=f"{case.label} memory, N={n}", leave=False):
         envs.step(actions[k % len(actions)])
         if k + 1 == min(100, steps):
             built = rss_bytes()
@@ -177,7 +176,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             sweep = sorted(set(SWEEP if full else QUICK_SWEEP) | {case.target_n})
             first = single_rate(case, seconds, seed)
             by_n = {n: vector_rate(case, n, seconds, seed)
-                    for n in tqdm(sweep, desc=f"{case.label} sweep", leave=False, disable=None)}
+                    for n in progress(sweep, desc=f"{case.label} sweep", leave=False)}
             last = single_rate(case, seconds, seed)
             baseline = 0.5 * (first + last)
             rates[case.label], baselines[case.label] = by_n, baseline
