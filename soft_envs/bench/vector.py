@@ -20,6 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
 from soft_envs import clock
 from soft_envs.console import progress
 from soft_envs.report import markdown_table, pyplot, save_figure
