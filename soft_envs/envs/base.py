@@ -57,6 +57,7 @@ from soft_envs.exceptions import (
 )
 from soft_envs.sim.bullet import configure_physics, connect, disconnect, has_display, render_rgb
 from soft_envs.sim.realism import Perturbation, Realism, spawn_generator
+from soft_envs.sim.soft_arm import SoftArmBody
 
 MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
 MAX_FRAME_SKIP = 10_000  # physics steps per env.step
@@ -301,6 +302,9 @@ class SoftEnv(gym.Env):
     def close(self) -> None:
         # (No __del__: a BulletClient disconnects itself when garbage-collected, and
         # EzPickle's unpickling shares the client of a temporary instance.)
+        body = getattr(self, "body", None)
+        if isinstance(body, SoftArmBody):  # its private dynamics client, if it made one
+            body.close()
         disconnect(self.client)
         disconnect(self._render_client)
         self.client = None
