@@ -30,6 +30,7 @@ BENCHES: dict[str, str] = {
     "realism": "soft_envs.bench.realism",
     "evaluate": "soft_envs.bench.evaluation",
     "rl": "soft_envs.bench.rl",
+    "learnability": "soft_envs.bench.learnability",
 }
 
 

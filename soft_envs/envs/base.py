@@ -112,6 +112,8 @@ class SoftEnv(gym.Env):
         self.render_mode = render_mode
         self.use_physics = bool(use_physics)
         self._closed = False
+        #: Entries of the last observation that were clipped into the observation space's bounds.
+        self.observation_clipped = 0
         self._previous_action: np.ndarray | None = None  # None until the first reset
         self._render_client = None  # for rendering a physics-free env
         gui = render_mode == "human" and has_display()
@@ -191,6 +193,13 @@ class SoftEnv(gym.Env):
     def _model_to_action(self, q: np.ndarray) -> np.ndarray:
         low, high = self._action_bounds()
         return 2.0 * (q - low) / (high - low) - 1.0
+
+    def _clip_observation(self, obs: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """``obs`` clipped into ``[low, high]`` as float32; the number of entries clipped goes to
+        :attr:`observation_clipped` (bounds should hold what the robot does: tests watch it)."""
+        clipped = np.clip(obs, low, high)
+        self.observation_clipped = int(np.count_nonzero(clipped != obs))
+        return clipped.astype(np.float32)
 
     # ------------------------------------------------------------------ conversions
     def action_to_model(self, action: Any) -> np.ndarray:

@@ -28,11 +28,29 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   physics step); its output goes to the chambers (``p = H⁻¹ τ``, bounded) or, with direct
   actuation, to the arm.
 * ``action_type="torque"``: the generalised actuation on ``(ΔL, a, b)`` per segment (axial
-  force [N], bending moments [N m]), normalised by :attr:`PCCTrackEnv.torque_limits`
-  (1.5 × the elastic force at the bounds), held over the control period (through the chambers
-  unless ``actuation="direct"``).
+  force [N], bending moments [N m]), normalised by :attr:`PCCTrackEnv.torque_limits` (the
+  elastic force at the workspace bounds: ``k_ΔL · 0.1 L`` axial, ``k_θ · 140° / √2`` per bending
+  axis, so that every corner of the action box holds the arm inside the box ``|θ| ≤ 140°``), held
+  over the control period (through the chambers unless ``actuation="direct"``).
 * ``action_type="pressure"`` (chamber actuation only): the chamber pressure set-points,
-  ``p = a · max_pressure`` [Pa], segment by segment, chamber ``j`` at ``γ_j = (j − 1) 2π/d``.
+  ``p = a · pressure_action_limit`` [Pa], segment by segment, chamber ``j`` at
+  ``γ_j = (j − 1) 2π/d``. :attr:`PCCTrackEnv.pressure_action_limit` is the largest pressure
+  whose every combination holds the arm, at rest, inside the paper's workspace box
+  (``|ΔL| ≤ 10 % L``, ``|θ| ≤ 140°``): 37.5 % of ``max_pressure`` with three chambers (one at
+  ``+p``, two at ``−p`` bend the segment ``2 α₁ r_b p / k_θ``), 50 % with two.
+
+Explorable by design (derivation; ``command_ramp_time``): the command — set-point (in the smooth
+coordinates ``(ΔL, a, b)``), torque or pressure — moves towards the action by at most its whole
+range times ``dt / command_ramp_time`` per control period (default 0.5 s: 10 % of the range per
+20 Hz step). A ramp of duration ``T`` leaves a lightly damped mode of frequency ``ω`` ringing
+with at most ``2 / (ω T)`` of the step (the ramp's spectrum, ``|sinc(ωT/2)|``): 11 % on the
+two-segment arm's first bending mode (36 rad/s, ζ ≈ 0.09, and the law's ``+D`` term cancels that
+damping). Without the ramp a uniformly random action jumps across the range every 50 ms, pumps
+those modes and folds a segment past 180° within a few steps (median random-action episode: 4,
+1 and 1 of 400 steps for configuration, torque and pressure; with the ramp every one lasts the
+400 steps, ``soft-envs bench learnability``). The ramp is 10 times faster than the spiral and the
+saddle ask of the set-points, so the IK controllers on the trajectories are not slowed by it;
+``command_ramp_time=0`` removes it (the earlier behaviour).
 
 Out-of-box actions are clipped (``info["action_clipped"]``). :meth:`~SoftEnv.action_to_model`
 and :meth:`~SoftEnv.model_to_action` convert between the action and the set-point (``φ``
@@ -98,6 +116,7 @@ PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pressure", "direct")
 STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
 MAX_DELAY = 10.0  # s
+DEFAULT_COMMAND_RAMP_TIME = 0.5  # s, whole range of the command (derivation in the module docstring)
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
 
 #: The PCC arm's sim-to-real perturbations (``realism=``); the first three need the chambers.
@@ -160,6 +179,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         tracking_weight: weight of the tracking term.
         success_threshold: tracking error counted as success [m].
         goal_conditioned: ``Dict`` observation with ``achieved_goal`` (tip) / ``desired_goal``.
+        command_ramp_time: least time [s] the command takes to cross its whole range (0: no
+            limit; see the module docstring).
         time_step: physics time step [s] (5 ms soft, 2 ms stiff); frame_skip: physics steps per
             ``env.step`` (10 soft, 25 stiff).
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
@@ -197,6 +218,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         time_step: float | None = None,
         frame_skip: int | None = None,
         realism: str | dict[str, Any] | None = "ideal",
+        command_ramp_time: float = DEFAULT_COMMAND_RAMP_TIME,
         **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
@@ -209,7 +231,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             rayleigh_stiffness=rayleigh_stiffness, random_start=random_start, start_straight=start_straight,
             tracking_weight=tracking_weight, success_threshold=success_threshold,
             goal_conditioned=goal_conditioned, time_step=time_step, frame_skip=frame_skip, realism=realism,
-            **kwargs)
+            command_ramp_time=command_ramp_time, **kwargs)
         if action_type not in ACTION_TYPES:
             raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
         if physics not in PHYSICS:
@@ -223,7 +245,11 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         rayleigh_stiffness = (DEFAULT_RAYLEIGH_STIFFNESS if soft else STIFF_RAYLEIGH_STIFFNESS) \
             if rayleigh_stiffness is None else rayleigh_stiffness
         check_nonnegative(tracking_weight=tracking_weight, rayleigh_stiffness=rayleigh_stiffness, payload=payload,
-                          regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay)
+                          regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
+                          command_ramp_time=command_ramp_time)
+        if command_ramp_time > MAX_DELAY:
+            raise InvalidParameterError(f"command_ramp_time must be at most {MAX_DELAY:g} s")
+        self.command_ramp_time = float(command_ramp_time)
         if regulator_delay > MAX_DELAY or regulator_time_constant > MAX_DELAY:
             raise InvalidParameterError(f"regulator times must be at most {MAX_DELAY:g} s")
         self.tracking_weight = float(tracking_weight)
@@ -267,18 +293,27 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self._goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                         basePosition=[0.0, 0.0, -1.0])
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
-        per = self.model.per_segment
-        spans = np.stack([self.model.elongation * self.model.segment_lengths] +
-                         [np.full(self.model.n_segments, self.model.max_bend)] * (per - 1), axis=-1).ravel()
-        #: Generalised-force scale of a torque action of 1 (axial [N], bending [N m]).
-        self.torque_limits = 1.5 * self.body.stiffness * spans
         #: The simulated arm's elastic stiffness without realism (axial [N/m], bending [N m/rad]).
         self.nominal_stiffness = self.body.stiffness.copy()
+        per = self.model.per_segment
+        bend_axis = self.model.max_bend / (np.sqrt(2.0) if per == 3 else 1.0)
+        spans = np.stack([self.model.elongation * self.model.segment_lengths] +
+                         [np.full(self.model.n_segments, bend_axis)] * (per - 1), axis=-1).ravel()
+        #: Generalised-force scale of a torque action of 1 (axial [N], bending [N m]): the elastic
+        #: force at the workspace bounds (every corner of the box holds the arm inside them).
+        self.torque_limits = self.nominal_stiffness * spans
+        #: Chamber pressure [Pa] of a pressure action of 1 (module docstring; chambers only).
+        self.pressure_action_limit = self._static_pressure_limit()
+        # Bounds (derivations): positions within 1.2 times the longest arm plus 5 cm; the paper's
+        # state within 2 max_bend per shortest segment (κ) and a strain of 1; every rate within its
+        # quantity's bound oscillating at the highest frequency the time step resolves (π / Δt),
+        # an envelope random actions stay well inside (``soft-envs bench learnability``).
         reach = 1.2 * self.model.total_length * (1 + self.model.elongation) + 0.05
         kappa = 2 * self.model.max_bend / (self.model.segment_lengths.min() * (1 - self.model.elongation))
         state_high = np.tile([1.0] + [kappa] * (per - 1), self.model.n_segments)
-        high = np.concatenate((np.full(6, reach), np.full(3, 2 * reach), np.full(3, 10.0), state_high,
-                               np.full(n, 1e3), np.ones(2))).astype(np.float32)
+        nyquist = np.pi / self.time_step  # rad/s
+        high = np.concatenate((np.full(6, reach), np.full(3, 2 * reach), np.full(3, nyquist * reach), state_high,
+                               nyquist * state_high, np.ones(2))).astype(np.float32)
         self._obs_high = high.astype(np.float64)
         self.goal_conditioned = bool(goal_conditioned)
         if self.goal_conditioned:
@@ -299,6 +334,35 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.goal = self.trajectory.position(0.0)
         self.tip, self.tip_velocity = self.body.tip_state()
         self.measured_tip, self.measured_velocity = self.tip, self.tip_velocity
+
+    def _static_pressure_limit(self) -> float:
+        """The largest ``p`` [Pa] (at most ``max_pressure``) such that every chamber pressure
+        vector in ``[−p, p]`` holds the nominal arm, at rest and without gravity, inside the
+        workspace box ``|ΔL| ≤ elongation · L``, ``|θ| ≤ max_bend`` (``u = K⁻¹ H_u p``)."""
+        per, n = self.model.per_segment, self.model.n_segments
+        chambers = self.model.pressure.chambers
+        corners = np.array(np.meshgrid(*[[-1.0, 1.0]] * chambers)).reshape(chambers, -1)  # (d, 2^d)
+        h = self.model.pressure.segment_matrix()
+        limit = self.model.pressure.max_pressure
+        for i in range(n):
+            u = (h @ corners) / self.nominal_stiffness[per * i:per * (i + 1), None]  # per pascal
+            bend = np.hypot(u[1], u[2]) if per == 3 else np.abs(u[1])
+            limit = min(limit, self.model.max_bend / bend.max(),
+                        self.model.elongation * self.model.segment_lengths[i] / np.abs(u[0]).max())
+        return float(limit)
+
+    def _command_step(self) -> np.ndarray | None:
+        """Largest change of the command per control period (smooth set-point coordinates,
+        torque or pressure), or ``None`` without a ramp."""
+        if self.command_ramp_time == 0.0:
+            return None
+        if self.action_type == "configuration":
+            span = self.model.smooth_upper - self.model.smooth_lower
+        elif self.action_type == "torque":
+            span = 2.0 * self.torque_limits
+        else:
+            span = np.full(self.model.n_dof, 2.0 * self.pressure_action_limit)
+        return span * min(1.0, self.dt / self.command_ramp_time)
 
     def _arm(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
         """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""
@@ -344,14 +408,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if self.action_type == "torque":
             return action * self.torque_limits
         if self.action_type == "pressure":
-            return action * self.model.pressure.max_pressure
+            return action * self.pressure_action_limit
         return super()._action_to_model(action)
 
     def _model_to_action(self, q: np.ndarray) -> np.ndarray:
         if self.action_type == "torque":
             return q / self.torque_limits
         if self.action_type == "pressure":
-            return q / self.model.pressure.max_pressure
+            return q / self.pressure_action_limit
         c = np.array(q, dtype=float)
         if not self.model.planar:  # φ wrapped into its bounds
             c[..., 2::3] = np.angle(np.exp(1j * c[..., 2::3]))
@@ -398,11 +462,20 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return self.setpoint if self.action_type == "configuration" else self._command_value
 
     def _apply_action(self, action: np.ndarray) -> None:
+        target = self.action_to_model(action)
+        step = self._command_step()
         if self.action_type == "configuration":
             self._previous_setpoint = self.setpoint
-            self.setpoint = self.action_to_model(action)
+            if step is not None:
+                u_from = self.model.to_smooth(self.setpoint)
+                change = self.model.to_smooth(target) - u_from
+                if np.any(np.abs(change) > step):
+                    target = self.model.from_smooth(u_from + np.clip(change, -step, step), reference=target)
+            self.setpoint = target
         else:
-            self._command_value = self.action_to_model(action)
+            if step is not None:
+                target = self._command_value + np.clip(target - self._command_value, -step, step)
+            self._command_value = target
 
     def _actuate(self, k: int, steps: int, u_from: np.ndarray | None, u_to: np.ndarray | None) -> None:
         """The command of physics step ``k`` of ``steps``: the PD + feed-forward law on its ticks
@@ -487,7 +560,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         phase = 2 * np.pi * self.time / self.trajectory.period
         obs = np.concatenate((tip, self.goal, self.goal - tip, self.measured_velocity, state, rate,
                               [np.sin(phase), np.cos(phase)]))
-        obs = np.clip(obs, -self._obs_high, self._obs_high).astype(np.float32)
+        obs = self._clip_observation(obs, -self._obs_high, self._obs_high)
         if self.goal_conditioned:
             return {"observation": obs[9:], "achieved_goal": obs[0:3], "desired_goal": obs[3:6]}
         return obs

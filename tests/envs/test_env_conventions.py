@@ -321,3 +321,32 @@ def test_base_keywords_pass_through_and_survive_pickling(env_id):
         e.close()
     with pytest.raises(TypeError):
         gym.make(env_id, not_a_keyword=1)
+
+
+# ---------------------------------------------------------------- learnability (issue 20)
+# The first episodes of every RL run are random: an env must survive them, keep its
+# observations inside (not clipped into) their bounds, and give rewards of order one.
+# A legged env's fall is its task's failure, not a model's limit: a shorter floor there.
+LEARNABLE_FRACTION = {"soft_envs/QuadrupedWalk-v0": 0.01, "soft_envs/QuadrupedPose-v0": 0.05}
+
+
+def _learnability_cases():
+    cases = [(env_id, {}) for env_id in ENV_IDS]
+    cases += [("soft_envs/PCCTrack-v0", {"action_type": kind}) for kind in ("torque", "pressure")]
+    return [pytest.param(env_id, kwargs, id=env_id.split("/")[-1] + "-" + "-".join(map(str, kwargs.values())),
+                         marks=[pytest.mark.slow] if "PCC" in env_id else [])
+            for env_id, kwargs in cases]
+
+
+@pytest.mark.parametrize("env_id, kwargs", _learnability_cases())
+def test_random_action_episodes_are_learnable(env_id, kwargs):
+    from soft_envs.bench.learnability import random_episodes
+
+    limit = gym.spec(env_id).max_episode_steps
+    fraction = LEARNABLE_FRACTION.get(env_id, 0.5)
+    # Episodes only need to reach the required length: cap them there.
+    m = random_episodes(env_id, kwargs, episodes=3, seed=0, max_steps=int(np.ceil(fraction * limit)))
+    assert np.median(m.lengths) >= fraction * limit, f"random episodes end after {m.lengths} of {limit} steps"
+    assert m.outside == 0.0
+    assert m.clipped == 0.0, "an observation entry was clipped into its bounds under random actions"
+    assert 0.03 <= m.reward_scale <= 30.0, f"per-step reward of order {m.reward_scale:.3g}, not one"
