@@ -201,8 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     t.set_defaults(func=_cmd_train_ik)
 
-    r = sub.add_parser("train-rl", help="train a Stable-Baselines3 policy on kinematic PeterReach-v0 "
-                                        "(needs the 'learn' extra)")
+    r = sub.add_parser("train-rl", help="train a Stable-Baselines3 policy on any env (--env; SAC+HER, PPO, "
+                                        "RecurrentPPO; checkpoints and --resume; needs the 'learn' extra)")
     from soft_envs.train_rl import add_arguments
 
     add_arguments(r)
