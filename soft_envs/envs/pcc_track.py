@@ -353,16 +353,20 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _command_step(self) -> np.ndarray | None:
         """Largest change of the command per control period (smooth set-point coordinates,
-        torque or pressure), or ``None`` without a ramp."""
+        torque or pressure), or ``None`` without a ramp. The axial coordinates are free (their
+        modes are overdamped, module docstring) except through the chambers' pressures."""
         if self.command_ramp_time == 0.0:
             return None
+        fraction = min(1.0, self.dt / self.command_ramp_time)
+        per = self.model.per_segment
+        if self.action_type == "pressure":
+            return np.full(self.model.n_dof, 2.0 * self.pressure_action_limit * fraction)
         if self.action_type == "configuration":
-            span = self.model.smooth_upper - self.model.smooth_lower
-        elif self.action_type == "torque":
-            span = 2.0 * self.torque_limits
+            step = (self.model.smooth_upper - self.model.smooth_lower) * fraction
         else:
-            span = np.full(self.model.n_dof, 2.0 * self.pressure_action_limit)
-        return span * min(1.0, self.dt / self.command_ramp_time)
+            step = 2.0 * self.torque_limits * fraction
+        step[0::per] = np.inf
+        return step
 
     def _arm(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
         """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""
