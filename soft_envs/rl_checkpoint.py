@@ -16,6 +16,7 @@ import pickle
 import random
 import shutil
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
             self.next_checkpoint = checkpoint_seconds
             total = round(seconds) if seconds is not None else steps
             self.bar = tqdm(total=total, desc="train-rl", unit="s" if seconds is not None else "step",
-                            disable=not progress, dynamic_ncols=True, initial=min(total or 0, round(elapsed0))
+                            disable=not progress or not sys.stderr.isatty(), dynamic_ncols=True, initial=min(total or 0, round(elapsed0))
                             if seconds is not None else self.num_timesteps)
 
         def save(self) -> None:

@@ -32,7 +32,8 @@ class Recipe:
     actions); ``n_envs``, ``n_steps``, ``n_epochs``, ``gae_lambda``, ``ent_coef``, ``clip_range``
     are PPO's (``n_envs`` parallel envs: the native vector env where one exists); ``env_kwargs``
     are ``gym.make`` keywords; ``standardize`` standardises the networks' input
-    (:class:`~soft_envs.policy_layers.StandardizedInput`).
+    (:class:`~soft_envs.policy_layers.StandardizedInput`, statistics of ``standardize_samples``
+    random-action steps).
     """
 
     env_id: str = "soft_envs/PeterReach-v0"
@@ -50,6 +51,7 @@ class Recipe:
     goal_selection_strategy: str = "future"
     action_noise: float = 0.1
     standardize: bool = True
+    standardize_samples: int = 2000
     n_envs: int = 1
     n_steps: int = 1024
     n_epochs: int = 10
@@ -71,7 +73,7 @@ class Recipe:
             check_integer("net_arch width", width, minimum=1, maximum=65_536)
         check_positive("learning_rate", self.learning_rate, 1.0)
         for name in ("batch_size", "buffer_size", "train_freq", "gradient_steps", "n_sampled_goal", "n_envs",
-                     "n_steps", "n_epochs"):
+                     "n_steps", "n_epochs", "standardize_samples"):
             check_integer(name, getattr(self, name), minimum=1)
         check_integer("learning_starts", self.learning_starts, minimum=0)
         if self.goal_selection_strategy not in ("future", "final", "episode"):

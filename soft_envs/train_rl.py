@@ -282,7 +282,7 @@ def make_model(recipe: Recipe, env, env_kwargs: dict[str, Any], seed: int, tenso
     if recipe.standardize:
         from soft_envs.policy_layers import StandardizedInput
 
-        mean, std = observation_statistics(recipe.env_id, env_kwargs, seed=seed + 1)
+        mean, std = observation_statistics(recipe.env_id, env_kwargs, recipe.standardize_samples, seed=seed + 1)
         policy_kwargs |= {"features_extractor_class": StandardizedInput,
                           "features_extractor_kwargs": {"mean": mean, "std": std}}
     common = dict(gamma=recipe.gamma, learning_rate=recipe.learning_rate, seed=seed, device="cpu", verbose=0,
@@ -361,6 +361,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
         checkpoint_seconds=None if checkpoint_every is None else 60.0 * checkpoint_every,
         run_state={"seed": seed, "recipe": dataclasses.asdict(recipe), "env_kwargs": env_kwargs})
     remaining = 10**12 if timesteps is None else max(0, timesteps - model.num_timesteps)
+    log(f"training {recipe.algo} on {recipe.env_id} {env_kwargs} from step {model.num_timesteps}")
     with rl_checkpoint.StopOnSigterm() as stop:
         callback.stop_flag = stop
         if remaining > 0 and (minutes is None or elapsed0 < 60.0 * minutes):

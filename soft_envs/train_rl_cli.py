@@ -11,7 +11,8 @@ from soft_envs.rl_recipes import ALGORITHMS, RECIPES, recipe_for
 #: Command-line options that override a recipe's field (``None``: keep the recipe's).
 _OVERRIDES = {"algo": "algo", "gamma": "gamma", "her": "her", "standardize": "standardize",
               "learning_rate": "learning_rate", "batch_size": "batch_size", "train_freq": "train_freq",
-              "gradient_steps": "gradient_steps", "n_envs": "n_envs", "learning_starts": "learning_starts"}
+              "gradient_steps": "gradient_steps", "n_envs": "n_envs", "learning_starts": "learning_starts",
+              "buffer_size": "buffer_size"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--learning-rate", type=float)
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--learning-starts", type=int)
+    parser.add_argument("--buffer-size", type=int, help="replay buffer capacity (off-policy)")
     parser.add_argument("--train-freq", type=int)
     parser.add_argument("--gradient-steps", type=int)
     parser.add_argument("--n-envs", type=int, help="PPO: parallel envs")
