@@ -117,11 +117,12 @@ RECIPES: dict[str, Recipe] = {
              "of the action alone): gamma 0.5 keeps the critic's target near the step's own reward; HER "
              "relabels every step with the tip it reached; standardised input (goals vary by mm about 0.12 m)"),
     "peter-soft": Recipe(
-        env_kwargs={"n_modules": 2},
+        net_arch=(128, 128), env_kwargs={"n_modules": 2},
         note="soft physics, ideal: the same as the kinematic recipe; the arm settles within the 0.1 s step "
              "(instant actuation), so the contextual-bandit view still holds"),
     "peter-soft-realistic": Recipe(
-        gamma=0.9, env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2},
+        gamma=0.9, net_arch=(128, 128),
+        env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2},
         note="a new robot every episode: the policy must close the loop on the measured error, so the "
              "action moves the set-points (delta) and the observation holds the last two steps"),
     "soft_envs/PCCTrack-v0": Recipe(
@@ -129,8 +130,12 @@ RECIPES: dict[str, Recipe] = {
         note="configuration set-points through the paper's PD + feed-forward law; tracking error in cm "
              "(O(1) a step); no HER (the goal moves with time, the phase is observed)"),
     "pcc-realistic": Recipe(
-        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, env_kwargs={"tracking_weight": 100.0, "realism": "realistic", "history": 2},
-        note="the realistic preset's 100-150 ms regulator delay: the observation holds the last two steps"),
+        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, net_arch=(128, 128),
+        env_kwargs={"tracking_weight": 100.0, "realism": "realistic", "action_mode": "delta", "delta_scale": 0.05,
+                    "history": 2},
+        note="a new arm every episode and the 100-150 ms regulator delay: the episode starts on the path, a "
+             "zero action holds the set-point (delta, 5 % of the range a step; the spiral needs about 1 %) and the "
+             "observation holds the last two steps"),
     "soft_envs/QuadrupedWalk-v0": Recipe(
         env_id="soft_envs/QuadrupedWalk-v0", her=False, gamma=0.99, learning_rate=3e-4, learning_starts=5000, env_kwargs={},
         note="SAC, the sample-efficient choice for a 60-min budget on 2 cores"),
