@@ -31,6 +31,7 @@ BENCHES: dict[str, str] = {
     "evaluate": "soft_envs.bench.evaluation",
     "rl": "soft_envs.bench.rl",
     "learnability": "soft_envs.bench.learnability",
+    "learned": "soft_envs.bench.learned",
 }
 
 

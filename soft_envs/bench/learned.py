@@ -1,0 +1,109 @@
+"""The learned baselines' goals (issue 20): policies trained by ``soft-envs train-rl`` evaluated with
+``soft-envs evaluate`` next to the IK controllers, on held-out seeds, ideal and realistic.
+
+The policies are read from the folder ``SOFT_ENVS_POLICIES`` (default ``runs/learned``):
+``peter_soft.zip`` (soft PeterReach, ideal), ``peter_real_abs.zip`` and ``peter_real_delta.zip``
+(realistic, absolute actions vs ``action_mode="delta"`` with ``history=2``: the ablation),
+``pcc_real.zip`` (PCCTrack spiral, realistic) and ``quadruped_ppo.zip`` (QuadrupedWalk); a
+missing one is skipped. Each ``PATH.json`` says how it was trained (recipe, steps, minutes).
+PCCTrack is also measured by its RMS tracking error over each episode (the goal's measure),
+next to the paper's PD + feed-forward law.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from soft_envs.bench import markdown_table
+
+TITLE = "Learned baselines (train-rl) next to the IK controllers: soft PETER, PCC spiral, quadruped walk"
+FIRST_SEED = 2_000_000  # held out: training draws from its own seed's stream, its evaluations from 1 000 000
+#: file stem -> (evaluate task, presets, what it was trained for)
+POLICIES = {
+    "peter_soft": ("peter-2", ("ideal",), "soft PeterReach, ideal"),
+    "peter_real_abs": ("peter-2", ("realistic",), "soft PeterReach, realistic, absolute actions"),
+    "peter_real_delta": ("peter-2", ("realistic",), "soft PeterReach, realistic, delta actions + history 2"),
+    "pcc_real": ("pcc-spiral", ("ideal", "realistic"), "PCCTrack spiral, trained realistic"),
+    "quadruped_ppo": ("quadruped-walk", ("ideal",), "QuadrupedWalk, PPO"),
+}
+IK = {"peter-2": ("trr-feedback",), "pcc-spiral": ("pd-ff", "pd-ff-feedback"), "quadruped-walk": ("trot",)}
+
+
+def _rms_episode(item: tuple[str, str, int]) -> float:
+    """RMS tracking error [m] of one PCC spiral episode (the evaluate task's env and length)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+    from soft_envs import evaluate as ev
+
+    controller, preset, seed = item
+    task = ev.TASKS["pcc-spiral"]
+    kwargs = dict(task.kwargs) | ev.PRESETS[preset] | {"max_episode_steps": task.max_steps}
+    if controller.startswith("sb3:"):
+        kwargs |= ev.SB3Policy.env_keywords(controller)
+    env = gym.make(task.env_id, **kwargs)
+    try:
+        agent = ev._controller(controller, env)
+        obs, info = env.reset(seed=seed)
+        agent.reset(obs, info)
+        errors, done = [], False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs))
+            errors.append(info["tracking_error"])
+            done = terminated or truncated
+        return float(np.sqrt(np.mean(np.square(errors))))
+    finally:
+        env.close()
+
+
+def pcc_rms(controllers: list[str], presets: tuple[str, ...], episodes: int, seed: int) -> list[list]:
+    """Rows ``[controller, preset, mean RMS mm, p95 RMS mm]`` over ``episodes`` seeded episodes."""
+    import multiprocessing as mp
+
+    rows = []
+    with mp.get_context("spawn").Pool(2) as pool:
+        for controller in controllers:
+            for preset in presets:
+                rms = np.array(pool.map(_rms_episode, [(controller, preset, seed + k) for k in range(episodes)]))
+                rows.append([controller, preset, f"{1e3 * rms.mean():.2f}", f"{1e3 * np.percentile(rms, 95):.2f}"])
+    return rows
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
+    from soft_envs import evaluate as ev
+    from soft_envs.clock import now
+    from soft_envs.train_rl import policy_record
+
+    folder = Path(os.environ.get("SOFT_ENVS_POLICIES", "runs/learned"))
+    episodes = 50 if full else 5
+    first = FIRST_SEED + seed
+    trained, parts = [], []
+    for stem, (task, presets, label) in POLICIES.items():
+        path = folder / f"{stem}.zip"
+        if not path.exists():
+            continue
+        record = policy_record(path)
+        algo = record.get("algo", "SAC")
+        spec = f"sb3:{algo}:{path}"
+        recipe = record.get("recipe", {})
+        trained.append([label, f"{algo}{' + HER' if recipe.get('her') else ''}", record.get("timesteps"),
+                        f"{record.get('seconds', float('nan')) / 60:.1f}", f"`{record.get('env_kwargs')}`"])
+        start = now()
+        result = ev.evaluate(ev.jobs_for([task], list(IK[task]) + [spec], presets=presets, episodes=episodes,
+                                         seed=first), workers=2, progress=True)
+        table = result.table().replace(spec, f"**{stem}** ({algo})")
+        parts.append(f"**{label}** — `soft-envs evaluate --tasks {task} --controllers {' '.join(IK[task])} {spec} "
+                     f"--presets {' '.join(presets)} --episodes {episodes} --seed {first}` "
+                     f"({now() - start:.0f} s):\n\n{table}")
+        if task == "pcc-spiral":
+            rows = pcc_rms(list(IK[task]) + [spec], presets, episodes, first)
+            rows = [[r[0].replace(spec, f"**{stem}**")] + r[1:] for r in rows]
+            parts.append("RMS tracking error over each 100-step (5 s) episode, the same seeds:\n\n" + markdown_table(
+                ["controller", "preset", "mean RMS [mm]", "p95 RMS [mm]"], rows))
+    head = markdown_table(["policy", "algorithm", "env steps", "wall [min]", "env keywords"], trained)
+    return (f"Policies from `{folder}` (`PATH.json` holds each one's recipe, seed, steps and wall time). "
+            f"Evaluated over {episodes} held-out seeded episodes (seeds from {first}) per row, next to the IK "
+            f"controllers, in 2 worker processes.\n\n{head}\n\n" + "\n\n".join(parts))
