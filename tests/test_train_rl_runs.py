@@ -143,3 +143,13 @@ def test_tensorboard_logs_are_written(tmp_path):
     train(recipe, minutes=None, timesteps=80, eval_every=10**6, eval_episodes=1, tensorboard=str(tmp_path / "tb"),
           progress=False, log=lambda *_: None)
     assert any(name.startswith("events.") for _, _, files in os.walk(tmp_path / "tb") for name in files)
+
+
+@pytest.mark.slow
+def test_the_learned_baseline_example_runs(tmp_path, capsys):
+    import runpy
+
+    example = runpy.run_path(str(__import__("pathlib").Path(__file__).parents[1] / "examples" / "learned_baseline.py"))
+    example["main"](["peter-soft", "--smoke", "--episodes", "1", "--output", str(tmp_path / "p.zip")])
+    table = capsys.readouterr().out
+    assert "trr-feedback" in table and "sb3:SAC:" in table

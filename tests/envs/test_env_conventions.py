@@ -350,3 +350,35 @@ def test_random_action_episodes_are_learnable(env_id, kwargs):
     assert m.outside == 0.0
     assert m.clipped == 0.0, "an observation entry was clipped into its bounds under random actions"
     assert 0.03 <= m.reward_scale <= 30.0, f"per-step reward of order {m.reward_scale:.3g}, not one"
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_delta_actions_and_observation_history(env_id):
+    """``action_mode="delta"``: a zero action holds the command, the observation ends with it;
+    ``history=2``: the observation carries the previous two observations and commands."""
+    plain = gym.make(env_id)
+    env = gym.make(env_id, action_mode="delta", delta_scale=0.5, history=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped)
+    assert [str(w.message) for w in caught if "display" not in str(w.message)] == []
+    n_obs = plain.observation_space.shape[0]
+    n_act = plain.action_space.shape[0]
+    assert env.observation_space.shape == (3 * n_obs + 3 * n_act,)
+    obs, _ = env.reset(seed=0)
+    held = env.unwrapped.previous_action
+    np.testing.assert_allclose(obs[n_obs:n_obs + n_act], held, atol=1e-6)  # the command after the observation
+    obs1, *_ = env.step(np.zeros(n_act, dtype=np.float32))
+    np.testing.assert_allclose(env.unwrapped.previous_action, held)  # zero change: the same command
+    push = np.full(n_act, 0.2, dtype=np.float32)
+    obs2, *_ = env.step(push)
+    np.testing.assert_allclose(env.unwrapped.previous_action, np.clip(held + 0.1, -1, 1), atol=1e-6)
+    np.testing.assert_array_equal(obs2[n_obs + n_act:2 * n_obs + 2 * n_act], obs1[:n_obs + n_act])  # one step old
+    np.testing.assert_array_equal(obs2[2 * n_obs + 2 * n_act:], obs1[n_obs + n_act:2 * n_obs + 2 * n_act])
+    assert env.observation_space.contains(obs2)
+    env.close()
+    plain.close()
+    with pytest.raises(InvalidParameterError):
+        gym.make(env_id, action_mode="relative")
+    with pytest.raises(InvalidParameterError):
+        gym.make(env_id, history=-1)
