@@ -153,3 +153,16 @@ def test_the_learned_baseline_example_runs(tmp_path, capsys):
     example["main"](["peter-soft", "--smoke", "--episodes", "1", "--output", str(tmp_path / "p.zip")])
     table = capsys.readouterr().out
     assert "trr-feedback" in table and "sb3:SAC:" in table
+
+
+def test_the_readme_snippet_of_the_loop_closing_options_runs():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    section = text[text.index("Options that let a policy close the loop"):]
+    snippet = section[section.index("```python") + len("```python"):section.index("```\n", section.index("```python"))]
+    scope: dict = {}
+    exec(snippet, scope)  # noqa: S102
+    env = scope["env"]
+    assert env.unwrapped.action_mode == "delta" and env.unwrapped.history == 2
+    env.close()
