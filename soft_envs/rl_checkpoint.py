@@ -90,7 +90,7 @@ class StopOnSigterm:
         self.requested = False
         self._previous = None
 
-    def __enter__(self) -> "StopOnSigterm":
+    def __enter__(self) -> StopOnSigterm:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGTERM, self._handle)
         return self
@@ -105,12 +105,14 @@ class StopOnSigterm:
 
 def budget_callback(seconds: float | None, steps: int | None, eval_every: int, evaluate, progress: bool, log, *,
                     elapsed0: float = 0.0, history: list | None = None, checkpoint: Checkpoint | None = None,
-                    checkpoint_seconds: float | None = None, run_state: dict[str, Any] | None = None):
+                    checkpoint_seconds: float | None = None, run_state: dict[str, Any] | None = None,
+                    live_state=None):
     """An SB3 callback that stops at the budget (``seconds`` of wall time, of which ``elapsed0``
     were used before a resume, or ``steps``), evaluates every ``eval_every`` steps
     (``evaluate(model) -> EvalResult``), checkpoints every ``checkpoint_seconds`` and when its
     ``stop_flag`` (a :class:`StopOnSigterm`) is raised, and drives the progress bar (seconds with
-    a time budget, else steps). ``history`` lists the evaluations as ``(steps, seconds, summary)``."""
+    a time budget, else steps). ``history`` lists the evaluations as ``(steps, seconds, summary)``;
+    ``live_state()`` (a dict) joins every checkpoint's state."""
     from stable_baselines3.common.callbacks import BaseCallback
     from tqdm.auto import tqdm
 
@@ -127,13 +129,14 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
             self.next_eval = (self.num_timesteps // eval_every + 1) * eval_every
             self.next_checkpoint = checkpoint_seconds
             total = round(seconds) if seconds is not None else steps
+            initial = min(total, round(elapsed0)) if seconds is not None else self.num_timesteps
             self.bar = tqdm(total=total, desc="train-rl", unit="s" if seconds is not None else "step",
-                            disable=not progress or not sys.stderr.isatty(), dynamic_ncols=True, initial=min(total or 0, round(elapsed0))
-                            if seconds is not None else self.num_timesteps)
+                            disable=not progress or not sys.stderr.isatty(), dynamic_ncols=True, initial=initial)
 
         def save(self) -> None:
             if checkpoint is not None:
-                checkpoint.save(self.model, dict(run_state or {}) | {
+                live = live_state() if live_state is not None else {}
+                checkpoint.save(self.model, dict(run_state or {}) | live | {
                     "timesteps": self.num_timesteps, "elapsed": elapsed0 + self.elapsed, "history": self.history,
                     "budget_seconds": seconds, "budget_steps": steps})
 

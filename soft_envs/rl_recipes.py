@@ -61,7 +61,7 @@ class Recipe:
     env_kwargs: dict[str, Any] = field(default_factory=lambda: {"n_modules": 2, "kinematic": True})
     note: str = ""
 
-    def validate(self) -> "Recipe":
+    def validate(self) -> Recipe:
         """Raise :class:`InvalidParameterError` on a bad value; return ``self``."""
         if self.algo.upper() not in ALGORITHMS:
             raise InvalidParameterError(f"algo must be one of {ALGORITHMS}; got {self.algo!r}")
@@ -92,7 +92,7 @@ class Recipe:
     def off_policy(self) -> bool:
         return self.algo.upper() in OFF_POLICY
 
-    def replace(self, **changes: Any) -> "Recipe":
+    def replace(self, **changes: Any) -> Recipe:
         """A copy with ``changes`` (``env_kwargs`` merged into the recipe's)."""
         if "env_kwargs" in changes:
             changes["env_kwargs"] = dict(self.env_kwargs) | dict(changes["env_kwargs"] or {})
@@ -137,7 +137,8 @@ RECIPES: dict[str, Recipe] = {
              "zero action holds the set-point (delta, 5 % of the range a step; the spiral needs about 1 %) and the "
              "observation holds the last two steps"),
     "soft_envs/QuadrupedWalk-v0": Recipe(
-        env_id="soft_envs/QuadrupedWalk-v0", her=False, gamma=0.99, learning_rate=3e-4, learning_starts=5000, env_kwargs={},
+        env_id="soft_envs/QuadrupedWalk-v0", her=False, gamma=0.99, learning_rate=3e-4, learning_starts=5000,
+        env_kwargs={},
         note="SAC, the sample-efficient choice for a 60-min budget on 2 cores"),
     "quadruped-walk-ppo": Recipe(env_id="soft_envs/QuadrupedWalk-v0", **_PPO, env_kwargs={},
                                  note="PPO on 4 envs (the native vector env where one exists)"),

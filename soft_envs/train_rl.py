@@ -24,10 +24,8 @@ the learner share the cores. Needs the ``learn`` extra (PyTorch, stable-baseline
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -355,11 +353,14 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     def evaluate(m):
         return evaluate_policy(m, env_kwargs, eval_episodes, env_id=recipe.env_id)
 
+    cpu0, cpu_before = _cpu_time(), float(state.get("cpu_seconds", 0.0)) if state else 0.0
+
     callback = rl_checkpoint.budget_callback(
         None if minutes is None else 60.0 * minutes, timesteps, eval_every, evaluate, progress, log,
         elapsed0=elapsed0, history=history, checkpoint=ckpt,
         checkpoint_seconds=None if checkpoint_every is None else 60.0 * checkpoint_every,
-        run_state={"seed": seed, "recipe": dataclasses.asdict(recipe), "env_kwargs": env_kwargs})
+        run_state={"seed": seed, "recipe": dataclasses.asdict(recipe), "env_kwargs": env_kwargs},
+        live_state=lambda: {"cpu_seconds": cpu_before + _cpu_time() - cpu0})
     remaining = 10**12 if timesteps is None else max(0, timesteps - model.num_timesteps)
     log(f"training {recipe.algo} on {recipe.env_id} {env_kwargs} from step {model.num_timesteps}")
     with rl_checkpoint.StopOnSigterm() as stop:
@@ -368,6 +369,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
             model.learn(total_timesteps=remaining, callback=callback, reset_num_timesteps=state is None,
                         tb_log_name=f"{recipe.algo}_{recipe.env_id.split('/')[-1]}_seed{seed}")
     seconds = elapsed0 + callback.elapsed
+    cpu_seconds = cpu_before + _cpu_time() - cpu0
     result = TrainResult(model.num_timesteps, seconds, None, callback.history, env_kwargs, env_id=recipe.env_id,
                          interrupted=callback.interrupted)
     env.close()
@@ -379,10 +381,20 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     if output is not None:
         result.path = str(save_policy(model, output, env_kwargs, {
             "recipe": dataclasses.asdict(recipe), "seed": seed, "timesteps": model.num_timesteps,
-            "seconds": seconds, "evaluation": result.final.summary() | {"first_seed": EVAL_SEED}},
+            "seconds": seconds, "cpu_seconds": cpu_seconds,
+            "evaluation": result.final.summary() | {"first_seed": EVAL_SEED}},
             env_id=recipe.env_id))
         log(f"saved {result.path} (+ {_sidecar(result.path).name})")
     return result
+
+
+def _cpu_time() -> float:
+    """CPU time [s] of this process and its finished children (a record of what a run got on a
+    shared machine, next to its wall time; never a budget)."""
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="soft_envs/PeterReach-v0",
                         help="env id (its recipe: soft_envs.rl_recipes.RECIPES); default kinematic PeterReach")
     parser.add_argument("--recipe", help=f"a named recipe instead of the env's: {', '.join(sorted(RECIPES))}")
-    parser.add_argument("--env-kwargs", default="{}", help='gym.make keywords as JSON, e.g. \'{"realism": "realistic"}\'')
+    parser.add_argument("--env-kwargs", default="{}",
+                        help='gym.make keywords as JSON, e.g. \'{"realism": "realistic"}\'')
     parser.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
                         help=f"wall-clock budget [min] (default {DEFAULT_MINUTES:g}; 0: none, then --timesteps)")
     parser.add_argument("--timesteps", type=int, help="env-step budget (whichever budget ends first)")

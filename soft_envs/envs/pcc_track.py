@@ -34,23 +34,20 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   over the control period (through the chambers unless ``actuation="direct"``).
 * ``action_type="pressure"`` (chamber actuation only): the chamber pressure set-points,
   ``p = a · pressure_action_limit`` [Pa], segment by segment, chamber ``j`` at
-  ``γ_j = (j − 1) 2π/d``. :attr:`PCCTrackEnv.pressure_action_limit` is the largest pressure
-  whose every combination holds the arm, at rest, inside the paper's workspace box
-  (``|ΔL| ≤ 10 % L``, ``|θ| ≤ 140°``): 37.5 % of ``max_pressure`` with three chambers (one at
-  ``+p``, two at ``−p`` bend the segment ``2 α₁ r_b p / k_θ``), 50 % with two.
+  ``γ_j = (j − 1) 2π/d``; :attr:`PCCTrackEnv.pressure_action_limit`:
+  :func:`~soft_envs.robots.pcc_pressure.workspace_pressure_limit` (37.5 % of ``max_pressure``).
 
-Explorable by design (derivation; ``command_ramp_time``): the command — set-point (in the smooth
-coordinates ``(ΔL, a, b)``), torque or pressure — moves towards the action by at most its whole
-range times ``dt / command_ramp_time`` per control period (default 0.5 s: 10 % of the range per
-20 Hz step). A ramp of duration ``T`` leaves a lightly damped mode of frequency ``ω`` ringing
-with at most ``2 / (ω T)`` of the step (the ramp's spectrum, ``|sinc(ωT/2)|``): 11 % on the
-two-segment arm's first bending mode (36 rad/s, ζ ≈ 0.09, and the law's ``+D`` term cancels that
-damping). Without the ramp a uniformly random action jumps across the range every 50 ms, pumps
-those modes and folds a segment past 180° within a few steps (median random-action episode: 4,
-1 and 1 of 400 steps for configuration, torque and pressure; with the ramp every one lasts the
-400 steps, ``soft-envs bench learnability``). The ramp is 10 times faster than the spiral and the
-saddle ask of the set-points, so the IK controllers on the trajectories are not slowed by it;
-``command_ramp_time=0`` removes it (the earlier behaviour).
+Explorable by design (``command_ramp_time``, default 0.5 s): the command's bending part
+(set-point ``(a, b)`` in the smooth coordinates, bending moments) and the pressures move towards
+the action by at most their whole range times ``dt / command_ramp_time`` per control period (10 %
+per 20 Hz step; the axial modes are overdamped, the axial part is free). Derivation: a ramp of
+duration ``T`` leaves a lightly damped mode ``ω`` ringing with at most ``2 / (ω T)`` of the step
+(the ramp's spectrum ``|sinc(ωT/2)|``): 11 % on the two-segment arm's first bending mode (36 rad/s,
+ζ ≈ 0.09, which the law's ``+D`` term cancels). Without it a uniformly random action jumps across
+the range every 50 ms and folds a segment past 180° within a few steps (median random episode 4,
+1 and 1 of 400 steps for configuration, torque and pressure; with it 400,
+``soft-envs bench learnability``). The IK set-points of the spiral move by at most 1 % of the
+bending range a step, the saddle's up to 11 % (slightly limited); ``command_ramp_time=0``: no ramp.
 
 Out-of-box actions are clipped (``info["action_clipped"]``). :meth:`~SoftEnv.action_to_model`
 and :meth:`~SoftEnv.model_to_action` convert between the action and the set-point (``φ``
@@ -103,7 +100,7 @@ from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS
-from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
+from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, workspace_pressure_limit
 from soft_envs.sim.actuators import PressureRegulator
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
 from soft_envs.sim.realism import DelayedSensor, Perturbation
@@ -303,7 +300,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         #: force at the workspace bounds (every corner of the box holds the arm inside them).
         self.torque_limits = self.nominal_stiffness * spans
         #: Chamber pressure [Pa] of a pressure action of 1 (module docstring; chambers only).
-        self.pressure_action_limit = self._static_pressure_limit()
+        self.pressure_action_limit = workspace_pressure_limit(self.model, self.nominal_stiffness)
         # Bounds (derivations): positions within 1.2 times the longest arm plus 5 cm; the paper's
         # state within 2 max_bend per shortest segment (κ) and a strain of 1; every rate within its
         # quantity's bound oscillating at the highest frequency the time step resolves (π / Δt),
@@ -334,22 +331,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.goal = self.trajectory.position(0.0)
         self.tip, self.tip_velocity = self.body.tip_state()
         self.measured_tip, self.measured_velocity = self.tip, self.tip_velocity
-
-    def _static_pressure_limit(self) -> float:
-        """The largest ``p`` [Pa] (at most ``max_pressure``) such that every chamber pressure
-        vector in ``[−p, p]`` holds the nominal arm, at rest and without gravity, inside the
-        workspace box ``|ΔL| ≤ elongation · L``, ``|θ| ≤ max_bend`` (``u = K⁻¹ H_u p``)."""
-        per, n = self.model.per_segment, self.model.n_segments
-        chambers = self.model.pressure.chambers
-        corners = np.array(np.meshgrid(*[[-1.0, 1.0]] * chambers)).reshape(chambers, -1)  # (d, 2^d)
-        h = self.model.pressure.segment_matrix()
-        limit = self.model.pressure.max_pressure
-        for i in range(n):
-            u = (h @ corners) / self.nominal_stiffness[per * i:per * (i + 1), None]  # per pascal
-            bend = np.hypot(u[1], u[2]) if per == 3 else np.abs(u[1])
-            limit = min(limit, self.model.max_bend / bend.max(),
-                        self.model.elongation * self.model.segment_lengths[i] / np.abs(u[0]).max())
-        return float(limit)
 
     def _command_step(self) -> np.ndarray | None:
         """Largest change of the command per control period (smooth set-point coordinates,
