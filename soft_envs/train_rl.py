@@ -354,6 +354,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
         return evaluate_policy(m, env_kwargs, eval_episodes, env_id=recipe.env_id)
 
     cpu0, cpu_before = _cpu_time(), float(state.get("cpu_seconds", 0.0)) if state else 0.0
+    load_start = _load_average()
 
     callback = rl_checkpoint.budget_callback(
         None if minutes is None else 60.0 * minutes, timesteps, eval_every, evaluate, progress, log,
@@ -381,7 +382,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     if output is not None:
         result.path = str(save_policy(model, output, env_kwargs, {
             "recipe": dataclasses.asdict(recipe), "seed": seed, "timesteps": model.num_timesteps,
-            "seconds": seconds, "cpu_seconds": cpu_seconds,
+            "seconds": seconds, "cpu_seconds": cpu_seconds, "load_average": [load_start, _load_average()],
             "evaluation": result.final.summary() | {"first_seed": EVAL_SEED}},
             env_id=recipe.env_id))
         log(f"saved {result.path} (+ {_sidecar(result.path).name})")
@@ -395,6 +396,16 @@ def _cpu_time() -> float:
 
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+def _load_average() -> float | None:
+    """The machine's 1-minute load average (``None`` where the OS has none)."""
+    import os
+
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):  # pragma: no cover - platform
+        return None
 
 
 def parse_seeds(text: str) -> list[int]:

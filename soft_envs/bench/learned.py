@@ -89,8 +89,12 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         algo = record.get("algo", "SAC")
         spec = f"sb3:{algo}:{path}"
         recipe = record.get("recipe", {})
+        load = record.get("load_average") or ["?", "?"]
+        cpu = record.get("cpu_seconds")
         trained.append([label, f"{algo}{' + HER' if recipe.get('her') else ''}", record.get("timesteps"),
-                        f"{record.get('seconds', float('nan')) / 60:.1f}", f"`{record.get('env_kwargs')}`"])
+                        f"{record.get('seconds', float('nan')) / 60:.1f}",
+                        "?" if cpu is None else f"{cpu / 60:.1f}", f"{load[0]} → {load[1]}",
+                        f"`{record.get('env_kwargs')}`"])
         start = now()
         result = ev.evaluate(ev.jobs_for([task], list(IK[task]) + [spec], presets=presets, episodes=episodes,
                                          seed=first), workers=2, progress=True)
@@ -103,7 +107,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             rows = [[r[0].replace(spec, f"**{stem}**")] + r[1:] for r in rows]
             parts.append("RMS tracking error over each 100-step (5 s) episode, the same seeds:\n\n" + markdown_table(
                 ["controller", "preset", "mean RMS [mm]", "p95 RMS [mm]"], rows))
-    head = markdown_table(["policy", "algorithm", "env steps", "wall [min]", "env keywords"], trained)
+    head = markdown_table(["policy", "algorithm", "env steps", "wall [min]", "CPU [min]", "load (1-min) start → end",
+                           "env keywords"], trained)
     return (f"Policies from `{folder}` (`PATH.json` holds each one's recipe, seed, steps and wall time). "
             f"Evaluated over {episodes} held-out seeded episodes (seeds from {first}) per row, next to the IK "
             f"controllers, in 2 worker processes.\n\n{head}\n\n" + "\n\n".join(parts))
