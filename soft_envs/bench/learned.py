@@ -21,15 +21,22 @@ from soft_envs.bench import markdown_table
 
 TITLE = "Learned baselines (train-rl) next to the IK controllers: soft PETER, PCC spiral, quadruped walk"
 FIRST_SEED = 2_000_000  # held out: training draws from its own seed's stream, its evaluations from 1 000 000
-#: file stem -> (evaluate task, presets, what it was trained for)
+#: file stem -> what it was trained for
 POLICIES = {
-    "peter_soft": ("peter-2", ("ideal",), "soft PeterReach, ideal"),
-    "peter_real_abs": ("peter-2", ("realistic",), "soft PeterReach, realistic, absolute actions"),
-    "peter_real_delta": ("peter-2", ("realistic",), "soft PeterReach, realistic, delta actions + history 2"),
-    "pcc_real": ("pcc-spiral", ("ideal", "realistic"), "PCCTrack spiral, trained realistic"),
-    "quadruped_ppo": ("quadruped-walk", ("ideal",), "QuadrupedWalk, PPO"),
+    "peter_soft": "soft PeterReach, ideal",
+    "peter_real_abs": "soft PeterReach, realistic, absolute actions",
+    "peter_real_delta": "soft PeterReach, realistic, delta actions + history 2",
+    "pcc_real": "PCCTrack spiral, trained realistic (delta actions + history 2)",
+    "quadruped_ppo": "QuadrupedWalk, PPO",
 }
-IK = {"peter-2": ("trr-feedback",), "pcc-spiral": ("pd-ff", "pd-ff-feedback"), "quadruped-walk": ("trot",)}
+#: (evaluate task, presets, IK controllers, policy stems) evaluated together
+GROUPS = (
+    ("peter-2", ("ideal",), ("trr-feedback",), ("peter_soft",)),
+    ("peter-2", ("realistic",), ("trr-feedback",), ("peter_real_abs", "peter_real_delta")),
+    ("pcc-spiral", ("ideal", "realistic"), ("pd-ff",), ("pcc_real",)),
+    ("quadruped-walk", ("ideal",), ("trot",), ("quadruped_ppo",)),
+)
+WORKERS = 3
 
 
 def _rms_episode(item: tuple[str, str, int]) -> float:
@@ -64,7 +71,7 @@ def pcc_rms(controllers: list[str], presets: tuple[str, ...], episodes: int, see
     import multiprocessing as mp
 
     rows = []
-    with mp.get_context("spawn").Pool(2) as pool:
+    with mp.get_context("spawn").Pool(WORKERS) as pool:
         for controller in controllers:
             for preset in presets:
                 rms = np.array(pool.map(_rms_episode, [(controller, preset, seed + k) for k in range(episodes)]))
@@ -80,35 +87,44 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     folder = Path(os.environ.get("SOFT_ENVS_POLICIES", "runs/learned"))
     episodes = 50 if full else 5
     first = FIRST_SEED + seed
-    trained, parts = [], []
-    for stem, (task, presets, label) in POLICIES.items():
+    trained, parts, specs = [], [], {}
+    for stem, label in POLICIES.items():
         path = folder / f"{stem}.zip"
         if not path.exists():
             continue
         record = policy_record(path)
         algo = record.get("algo", "SAC")
-        spec = f"sb3:{algo}:{path}"
+        specs[stem] = f"sb3:{algo}:{path}"
         recipe = record.get("recipe", {})
         load = record.get("load_average") or ["?", "?"]
         cpu = record.get("cpu_seconds")
-        trained.append([label, f"{algo}{' + HER' if recipe.get('her') else ''}", record.get("timesteps"),
-                        f"{record.get('seconds', float('nan')) / 60:.1f}",
+        trained.append([f"**{stem}**: {label}", f"{algo}{' + HER' if recipe.get('her') else ''}",
+                        record.get("timesteps"), f"{record.get('seconds', float('nan')) / 60:.1f}",
                         "?" if cpu is None else f"{cpu / 60:.1f}", f"{load[0]} → {load[1]}",
                         f"`{record.get('env_kwargs')}`"])
+    for task, presets, ik, stems in GROUPS:
+        mine = [specs[s] for s in stems if s in specs]
+        if not mine:
+            continue
+        controllers = list(ik) + mine
         start = now()
-        result = ev.evaluate(ev.jobs_for([task], list(IK[task]) + [spec], presets=presets, episodes=episodes,
-                                         seed=first), workers=2, progress=True)
-        table = result.table().replace(spec, f"**{stem}** ({algo})")
-        parts.append(f"**{label}** — `soft-envs evaluate --tasks {task} --controllers {' '.join(IK[task])} {spec} "
-                     f"--presets {' '.join(presets)} --episodes {episodes} --seed {first}` "
-                     f"({now() - start:.0f} s):\n\n{table}")
+        result = ev.evaluate(ev.jobs_for([task], controllers, presets=presets, episodes=episodes, seed=first),
+                             workers=WORKERS, progress=True)
+        table = result.table()
+        for stem in stems:
+            if stem in specs:
+                table = table.replace(specs[stem], f"**{stem}**")
+        parts.append(f"`soft-envs evaluate --tasks {task} --controllers {' '.join(controllers)} "
+                     f"--presets {' '.join(presets)} --episodes {episodes} --seed {first}` ({now() - start:.0f} s):"
+                     f"\n\n{table}")
         if task == "pcc-spiral":
-            rows = pcc_rms(list(IK[task]) + [spec], presets, episodes, first)
-            rows = [[r[0].replace(spec, f"**{stem}**")] + r[1:] for r in rows]
+            rows = pcc_rms(controllers, presets, episodes, first)
+            for stem in stems:
+                rows = [[r[0].replace(specs.get(stem, "\0"), f"**{stem}**")] + r[1:] for r in rows]
             parts.append("RMS tracking error over each 100-step (5 s) episode, the same seeds:\n\n" + markdown_table(
                 ["controller", "preset", "mean RMS [mm]", "p95 RMS [mm]"], rows))
     head = markdown_table(["policy", "algorithm", "env steps", "wall [min]", "CPU [min]", "load (1-min) start → end",
                            "env keywords"], trained)
-    return (f"Policies from `{folder}` (`PATH.json` holds each one's recipe, seed, steps and wall time). "
+    return (f"Policies from `{folder}` (`PATH.json` holds each one's recipe, seed, steps, wall and CPU time). "
             f"Evaluated over {episodes} held-out seeded episodes (seeds from {first}) per row, next to the IK "
-            f"controllers, in 2 worker processes.\n\n{head}\n\n" + "\n\n".join(parts))
+            f"controllers, in {WORKERS} worker processes.\n\n{head}\n\n" + "\n\n".join(parts))
