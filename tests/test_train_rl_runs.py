@@ -166,3 +166,11 @@ def test_the_readme_snippet_of_the_loop_closing_options_runs():
     env = scope["env"]
     assert env.unwrapped.action_mode == "delta" and env.unwrapped.history == 2
     env.close()
+
+
+@pytest.mark.budget
+def test_the_wall_clock_budget_reads_the_clock(expiring_clock, tmp_path):
+    recipe = recipe_for("soft_envs/PeterReach-v0").replace(**SMALL)
+    expiring_clock(40)  # after 40 reads every deadline has passed
+    result = train(recipe, minutes=1.0, eval_every=10**6, eval_episodes=1, progress=False, log=lambda *_: None)
+    assert 0 < result.timesteps < 60 and result.seconds >= 60.0
