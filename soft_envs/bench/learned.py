@@ -37,6 +37,10 @@ GROUPS = (
     ("quadruped-walk", ("ideal",), ("trot",), ("quadruped_ppo",)),
 )
 WORKERS = 3
+GOALS = ("Goals (issue 20): soft PeterReach ideal ≥ 90 % within 1 mm in ≤ 30 min; realistic ≥ 90 % within 5 mm and "
+         "≥ 50 % within 1 mm in ≤ 60 min; PCC spiral RMS ≤ 2× the PD + feed-forward law's under ideal and ≤ the "
+         "law's under realistic; QuadrupedWalk faster than the trot (0.098 m/s) with no falls, in ≤ 60 min, on 2 "
+         "cores. The wall time is the budget; the CPU time is what the run got of the shared machine.\n\n")
 
 
 def _rms_episode(item: tuple[str, str, int]) -> float:
@@ -125,6 +129,6 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
                 ["controller", "preset", "mean RMS [mm]", "p95 RMS [mm]"], rows))
     head = markdown_table(["policy", "algorithm", "env steps", "wall [min]", "CPU [min]", "load (1-min) start → end",
                            "env keywords"], trained)
-    return (f"Policies from `{folder}` (`PATH.json` holds each one's recipe, seed, steps, wall and CPU time). "
+    return (GOALS + f"Policies from `{folder}` (`PATH.json` holds each one's recipe, seed, steps, wall and CPU time). "
             f"Evaluated over {episodes} held-out seeded episodes (seeds from {first}) per row, next to the IK "
             f"controllers, in {WORKERS} worker processes.\n\n{head}\n\n" + "\n\n".join(parts))
