@@ -106,6 +106,11 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
                         record.get("timesteps"), f"{record.get('seconds', float('nan')) / 60:.1f}",
                         "?" if cpu is None else f"{cpu / 60:.1f}", f"{load[0]} → {load[1]}",
                         f"`{record.get('env_kwargs')}`"])
+    if not specs:
+        from soft_envs.exceptions import MissingDependencyError
+
+        raise MissingDependencyError(f"no trained policies in {folder} (set SOFT_ENVS_POLICIES; train them with "
+                                     "examples/learned_baseline.py)")
     for task, presets, ik, stems in GROUPS:
         mine = [specs[s] for s in stems if s in specs]
         if not mine:
