@@ -51,7 +51,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import soft_envs
-
     from soft_envs.trajectories import TRAJECTORIES
 
     print("Environments (gym.make(id, **variant)):")
