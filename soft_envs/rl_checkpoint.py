@@ -16,7 +16,6 @@ import pickle
 import random
 import shutil
 import signal
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -114,7 +113,8 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
     a time budget, else steps). ``history`` lists the evaluations as ``(steps, seconds, summary)``;
     ``live_state()`` (a dict) joins every checkpoint's state."""
     from stable_baselines3.common.callbacks import BaseCallback
-    from tqdm.auto import tqdm
+
+    from soft_envs.console import progress as progress_bar
 
     class BudgetCallback(BaseCallback):
         def __init__(self) -> None:
@@ -130,8 +130,8 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
             self.next_checkpoint = checkpoint_seconds
             total = round(seconds) if seconds is not None else steps
             initial = min(total, round(elapsed0)) if seconds is not None else self.num_timesteps
-            self.bar = tqdm(total=total, desc="train-rl", unit="s" if seconds is not None else "step",
-                            disable=not progress or not sys.stderr.isatty(), dynamic_ncols=True, initial=initial)
+            self.bar = progress_bar(total=total, desc="train-rl", unit="s" if seconds is not None else "step",
+                                    enabled=progress, dynamic_ncols=True, initial=initial)
 
         def save(self) -> None:
             if checkpoint is not None:

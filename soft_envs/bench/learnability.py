@@ -93,11 +93,11 @@ def _label(env_id: str, kwargs: dict) -> str:
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
-    from tqdm.auto import tqdm
+    from soft_envs.console import progress
 
     episodes = 20 if full else 5
     rows = []
-    for env_id, kwargs in tqdm(CASES, desc="learnability"):
+    for env_id, kwargs in progress(CASES, desc="learnability"):
         m = random_episodes(env_id, kwargs, episodes=episodes, seed=seed)
         rows.append([_label(env_id, kwargs), m.limit, f"{np.median(m.lengths):.0f}", f"{100 * m.median_fraction:.0f} %",
                      f"{int(m.lengths.min())}", f"{100 * m.clipped:.1f} %", f"{100 * m.outside:.1f} %",
