@@ -87,7 +87,7 @@ class StopOnSigterm:
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous = None
+        self._previous: Any = None
 
     def __enter__(self) -> StopOnSigterm:
         if threading.current_thread() is threading.main_thread():
@@ -129,7 +129,7 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
             self.next_eval = (self.num_timesteps // eval_every + 1) * eval_every
             self.next_checkpoint = checkpoint_seconds
             total = round(seconds) if seconds is not None else steps
-            initial = min(total, round(elapsed0)) if seconds is not None else self.num_timesteps
+            initial = min(int(total or 0), round(elapsed0)) if seconds is not None else self.num_timesteps
             self.bar = progress_bar(total=total, desc="train-rl", unit="s" if seconds is not None else "step",
                                     enabled=progress, dynamic_ncols=True, initial=initial)
 
@@ -154,7 +154,7 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
                 self.save()
                 return False
             if self.next_checkpoint is not None and self.elapsed >= self.next_checkpoint:
-                self.next_checkpoint += checkpoint_seconds
+                self.next_checkpoint += float(checkpoint_seconds or 0.0)
                 self.save()
             done = seconds is not None and used >= seconds
             position = min(round(used), self.bar.total) if seconds is not None else self.num_timesteps

@@ -196,7 +196,7 @@ def evaluate_policy(model, env_kwargs: dict[str, Any], episodes: int = 100, seed
                 else:
                     action, _ = model.predict(obs, deterministic=True)
                 obs, reward, terminated, truncated, info = env.step(action)
-                total += reward
+                total += float(reward)
                 squares.append(float(info.get(metric, 0.0)) ** 2)
                 done = terminated or truncated
             final[k], rms[k], returns[k] = info[metric], np.sqrt(np.mean(squares)), total
@@ -241,7 +241,7 @@ def load_model(path: str | Path, algo: str | None = None):
     if not name:
         raise InvalidParameterError(f"unknown Stable-Baselines3 algorithm for {path}: give one (sb3:ALGO:PATH)")
     algorithm = algorithm_class(name)
-    objects = {}
+    objects: dict[str, Any] = {}
     if name.upper() in ("SAC", "TD3", "DDPG", "DQN"):
         # A replay buffer is only for training: loading without one needs no env (HER's does).
         objects = {"replay_buffer_class": None, "replay_buffer_kwargs": {}, "buffer_size": 1}
@@ -375,7 +375,8 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
                          interrupted=callback.interrupted)
     env.close()
     if callback.interrupted:
-        log(f"stopped by SIGTERM at {model.num_timesteps} steps; checkpoint {ckpt.folder} (resume with --resume)")
+        where = f"checkpoint {ckpt.folder} (resume with --resume)" if ckpt is not None else "no checkpoint (no output)"
+        log(f"stopped by SIGTERM at {model.num_timesteps} steps; {where}")
         return result
     result.final = evaluate(model)
     log(f"final, {model.num_timesteps} steps, {seconds / 60:.1f} min: {result.final.line()}")

@@ -102,6 +102,7 @@ def main(args: argparse.Namespace) -> int:
     if result.interrupted:
         print(f"train-rl: stopped at {result.timesteps} steps; resume with --resume", file=sys.stderr)
         return 3
+    assert result.final is not None  # a finished run was evaluated
     s = result.final.summary()
     print(f"{recipe.algo} on {result.env_id} {result.env_kwargs}, seed {args.seed}: {result.timesteps} steps in "
           f"{result.seconds / 60:.1f} min; {s['episodes']} held-out episodes: {result.final.line()}")
