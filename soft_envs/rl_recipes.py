@@ -106,8 +106,8 @@ class Recipe:
         return kwargs | dict(extra or {})
 
 
-_PPO: dict[str, Any] = dict(algo="PPO", her=False, gamma=0.99, learning_rate=3e-4, batch_size=256, n_envs=4, n_steps=512,
-            net_arch=(256, 256), ent_coef=0.0)
+_PPO: dict[str, Any] = dict(algo="PPO", her=False, gamma=0.99, learning_rate=3e-4, batch_size=256, n_envs=4,
+                            n_steps=512, net_arch=(256, 256), ent_coef=0.0)
 
 #: name -> recipe. The names of the form of an env id are that env's default recipe.
 RECIPES: dict[str, Recipe] = {
