@@ -22,6 +22,7 @@ ENV_VARIANTS: dict[str, tuple[str, ...]] = {
         "physics='soft'|'stiff', actuation='pneumatic'|'instant', payload=kg, command_delay=s",
         "leg_stiffness=N/m, vent_rate=m/s, links_per_module=m",
         "realism='ideal'|'realistic'|{{name: value or (low, high)}} (PETER_REALISM)",
+        "gym.make_vec(id, num_envs=N, **variant): N arms per batched call (soft and kinematic)",
     ),
     "soft_envs/PCCTrack-v0": (
         "n_segments=N, links_per_segment=m",
@@ -31,6 +32,7 @@ ENV_VARIANTS: dict[str, tuple[str, ...]] = {
         "kp=80, kv=3 (the paper's PD + feed-forward gains), stiffness_error=e",
         "goal_conditioned=True",
         "realism='ideal'|'realistic'|{{name: value or (low, high)}} (PCC_REALISM)",
+        "gym.make_vec(id, num_envs=N, **variant): N arms per batched call",
     ),
     "soft_envs/QuadrupedWalk-v0": (
         "reset_noise_scale=rad, ground_friction=mu",

@@ -35,8 +35,9 @@ BENCHES: dict[str, str] = {
     "rl": "soft_envs.bench.rl",
     "learnability": "soft_envs.bench.learnability",
     "learned": "soft_envs.bench.learned",
-    "batched": "soft_envs.bench.batched",
     "convergence": "soft_envs.bench.convergence",
+    "batched": "soft_envs.bench.batched",
+    "vector": "soft_envs.bench.vector",
 }
 
 

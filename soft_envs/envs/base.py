@@ -12,7 +12,8 @@ reset / close order. Subclasses fill the hooks:
   ``action_rate = −action_rate_weight · ‖a − a_prev‖²``, the reward is the sum of all terms
   in that order and each appears in ``info`` as ``reward_<name>``;
 * ``_reset_model(options)`` — put the robot and task in their initial state using
-  ``self.np_random`` (``options`` is ``reset``'s dict, empty when none was given);
+  ``self.np_random`` (``options`` is ``reset``'s dict, empty when none was given); an env with a
+  vector form draws the task through ``draw_task(rng)``, which its vector env calls per sub-env;
 * ``_command()`` — the command the robot holds, in model units (its normalised form is the
   previous action of an episode's first step);
 * ``_terminated()``, ``_extra_info()``, ``_camera()`` (orbit-camera parameters, no side
@@ -27,8 +28,8 @@ reset / close order. Subclasses fill the hooks:
 Realism: the base resolves ``realism=`` (``"ideal"``, ``"realistic"`` or a dict of overrides)
 against the env's table at construction and, at every ``reset``, draws the perturbations from a
 generator spawned off ``np_random`` (:attr:`SoftEnv.realism_rng`, also the source of every
-per-step noise) before ``_reset_model`` runs; the values are :attr:`SoftEnv.perturbations` and
-``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
+per-step noise; :meth:`SoftEnv.draw_realism`) before ``_reset_model`` runs; the values are
+:attr:`SoftEnv.perturbations` and ``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
 
 Options that let a policy close the loop (every env; defaults unchanged):
 ``action_mode="delta"`` makes the action a change of the normalised command,
@@ -292,6 +293,21 @@ class SoftEnv(gym.Env):
         low, high = self.action_space.low, self.action_space.high
         return np.clip(self._model_to_action(np.asarray(q, dtype=float)), low, high).astype(np.float32)
 
+    def draw_realism(self, rng: np.random.Generator) -> tuple[np.random.Generator | None, dict[str, Any]]:
+        """A reset's realism draws from ``rng`` (the env's ``np_random``, not advanced): the
+        generator of the episode's per-step noise (spawned off ``rng``) and the perturbations;
+        ``(None, ideal values)`` under ``"ideal"``, where nothing is drawn. The vector envs call
+        it once per sub-env being reset, with that sub-env's generator."""
+        if self.realism.is_ideal():
+            return None, self.realism.ideal_values(self._realism_sizes())
+        realism_rng = spawn_generator(rng)
+        return realism_rng, self.realism.draw(realism_rng, self._realism_sizes())
+
+    def draw_task(self, rng: np.random.Generator) -> Any:
+        """A reset's task draws from ``rng`` (goals, start phases): envs with a vector form draw
+        their task here, in ``_reset_model`` and, per sub-env, in their vector env."""
+        raise NotImplementedError(f"{type(self).__name__} has no vector form")
+
     # ------------------------------------------------------------------ gym API
     def validate_action(self, action: Any) -> tuple[np.ndarray, bool]:
         """``(action clipped into the box, was it clipped)``; ``ValueError`` on bad shape or NaN."""
@@ -343,11 +359,7 @@ class SoftEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._check_open("reset")
         super().reset(seed=seed)
-        if self.realism.is_ideal():
-            self.realism_rng = None
-        else:
-            self.realism_rng = spawn_generator(self.np_random)
-            self.perturbations = self.realism.draw(self.realism_rng, self._realism_sizes())
+        self.realism_rng, self.perturbations = self.draw_realism(self.np_random)
         self._reset_model({} if options is None else options)
         self._previous_action = self.model_to_action(self._command()).astype(np.float64)
         obs = self._extend_observation(self._observation(), self._previous_action, reset=True)

@@ -37,17 +37,9 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   ``γ_j = (j − 1) 2π/d``; :attr:`PCCTrackEnv.pressure_action_limit`:
   :func:`~soft_envs.robots.pcc_pressure.workspace_pressure_limit` (37.5 % of ``max_pressure``).
 
-Explorable by design (``command_ramp_time``, default 0.5 s): the command's bending part
-(set-point ``(a, b)`` in the smooth coordinates, bending moments) and the pressures move towards
-the action by at most their whole range times ``dt / command_ramp_time`` per control period (10 %
-per 20 Hz step; the axial modes are overdamped, the axial part is free). Derivation: a ramp of
-duration ``T`` leaves a lightly damped mode ``ω`` ringing with at most ``2 / (ω T)`` of the step
-(the ramp's spectrum ``|sinc(ωT/2)|``): 11 % on the two-segment arm's first bending mode (36 rad/s,
-ζ ≈ 0.09, which the law's ``+D`` term cancels). Without it a uniformly random action jumps across
-the range every 50 ms and folds a segment past 180° within a few steps (median random episode 4,
-1 and 1 of 400 steps for configuration, torque and pressure; with it 400,
-``soft-envs bench learnability``). The IK set-points of the spiral move by at most 1 % of the
-bending range a step, the saddle's up to 11 % (slightly limited); ``command_ramp_time=0``: no ramp.
+Explorable by design: the command's bending part and the pressures move towards the action by
+at most their range times ``dt / command_ramp_time`` per control period (default 0.5 s; the
+derivation: :mod:`soft_envs.envs.pcc_ramp`); ``command_ramp_time=0``: no ramp.
 
 Out-of-box actions are clipped (``info["action_clipped"]``). :meth:`~SoftEnv.action_to_model`
 and :meth:`~SoftEnv.model_to_action` convert between the action and the set-point (``φ``
@@ -84,6 +76,9 @@ otherwise at ``t = 0``) with the arm at rest on that point (Gauss–Newton conti
 trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; the
 trajectory's tip angle held on a planar arm; the chambers at the pressures that hold it) — the
 paper started from the straight arm; ``start_straight=True`` does that.
+
+Vector form: ``gym.make_vec("soft_envs/PCCTrack-v0", num_envs=N, **kwargs)`` steps ``N`` arms on
+the batched core, each sub-env this env's episode (:mod:`soft_envs.envs.pcc_track_vector`).
 """
 
 from __future__ import annotations
@@ -97,6 +92,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
+from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME, command_step, ramp_setpoint
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, workspace_pressure_limit
@@ -112,7 +108,6 @@ PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pressure", "direct")
 STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
 MAX_DELAY = 10.0  # s
-DEFAULT_COMMAND_RAMP_TIME = 0.5  # s, whole range of the command (derivation in the module docstring)
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
 
 #: The PCC arm's sim-to-real perturbations (``realism=``); the first three need the chambers.
@@ -140,6 +135,23 @@ PCC_REALISM: tuple[Perturbation, ...] = (
                  "assumption: one camera frame and its processing", valid=(0.0, MAX_DELAY)),
 )
 CHAMBER_REALISM = ("chamber_gain", "pressure_droop", "regulator_delay")
+
+
+def track_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, state: np.ndarray, rate: np.ndarray,
+                      phase: np.ndarray | float, high: np.ndarray, goal_conditioned: bool, on_clip=None):
+    """The observation (module docstring) of one arm (``(3,)``, ``(n,)`` parts, a float phase [rad])
+    or of a batch (leading ``B``): measured tip [m], goal [m], measured velocity [m/s], the paper's
+    state and its rate, the trajectory phase; clipped into ``±high``, float32 (``on_clip(count)`` is
+    told how many entries were clipped). The single and the vector env build it here."""
+    phase = np.asarray(phase, dtype=float)[..., None]
+    raw = np.concatenate((tip, goal, goal - tip, velocity, state, rate, np.sin(phase), np.cos(phase)), axis=-1)
+    obs = np.clip(raw, -high, high)
+    if on_clip is not None:
+        on_clip(int(np.count_nonzero(obs != raw)))
+    obs = obs.astype(np.float32)
+    if goal_conditioned:
+        return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
+    return obs
 
 
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
@@ -331,23 +343,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.tip, self.tip_velocity = self.body.tip_state()
         self.measured_tip, self.measured_velocity = self.tip, self.tip_velocity
 
-    def _command_step(self) -> np.ndarray | None:
-        """Largest change of the command per control period (smooth set-point coordinates,
-        torque or pressure), or ``None`` without a ramp. The axial coordinates are free (their
-        modes are overdamped, module docstring) except through the chambers' pressures."""
-        if self.command_ramp_time == 0.0:
-            return None
-        fraction = min(1.0, self.dt / self.command_ramp_time)
-        per = self.model.per_segment
-        if self.action_type == "pressure":
-            return np.full(self.model.n_dof, 2.0 * self.pressure_action_limit * fraction)
-        if self.action_type == "configuration":
-            step = (self.model.smooth_upper - self.model.smooth_lower) * fraction
-        else:
-            step = 2.0 * self.torque_limits * fraction
-        step[0::per] = np.inf
-        return step
-
     def _arm(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
         """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""
         arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
@@ -421,7 +416,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _reset_model(self, options: dict[str, Any]) -> None:
         if not self.realism.is_ideal():
             self._apply_realism()
-        t0 = float(self.np_random.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
+        t0 = self.draw_task(self.np_random)
         c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
         self.body.reset(c0)
         self.stop_reason = None
@@ -442,20 +437,21 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.goal = self.trajectory.position(self.time)
         self._read_tip(reset=True)
 
+    def draw_task(self, rng: np.random.Generator) -> float:
+        """A reset's task draw from ``rng``: the trajectory time [s] the episode starts at (uniform
+        over a period with ``random_start``, else 0 and nothing drawn)."""
+        return float(rng.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
+
     def _command(self) -> np.ndarray:
         return self.setpoint if self.action_type == "configuration" else self._command_value
 
     def _apply_action(self, action: np.ndarray) -> None:
         target = self.action_to_model(action)
-        step = self._command_step()
+        step = command_step(self.model, self.action_type, self.torque_limits, self.pressure_action_limit,
+                            self.dt, self.command_ramp_time)
         if self.action_type == "configuration":
             self._previous_setpoint = self.setpoint
-            if step is not None:
-                u_from = self.model.to_smooth(self.setpoint)
-                change = self.model.to_smooth(target) - u_from
-                if np.any(np.abs(change) > step):
-                    target = self.model.from_smooth(u_from + np.clip(change, -step, step), reference=target)
-            self.setpoint = target
+            self.setpoint = ramp_setpoint(self.model, self.setpoint, target, step)
         else:
             if step is not None:
                 target = self._command_value + np.clip(target - self._command_value, -step, step)
@@ -539,16 +535,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _observation(self) -> np.ndarray:
         self._read_tip()
-        tip = self.measured_tip
         state = self.controller.state(self.body.u)
         rate = self.controller.state_jacobian(self.body.u) @ self.body.w
-        phase = 2 * np.pi * self.time / self.trajectory.period
-        obs = np.concatenate((tip, self.goal, self.goal - tip, self.measured_velocity, state, rate,
-                              [np.sin(phase), np.cos(phase)]))
-        obs = self._clip_observation(obs, -self._obs_high, self._obs_high)
-        if self.goal_conditioned:
-            return {"observation": obs[9:], "achieved_goal": obs[0:3], "desired_goal": obs[3:6]}
-        return obs
+        return track_observation(self.measured_tip, self.goal, self.measured_velocity, state, rate,
+                                 2 * np.pi * self.time / self.trajectory.period, self._obs_high, self.goal_conditioned,
+                                 on_clip=self._count_clipped)
+
+    def _count_clipped(self, count: int) -> None:
+        self.observation_clipped = count
 
     def tracking_error(self) -> float:
         """Current true tip-to-goal distance [m] (goal-conditioned: from the goals rounded to float32
