@@ -265,6 +265,12 @@ def make_training_env(recipe: Recipe, env_kwargs: dict[str, Any], seed: int):
 
     if recipe.off_policy:
         return gym.make(recipe.env_id, **env_kwargs)
+    native = gym.spec(recipe.env_id).vector_entry_point is not None
+    if native and env_kwargs.get("action_mode", "absolute") == "absolute" and not env_kwargs.get("history"):
+        from soft_envs.vector import sb3_vec_env
+
+        return sb3_vec_env(recipe.env_id, recipe.n_envs, seed=seed, vectorization_mode="vector_entry_point",
+                           **env_kwargs)
     from stable_baselines3.common.env_util import make_vec_env
 
     return make_vec_env(recipe.env_id, n_envs=recipe.n_envs, seed=seed, env_kwargs=env_kwargs)

@@ -65,6 +65,12 @@ def test_ppo_trains_on_parallel_envs_and_recurrent_policies_evaluate(algo, tmp_p
     result = train(recipe, minutes=None, timesteps=64, eval_every=10**6, eval_episodes=2, output=tmp_path / "p",
                    progress=False, log=lambda *_: None)
     assert result.timesteps == 64 and np.all(np.isfinite(result.final.distances))
+    from soft_envs.train_rl import make_training_env
+    from soft_envs.vector import SB3VecEnv
+
+    venv = make_training_env(recipe, recipe.make_kwargs(), seed=0)  # kinematic PeterReach: its native vector env
+    assert isinstance(venv, SB3VecEnv) and venv.num_envs == 2
+    venv.close()
     env = gym.make("soft_envs/PeterReach-v0", n_modules=2, kinematic=True, goal_conditioned=False)
     agent = SB3Policy.from_spec(f"sb3:{algo}:{result.path}", env)
     obs, info = env.reset(seed=0)

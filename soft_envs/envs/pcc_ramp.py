@@ -43,11 +43,13 @@ def command_step(model: PCCArm, action_type: str, torque_limits: np.ndarray, pre
 
 def ramp_setpoint(model: PCCArm, setpoint: np.ndarray, target: np.ndarray, step: np.ndarray | None) -> np.ndarray:
     """The configuration set-point moved from ``setpoint`` towards ``target`` by at most ``step``
-    per smooth coordinate (``target`` itself when within reach)."""
+    per smooth coordinate (``target`` itself when within reach); one ``(n,)`` or a batch ``(B, n)``."""
     if step is None:
         return target
     u_from = model.to_smooth(setpoint)
     change = model.to_smooth(target) - u_from
-    if np.any(np.abs(change) > step):
-        return model.from_smooth(u_from + np.clip(change, -step, step), reference=target)
-    return target
+    limited = np.any(np.abs(change) > step, axis=-1)
+    if not np.any(limited):
+        return target
+    ramped = model.from_smooth(u_from + np.clip(change, -step, step), reference=target)
+    return np.where(limited[..., None], ramped, target) if np.ndim(target) > 1 else ramped

@@ -378,6 +378,9 @@ def test_delta_actions_and_observation_history(env_id):
     assert env.observation_space.contains(obs2)
     env.close()
     plain.close()
+    if gym.spec(env_id).vector_entry_point is not None:  # the native vector envs build their own observation
+        with pytest.raises(InvalidParameterError, match="vector"):
+            gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", history=1)
     with pytest.raises(InvalidParameterError):
         gym.make(env_id, action_mode="relative")
     with pytest.raises(InvalidParameterError):
