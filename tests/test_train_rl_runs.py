@@ -161,19 +161,6 @@ def test_the_learned_baseline_example_runs(tmp_path, capsys):
     assert "trr-feedback" in table and "sb3:SAC:" in table
 
 
-def test_the_readme_snippet_of_the_loop_closing_options_runs():
-    from pathlib import Path
-
-    text = (Path(__file__).parents[1] / "README.md").read_text()
-    section = text[text.index("Options that let a policy close the loop"):]
-    snippet = section[section.index("```python") + len("```python"):section.index("```\n", section.index("```python"))]
-    scope: dict = {}
-    exec(snippet, scope)  # noqa: S102
-    env = scope["env"]
-    assert env.unwrapped.action_mode == "delta" and env.unwrapped.history == 2
-    env.close()
-
-
 @pytest.mark.budget
 def test_the_wall_clock_budget_reads_the_clock(expiring_clock, tmp_path):
     recipe = recipe_for("soft_envs/PeterReach-v0").replace(**SMALL)
