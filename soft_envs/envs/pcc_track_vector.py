@@ -28,6 +28,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from soft_envs.envs import ENVIRONMENTS
+from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
 from soft_envs.envs.pcc_track import PCCTrackEnv, track_observation
 from soft_envs.envs.vector_base import SoftVectorEnv
 from soft_envs.envs.vector_parts import BatchedSensor
@@ -145,11 +146,17 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
             self._read_tips(rows, reset=True)
 
     def _apply_actions(self, actions: np.ndarray) -> None:
-        if self.single.action_type == "configuration":
+        single = self.single
+        target = single.action_to_model(actions)
+        step = command_step(single.model, single.action_type, single.torque_limits, single.pressure_action_limit,
+                            single.dt, single.command_ramp_time)  # PCCTrackEnv._apply_action, row by row
+        if single.action_type == "configuration":
             self.previous_setpoint = self.setpoint
-            self.setpoint = self.single.action_to_model(actions)
+            self.setpoint = ramp_setpoint(single.model, self.setpoint, target, step)
         else:
-            self.command_value = self.single.action_to_model(actions)
+            if step is not None:
+                target = self.command_value + np.clip(target - self.command_value, -step, step)
+            self.command_value = target
 
     def _actuate(self, k: int, steps: int, u_from, u_to, active: np.ndarray) -> None:
         """The command of physics step ``k`` of ``steps`` of the ``active`` arms (``PCCTrackEnv._actuate``)."""

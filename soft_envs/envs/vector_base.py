@@ -137,6 +137,10 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         if not isinstance(single.action_space, spaces.Box):
             single.close()
             raise InvalidParameterError("SoftVectorEnv needs a Box action space")
+        if getattr(single, "action_mode", "absolute") != "absolute" or getattr(single, "history", 0):
+            single.close()
+            raise InvalidParameterError("the native vector envs take no action_mode='delta' or history: use "
+                                        "gym.make_vec(..., vectorization_mode='sync' or 'async')")
         self._action_box: spaces.Box = single.action_space
         self.single_observation_space = single.observation_space
         self.single_action_space = single.action_space
