@@ -69,6 +69,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain
+from soft_envs.sim import batched_integrator
 from soft_envs.sim import batched_kernels as kernels
 from soft_envs.sim.integrator import (
     DEFAULT_CORRECTOR_PASSES,
@@ -234,14 +235,57 @@ def terms(topology: ArmTopology, params: ArmParams, state: ArmState, *, with_mas
 def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
          torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
          cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
-         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> ArmState:
+         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES,
+         start_terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> ArmState:
     """The state after one step of ``dt`` [s] (pure: ``state`` is not changed), by the single core's
-    scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`).
+    scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`),
+    in one compiled call for the batch (:func:`soft_envs.sim.batched_integrator.batch_step`).
 
     ``torque`` ``(B, n)`` is the generalised actuation at the step's start (``torque_end`` at its
     end), ``rest_end`` the rest configuration at its end, ``active`` ``(B,)`` the arms that move
-    (the others keep their state exactly).
+    (the others keep their state exactly). ``start_terms`` = ``(M, C u̇ + G, G)`` at ``state``
+    if already known (:func:`terms`), else computed.
     """
+    B, n = state.u.shape
+    act = np.ones(B, dtype=np.bool_) if active is None else _per_arm_flags(active, B)
+    am, af, gamma, beta = AlphaParameters.from_spectral_radius() if parameters is None else parameters
+    if not (isinstance(corrector_passes, (int, np.integer)) and corrector_passes >= 0):
+        raise InvalidParameterError(f"corrector_passes must be a whole number >= 0; got {corrector_passes!r}")
+    tau_s = _per_arm_rows(torque, B, n)
+    tau_e = tau_s if torque_end is None else _per_arm_rows(torque_end, B, n)
+    rest_e = state.rest if rest_end is None else _per_arm_rows(rest_end, B, n)
+    if start_terms is None:
+        M, h, G = np.empty((B, n, n)), np.empty((B, n)), np.empty((B, n))
+    else:
+        M, h, G = (np.ascontiguousarray(x, dtype=float) for x in start_terms)
+    out = ArmState(np.empty((B, n)), np.empty((B, n)), np.empty((B, n)), np.empty_like(state.c), state.rest,
+                   np.where(act, state.time + dt, state.time), state.fresh & ~act)
+    batched_integrator.batch_step(
+        *topology.arrays, params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh,
+        state.u, state.w, state.a, state.c, state.rest, rest_e, tau_s, tau_e, _per_arm_flags(cancel_damping, B),
+        state.fresh & (corrector_passes > 0), act, float(dt), am, af, gamma, beta, int(corrector_passes),
+        start_terms is not None, M, h, G, out.u, out.w, out.a, out.c)
+    if rest_end is not None:
+        out.rest = np.where(act[:, None], rest_e, state.rest)
+    return out
+
+
+def _per_arm_flags(flags, B: int) -> np.ndarray:
+    """A bool or ``(B,)`` flags as a contiguous ``(B,)`` bool array."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(flags, dtype=np.bool_), (B,)))
+
+
+def _per_arm_rows(x, B: int, n: int) -> np.ndarray:
+    """A number, ``(n,)`` or ``(B, n)`` as a contiguous float ``(B, n)`` array."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (B, n)))
+
+
+def reference_step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
+         torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
+         cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
+         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> ArmState:
+    """:func:`step` through the numpy :func:`~soft_envs.sim.integrator.generalized_alpha_step` (the
+    single bodies' code) and the batched terms: the reference the compiled step is tested against."""
     B, n = state.u.shape
     act = np.ones(B, dtype=bool) if active is None else np.asarray(active, dtype=bool)
     M, h, G = terms(topology, params, state, active=act)
@@ -354,7 +398,9 @@ class BatchedSoftArm:
         zeros = np.zeros((B, n))
         self.state = ArmState(zeros.copy(), zeros.copy(), zeros.copy(), configuration(self.topology, zeros),
                               zeros.copy(), np.zeros(B), np.ones(B, dtype=bool))
+        #: ``(M, C u̇ + G, G)`` at :attr:`state` (``_terms_of``) once asked for: the next step starts from them.
         self._terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._terms_of: ArmState | None = None
 
     @property
     def n_dof(self) -> int:
@@ -445,8 +491,8 @@ class BatchedSoftArm:
     # ------------------------------------------------------------------ dynamics terms
 
     def _current_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._terms is None:
-            self._terms = terms(self.topology, self.params, self.state)
+        if self._terms is None or self._terms_of is not self.state:
+            self._terms, self._terms_of = terms(self.topology, self.params, self.state), self.state
         return self._terms
 
     def mass_matrix(self) -> np.ndarray:
@@ -486,10 +532,12 @@ class BatchedSoftArm:
              rest_end: np.ndarray | None = None, cancel_damping: bool = False,
              active: np.ndarray | None = None) -> None:
         """Advance every ``active`` arm (default all) by ``dt`` [s] (:func:`step`)."""
+        start = self._terms if self._terms is not None and self._terms_of is self.state else None
         self._terms = None
         self.state = step(self.topology, self.params, self.state, dt, torque, torque_end=torque_end,
                           rest_end=rest_end, cancel_damping=cancel_damping, active=active,
-                          parameters=self.alpha_parameters, corrector_passes=self.corrector_passes)
+                          parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
+                          start_terms=start)
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame, ``(B, 3)``."""

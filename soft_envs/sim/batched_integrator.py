@@ -1,0 +1,176 @@
+"""The batched core's physics step as one compiled call: per arm the terms at the step's start,
+the generalised-α predictor, the terms at the predicted end, the corrector and the new state —
+:func:`soft_envs.sim.integrator.generalized_alpha_step` transcribed for one arm and fused with the
+rigid-body kernels of :mod:`soft_envs.sim.batched_kernels`.
+
+:func:`~soft_envs.sim.integrator.generalized_alpha_step` (numpy, any batch shape) stays the
+readable reference and the single bodies' scheme; ``tests/sim/test_batched_integrator.py``
+checks this transcription against it to ~1e-12 on the same terms. The arithmetic is the
+reference's, in its order, except for the linear solves: ``M`` and ``(1 − α_m) M + ... + diag``
+are symmetric positive definite, so they are solved by Cholesky (LAPACK's LU with pivoting in
+the reference; the two agree to the matrices' condition number times the rounding error).
+
+The end terms are the configuration terms only (``M`` and ``G``: no velocities, the velocity
+product ``C u̇`` is held from the start), and the sines of the joint angles are shared between a
+section's half bend and its full bends (double-angle formulas), as in
+:func:`~soft_envs.sim.batched_kernels.rigid_terms`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from soft_envs.sim.batched_kernels import _INLINE, _JIT, _NO_NRT, arm_terms, configuration, workspace
+
+
+@njit(**_INLINE)
+def cholesky_solve(A, b, x):
+    """``x = A⁻¹ b`` for a symmetric positive definite ``A`` (its lower triangle is overwritten)."""
+    n = b.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        d = math.sqrt(s)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= A[i, k] * x[k]
+        x[i] = s / A[i, i]
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= A[k, i] * x[k]
+        x[i] = s / A[i, i]
+
+
+@njit(**_INLINE)
+def _force(uk, wk, tau, rest, cor, G, k, dd, ray_m, M, out):
+    """``F = τ − C u̇ − G − K (u − r) − β_R K u̇ − α_R M u̇`` of one arm into ``out``."""
+    n = uk.shape[0]
+    for i in range(n):
+        f = tau[i] - cor[i] - G[i] - k[i] * (uk[i] - rest[i]) - dd[i] * wk[i]
+        if ray_m != 0.0:
+            s = 0.0
+            for j in range(n):
+                s += M[i, j] * wk[j]
+            f -= ray_m * s
+        out[i] = f
+
+
+@njit(**_JIT)
+def step_workspace(n):
+    """The integrator's scratch of one arm: ``(M_e, A)`` and twelve vectors of ``n``."""
+    return np.empty((n, n)), np.empty((n, n)), np.empty((12, n))
+
+
+@njit(**_INLINE)
+def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel, fresh,
+             coefficients, passes, start, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws):
+    """One arm's :func:`~soft_envs.sim.integrator.generalized_alpha_step` with its own terms.
+
+    ``k`` the stiffness, ``rayleigh`` = (α_R, β_R), ``cancel`` leaves the damping out, ``fresh``
+    starts from the true acceleration, ``passes`` corrector passes; the start terms ``M_s``,
+    ``h_s`` = C u̇ + G, ``g_s`` are computed here unless ``start`` (then they are given). The new
+    ``u``, ``u̇``, ``a`` and ``c̃`` (θ's sign nearest ``c``) go to the ``*_out`` arrays. ``topology`` =
+    ``(ints, table, trig, sec, lref)`` (:func:`~soft_envs.sim.batched_kernels.arm_terms`),
+    ``coefficients`` = ``(dt, α_m, α_f, γ, β)``."""
+    ints, table, trig, sec, lref = topology
+    dt, am, af, gamma, beta = coefficients
+    n = u.shape[0]
+    M_e, A, vec = sws
+    cor, dd, f_s, acc_s, u_hat, w_hat, impl, rhs = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[7]
+    g_e, h_e, zero, a0 = vec[8], vec[9], vec[10], vec[11]
+    if not start:
+        arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
+    keep = 0.0 if cancel else 1.0
+    ray_m = rayleigh[0] * keep
+    for i in range(n):
+        cor[i] = h_s[i] - g_s[i]
+        dd[i] = rayleigh[1] * keep * k[i]
+    _force(u, w, tau_s, rest_s, cor, g_s, k, dd, ray_m, M_s, f_s)
+    if passes > 0 or fresh:
+        for i in range(n):
+            for j in range(n):
+                A[i, j] = M_s[i, j]
+        cholesky_solve(A, f_s, acc_s)
+    for i in range(n):
+        a0[i] = acc_s[i] if fresh else a[i]
+        u_hat[i] = u[i] + dt * w[i] + ((0.5 - beta) * dt * dt) * a0[i]
+        w_hat[i] = w[i] + ((1.0 - gamma) * dt) * a0[i]
+        impl[i] = (1.0 - af) * (beta * dt * dt * k[i] + gamma * dt * dd[i])
+        zero[i] = 0.0
+    mass_factor = (1.0 - am) + (1.0 - af) * gamma * dt * ray_m
+    Me, Ge = M_s, g_s
+    for p in range(passes + 1):
+        if p:
+            configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+            arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u_out, zero, c_out, True, False,
+                      M_e, h_e, g_e, ws)
+            Me, Ge = M_e, g_e
+        _force(u_hat, w_hat, tau_e, rest_e, cor, Ge, k, dd, ray_m, Me, rhs)
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += Me[i, j] * a0[j]
+            r = (1.0 - af) * rhs[i] + af * f_s[i] - am * s
+            if p:
+                s = 0.0
+                for j in range(n):
+                    s += (Me[i, j] - M_s[i, j]) * acc_s[j]
+                r = r + af * s
+            rhs[i] = r
+        for i in range(n):
+            for j in range(n):
+                A[i, j] = mass_factor * Me[i, j]
+            A[i, i] += impl[i]
+        cholesky_solve(A, rhs, a_out)
+        for i in range(n):
+            u_out[i] = u_hat[i] + (beta * dt * dt) * a_out[i]
+            w_out[i] = w_hat[i] + (gamma * dt) * a_out[i]
+    configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+
+
+@njit(**_JIT)
+def batch_step(ints, table, trig, sec, lref, mass, inertia, gravity, stiffness, rayleigh, u, w, a, c, rest_s, rest_e,
+               tau_s, tau_e, cancel, fresh, active, dt, am, af, gamma, beta, passes, start, M_s, h_s, g_s,
+               u_out, w_out, a_out, c_out):
+    """:func:`arm_step` of every ``active`` arm (the others' state copied unchanged); every per-arm
+    array has the batch on its leading axis. ``M_s``, ``h_s``, ``g_s`` ``(B, n, n)``, ``(B, n)``,
+    ``(B, n)``: the start terms, given if ``start`` (else written)."""
+    n = u.shape[1]
+    ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])
+    sws = step_workspace(n)
+    _step_arms((ints, table, trig, sec, lref), (mass, inertia, gravity, stiffness, rayleigh),
+               (u, w, a, c, rest_s, rest_e, tau_s, tau_e), (cancel, fresh, active), (dt, am, af, gamma, beta),
+               passes, start, (M_s, h_s, g_s), (u_out, w_out, a_out, c_out), ws, sws)
+
+
+@njit(**_NO_NRT)
+def _step_arms(topology, params, arrays, flags, coefficients, passes, start, start_terms, out, ws, sws):
+    """The loop of :func:`batch_step` over arms, compiled without reference counting (the per-arm
+    views of the batch arrays would otherwise cost an atomic operation each)."""
+    mass, inertia, gravity, stiffness, rayleigh = params
+    u, w, a, c, rest_s, rest_e, tau_s, tau_e = arrays
+    cancel, fresh, active = flags
+    M_s, h_s, g_s = start_terms
+    u_out, w_out, a_out, c_out = out
+    for b in range(u.shape[0]):
+        if not active[b]:
+            for i in range(u.shape[1]):
+                u_out[b, i], w_out[b, i], a_out[b, i] = u[b, i], w[b, i], a[b, i]
+            for i in range(c.shape[1]):
+                c_out[b, i] = c[b, i]
+            continue
+        arm_step(topology, mass[b], inertia[b], gravity[b], stiffness[b], rayleigh[b], u[b], w[b], a[b], c[b],
+                 rest_s[b], rest_e[b], tau_s[b], tau_e[b], cancel[b], fresh[b], coefficients, passes, start,
+                 M_s[b], h_s[b], g_s[b], u_out[b], w_out[b], a_out[b], c_out[b], ws, sws)
