@@ -88,8 +88,9 @@ class ArmTopology:
 
     Built by :meth:`from_chain`. Per joint: ``ints`` ``(K, 3)`` = (kind, slot, trig index) and
     ``table`` ``(K, 5)`` = (offset [m], β, com [m] (3)) with ``q_j = β_j c̃[slot_j]``; ``trig``
-    ``(T, 2)`` = (slot, β) of the distinct revolute angles (a joint's angle is ``±`` one of them);
-    ``sections`` = (planar, chord, links); ``reference_lengths`` ``(N,)`` [m].
+    ``(T, 3)`` = (slot, β, h) of the distinct revolute angles (a joint's angle is ``±`` one of them;
+    ``h`` the index of the angle half as large, or −1); ``sections`` = (planar, chord, links);
+    ``reference_lengths`` ``(N,)`` [m].
     """
 
     ints: np.ndarray
@@ -116,7 +117,11 @@ class ArmTopology:
             if kind != kernels.PRISMATIC_Z:
                 key = (int(slot), abs(float(coef)))
                 trig_index[j] = angles.setdefault(key, len(angles))
-        trig = np.array([[slot, coef] for slot, coef in angles], dtype=float).reshape(-1, 2)
+        pairs = list(angles)
+        # an angle twice an earlier one (a section's full bends θ/m and half bends θ/2m): its cosine
+        # and sine follow from the earlier one's (double-angle formulas)
+        trig = np.array([[slot, coef, next((h for h, (s, c) in enumerate(pairs[:t]) if s == slot and 2.0 * c == coef),
+                                           -1)] for t, (slot, coef) in enumerate(pairs)], dtype=float).reshape(-1, 3)
         table = np.zeros((len(chain.links), 5))
         table[:, 0] = chain.offsets
         table[:, 1] = coefs

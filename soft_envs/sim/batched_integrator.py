@@ -23,34 +23,35 @@ import math
 import numpy as np
 from numba import njit
 
-from soft_envs.sim.batched_kernels import _INLINE, _JIT, _NO_NRT, arm_terms, configuration, workspace
+from soft_envs.sim.batched_kernels import _INLINE, _JIT, _NO_NRT, configuration, terms_of_arm, workspace
 
 
 @njit(**_INLINE)
 def cholesky_solve(A, b, x):
-    """``x = A⁻¹ b`` for a symmetric positive definite ``A`` (its lower triangle is overwritten)."""
+    """``x = A⁻¹ b`` for a symmetric positive definite ``A`` (``A = L Lᵀ``; its lower triangle is
+    overwritten by ``L`` with the reciprocals of ``L``'s diagonal on the diagonal)."""
     n = b.shape[0]
     for j in range(n):
         s = A[j, j]
         for k in range(j):
             s -= A[j, k] * A[j, k]
-        d = math.sqrt(s)
-        A[j, j] = d
+        inv = 1.0 / math.sqrt(s)
+        A[j, j] = inv
         for i in range(j + 1, n):
             s = A[i, j]
             for k in range(j):
                 s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
+            A[i, j] = s * inv
     for i in range(n):
         s = b[i]
         for k in range(i):
             s -= A[i, k] * x[k]
-        x[i] = s / A[i, i]
+        x[i] = s * A[i, i]
     for i in range(n - 1, -1, -1):
         s = x[i]
         for k in range(i + 1, n):
             s -= A[k, i] * x[k]
-        x[i] = s / A[i, i]
+        x[i] = s * A[i, i]
 
 
 @njit(**_INLINE)
@@ -91,7 +92,7 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
     cor, dd, f_s, acc_s, u_hat, w_hat, impl, rhs = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[7]
     g_e, h_e, zero, a0 = vec[8], vec[9], vec[10], vec[11]
     if not start:
-        arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
+        terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
     keep = 0.0 if cancel else 1.0
     ray_m = rayleigh[0] * keep
     for i in range(n):
@@ -114,8 +115,7 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
     for p in range(passes + 1):
         if p:
             configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
-            arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u_out, zero, c_out, True, False,
-                      M_e, h_e, g_e, ws)
+            terms_of_arm(topology, mass, inertia, gravity, u_out, zero, c_out, True, False, M_e, h_e, g_e, ws)
             Me, Ge = M_e, g_e
         _force(u_hat, w_hat, tau_e, rest_e, cor, Ge, k, dd, ray_m, Me, rhs)
         for i in range(n):

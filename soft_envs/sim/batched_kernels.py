@@ -41,7 +41,7 @@ _SMALL_HALF = 1e-3
 REVOLUTE_Z, REVOLUTE_Y, PRISMATIC_Z = 0, 1, 2
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": {"contract", "reassoc", "nsz", "arcp"}}
-_INLINE = dict(_JIT, inline="always")  # the per-arm helpers, inlined into the batch drivers
+_INLINE = dict(_JIT, inline="always")  # the small per-arm helpers, inlined into their callers
 _NO_NRT = dict(_JIT, _nrt=False)  # loops over arms: no reference counting of the per-arm views
 
 
@@ -164,19 +164,24 @@ def section_jacobian(u, c, w, planar, chord, links, lref, jac, acc):
 
 # ---------------------------------------------------------------------------- rigid-body terms
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass, with_bias, Mc, hc, gc, S, link, F,
                 cs):
     """``Bᵀ M_b B`` into ``Mc`` (if ``with_mass``), ``Bᵀ ID(q, q̇, q̈)`` into ``hc`` (if ``with_bias``) and
     ``Bᵀ ID(q, 0, 0)`` into ``gc`` for one arm at ``c̃ = c`` with ``ċ̃ = cd``, ``c̃̈ = cdd``
     (module docstring). ``ints`` ``(K, 3)`` = (kind, slot, trig) per joint, ``table`` ``(K, 5)`` =
-    (offset, β, com), ``trig`` ``(T, 2)`` = (slot, β) of the distinct joint angles (their cosines
-    and sines are computed once into ``cs`` ``(T, 2)``). ``S`` ``(K, 6)``, ``link`` ``(K, 16)``,
+    (offset, β, com), ``trig`` ``(T, 3)`` = (slot, β, half) of the distinct joint angles (their
+    cosines and sines are computed once into ``cs`` ``(T, 2)``; from ``half``'s when it is ≥ 0). ``S`` ``(K, 6)``, ``link`` ``(K, 16)``,
     ``F`` ``(K, 6)``: scratch."""
     K = ints.shape[0]
     for t in range(trig.shape[0]):
-        angle = trig[t, 1] * c[int(trig[t, 0])]
-        cs[t, 0], cs[t, 1] = math.cos(angle), math.sin(angle)
+        half = int(trig[t, 2])
+        if half >= 0:  # twice an earlier angle
+            co, sn = cs[half, 0], cs[half, 1]
+            cs[t, 0], cs[t, 1] = 1.0 - 2.0 * sn * sn, 2.0 * sn * co
+        else:
+            angle = trig[t, 1] * c[int(trig[t, 0])]
+            cs[t, 0], cs[t, 1] = math.cos(angle), math.sin(angle)
     nc = c.shape[0]
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     px = py = pz = 0.0
@@ -400,7 +405,7 @@ def _evaluation_state(sec, lref, u, w, c, ws):
     _rates(jac, w, per, cd)
 
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, with_mass, with_bias, M, h, g, ws):
     """``M(u)`` (if ``with_mass``), ``C u̇ + G`` (if ``with_bias``) and ``G`` of one arm (smooth
     coordinates) into ``M``, ``h``, ``g``. ``ints``, ``table``, ``trig``: the chain (:func:`rigid_terms`); ``sec`` =
@@ -465,11 +470,19 @@ def batch_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, w
 @njit(**_NO_NRT)
 def _terms_of_arms(topology, mass, inertia, gravity, u, w, c, with_mass, active, M, h, g, ws):
     """The loop of :func:`batch_terms` (no reference counting of the per-arm views)."""
-    ints, table, trig, sec, lref = topology
     for b in range(u.shape[0]):
         if active[b]:
-            arm_terms(ints, table, trig, sec, lref, mass[b], inertia[b], gravity[b], u[b], w[b], c[b], with_mass, True,
-                      M[b], h[b], g[b], ws)
+            terms_of_arm(topology, mass[b], inertia[b], gravity[b], u[b], w[b], c[b], with_mass, True, M[b], h[b],
+                         g[b], ws)
+
+
+@njit(**_NO_NRT)
+def terms_of_arm(topology, mass, inertia, gravity, u, w, c, with_mass, with_bias, M, h, g, ws):
+    """:func:`arm_terms` as one compiled function (``topology`` = ``(ints, table, trig, sec, lref)``)
+    that the batch drivers call rather than inline: its code is optimised once, which keeps the
+    cold compile of the drivers short."""
+    ints, table, trig, sec, lref = topology
+    arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, with_mass, with_bias, M, h, g, ws)
 
 
 @njit(**_JIT)
