@@ -70,29 +70,21 @@ def _force(uk, wk, tau, rest, cor, G, k, dd, ray_m, M, out):
 
 @njit(**_JIT)
 def step_workspace(n):
-    """The integrator's scratch of one arm: ``(M_e, A)`` and twelve vectors of ``n``."""
+    """The integrator's scratch of one arm: ``(M_e, A)`` and twelve vectors of ``n`` (:func:`predict`'s ``vec``)."""
     return np.empty((n, n)), np.empty((n, n)), np.empty((12, n))
 
 
 @njit(**_INLINE)
-def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel, fresh,
-             coefficients, passes, start, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws):
-    """One arm's :func:`~soft_envs.sim.integrator.generalized_alpha_step` with its own terms.
-
-    ``k`` the stiffness, ``rayleigh`` = (α_R, β_R), ``cancel`` leaves the damping out, ``fresh``
-    starts from the true acceleration, ``passes`` corrector passes; the start terms ``M_s``,
-    ``h_s`` = C u̇ + G, ``g_s`` are computed here unless ``start`` (then they are given). The new
-    ``u``, ``u̇``, ``a`` and ``c̃`` (θ's sign nearest ``c``) go to the ``*_out`` arrays. ``topology`` =
-    ``(ints, table, trig, sec, lref)`` (:func:`~soft_envs.sim.batched_kernels.arm_terms`),
-    ``coefficients`` = ``(dt, α_m, α_f, γ, β)``."""
-    ints, table, trig, sec, lref = topology
+def predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s, g_s,
+            A, vec, u_out, w_out, a_out):
+    """The reference's step with the start terms ``M_s``, ``h_s`` = C u̇ + G, ``g_s`` up to its
+    first solve (the predictor; the whole step without corrector passes) into ``*_out``. ``k`` the
+    stiffness, ``rayleigh`` = (α_R, β_R), ``cancel`` leaves the damping out, ``fresh`` starts from
+    the true acceleration; ``coefficients`` = ``(dt, α_m, α_f, γ, β)``. What the corrector passes
+    need is kept in ``vec`` ``(12, n)``; ``A`` ``(n, n)`` scratch."""
     dt, am, af, gamma, beta = coefficients
     n = u.shape[0]
-    M_e, A, vec = sws
-    cor, dd, f_s, acc_s, u_hat, w_hat, impl, rhs = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[7]
-    g_e, h_e, zero, a0 = vec[8], vec[9], vec[10], vec[11]
-    if not start:
-        terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
+    cor, dd, f_s, acc_s, u_hat, w_hat, impl, a0 = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[8]
     keep = 0.0 if cancel else 1.0
     ray_m = rayleigh[0] * keep
     for i in range(n):
@@ -109,35 +101,78 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
         u_hat[i] = u[i] + dt * w[i] + ((0.5 - beta) * dt * dt) * a0[i]
         w_hat[i] = w[i] + ((1.0 - gamma) * dt) * a0[i]
         impl[i] = (1.0 - af) * (beta * dt * dt * k[i] + gamma * dt * dd[i])
-        zero[i] = 0.0
-    mass_factor = (1.0 - am) + (1.0 - af) * gamma * dt * ray_m
-    Me, Ge = M_s, g_s
-    for p in range(passes + 1):
-        if p:
-            configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
-            terms_of_arm(topology, mass, inertia, gravity, u_out, zero, c_out, True, False, M_e, h_e, g_e, ws)
-            Me, Ge = M_e, g_e
-        _force(u_hat, w_hat, tau_e, rest_e, cor, Ge, k, dd, ray_m, Me, rhs)
-        for i in range(n):
+    vec[11, 0] = (1.0 - am) + (1.0 - af) * gamma * dt * ray_m  # the mass factor of the solves
+    vec[11, 1] = ray_m
+    solve_pass(k, rest_e, tau_e, coefficients, M_s, g_s, M_s, False, A, vec, u_out, w_out, a_out)
+
+
+@njit(**_INLINE)
+def solve_pass(k, rest_e, tau_e, coefficients, M_e, G_e, M_s, corrected, A, vec, u_out, w_out, a_out):
+    """One solve of the reference's pass loop with ``M``, ``G`` at the step's end ``M_e``, ``G_e``
+    (``corrected``: a corrector pass, with its ``α_f (M_e − M_s) ü_n`` term); ``vec`` from :func:`predict`."""
+    dt, am, af, gamma, beta = coefficients
+    n = k.shape[0]
+    cor, dd, f_s, acc_s, u_hat, w_hat, impl, rhs, a0 = (vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6],
+                                                         vec[7], vec[8])
+    mass_factor, ray_m = vec[11, 0], vec[11, 1]
+    _force(u_hat, w_hat, tau_e, rest_e, cor, G_e, k, dd, ray_m, M_e, rhs)
+    for i in range(n):
+        s = 0.0
+        for j in range(n):
+            s += M_e[i, j] * a0[j]
+        r = (1.0 - af) * rhs[i] + af * f_s[i] - am * s
+        if corrected:
             s = 0.0
             for j in range(n):
-                s += Me[i, j] * a0[j]
-            r = (1.0 - af) * rhs[i] + af * f_s[i] - am * s
-            if p:
-                s = 0.0
-                for j in range(n):
-                    s += (Me[i, j] - M_s[i, j]) * acc_s[j]
-                r = r + af * s
-            rhs[i] = r
-        for i in range(n):
-            for j in range(n):
-                A[i, j] = mass_factor * Me[i, j]
-            A[i, i] += impl[i]
-        cholesky_solve(A, rhs, a_out)
-        for i in range(n):
-            u_out[i] = u_hat[i] + (beta * dt * dt) * a_out[i]
-            w_out[i] = w_hat[i] + (gamma * dt) * a_out[i]
+                s += (M_e[i, j] - M_s[i, j]) * acc_s[j]
+            r = r + af * s
+        rhs[i] = r
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = mass_factor * M_e[i, j]
+        A[i, i] += impl[i]
+    cholesky_solve(A, rhs, a_out)
+    for i in range(n):
+        u_out[i] = u_hat[i] + (beta * dt * dt) * a_out[i]
+        w_out[i] = w_hat[i] + (gamma * dt) * a_out[i]
+
+
+@njit(**_INLINE)
+def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel, fresh,
+             coefficients, passes, start, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws):
+    """One arm's step with its own terms: :func:`predict`, then per corrector pass the configuration
+    terms at the latest end state and :func:`solve_pass`; the start terms are computed here unless
+    ``start`` (then they are given). The new ``u``, ``u̇``, ``a`` and ``c̃`` (θ's sign nearest ``c``)
+    go to the ``*_out`` arrays. ``topology`` = ``(ints, table, trig, sec, lref)``."""
+    sec, lref = topology[3], topology[4]
+    M_e, A, vec = sws
+    g_e, h_e, zero = vec[9], vec[10], vec[7]
+    if not start:
+        terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
+    predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s, g_s,
+            A, vec, u_out, w_out, a_out)
+    for _ in range(passes):
+        configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+        for i in range(zero.shape[0]):
+            zero[i] = 0.0  # (vec[7] is the solve's right-hand side: free between passes)
+        terms_of_arm(topology, mass, inertia, gravity, u_out, zero, c_out, True, False, M_e, h_e, g_e, ws)
+        solve_pass(k, rest_e, tau_e, coefficients, M_e, g_e, M_s, True, A, vec, u_out, w_out, a_out)
     configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+
+
+@njit(**_JIT)
+def single_predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s,
+                   g_s, A, vec, u_out, w_out, a_out):
+    """:func:`predict` for one arm whose terms come from elsewhere (:class:`~soft_envs.sim.soft_arm.SoftArmBody`:
+    PyBullet's)."""
+    predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s, g_s,
+            A, vec, u_out, w_out, a_out)
+
+
+@njit(**_JIT)
+def single_correct(k, rest_e, tau_e, coefficients, M_e, G_e, M_s, A, vec, u_out, w_out, a_out):
+    """A corrector pass (:func:`solve_pass`) for one arm with its end terms ``M_e``, ``G_e``."""
+    solve_pass(k, rest_e, tau_e, coefficients, M_e, G_e, M_s, True, A, vec, u_out, w_out, a_out)
 
 
 @njit(**_JIT)

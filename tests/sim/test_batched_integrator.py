@@ -68,3 +68,30 @@ def test_stepping_a_body_reuses_the_terms_the_controller_asked_for():
     np.testing.assert_array_equal(arm.state.u, twin.state.u)
     arm.reset(None, np.zeros(6))
     assert arm._terms is None
+
+
+@pytest.mark.parametrize("passes, cancel", [(0, False), (1, True), (2, False)])
+def test_single_body_steps_as_the_numpy_reference(passes, cancel):
+    from soft_envs.sim.bullet import connect, disconnect
+    from soft_envs.sim.integrator import generalized_alpha_step
+    from soft_envs.sim.pcc_body import PCCBody
+
+    client = connect()
+    try:
+        body = PCCBody(client, PCCArm(2, 6), rayleigh_mass=0.3)
+        body.corrector_passes = passes
+        body.reset(np.array([0.001, 0.5, 0.3, 0.0, 0.8, -1.0]), velocity=np.linspace(-0.5, 0.5, 6))
+        tau = np.linspace(0.01, -0.02, 6)
+        for first in (True, False):
+            M, G = body.mass_matrix(), body.gravity_torque()
+            want = generalized_alpha_step(
+                body.u, body.w, body.a, 5e-3, body.stiffness, body.configuration_terms, start_terms=(M, G),
+                coriolis=body.coriolis(), torque_start=tau, torque_end=1.2 * tau, rest_start=body.rest,
+                rest_end=body.rest + 1e-3, rayleigh_mass=body.alpha, rayleigh_stiffness=body.beta,
+                cancel_damping=cancel, parameters=body.alpha_parameters, corrector_passes=passes,
+                consistent_start=first and passes > 0)
+            body.step(5e-3, tau, torque_end=1.2 * tau, rest_end=body.rest + 1e-3, cancel_damping=cancel)
+            for got, ref in ((body.u, want.u), (body.w, want.w), (body.a, want.a)):
+                assert _relative(got, ref) < 1e-12
+    finally:
+        disconnect(client)
