@@ -12,7 +12,6 @@ largest distance of its points from its start).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -253,7 +252,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         "Halving studies (module `soft_envs.bench.convergence`): the same 2 s episode at the default physics "
         "step and its halves, the control period fixed (PCC: the set-points of `PCCTrackingAgent` from the "
         "straight arm, the PD + feed-forward law every 5 ms; PETER: 0.5 kg payload, uniformly random actions, "
-        "halvings from its 1/120 s step in both tables; the old default was 1/240 s), the tip paths compared with a reference at 1/16 of the "
+        "halvings from its 1/120 s step in both tables; the old default was 1/240 s), the tip paths compared with a "
+        "reference at 1/16 of the "
         "default step. *Before*: `M` and `C u̇ + G` at the step's start (`corrector_passes=0`; the PCC env's "
         "set-point fix below is in both). *Now*: `M` and `G` corrected at the step's end, `C u̇` at its start.\n\n"
         "**Before**\n\n" + halving_table(0, full, seed) + "\n\n**Now**\n\n" + halving_table(None, full, seed)

@@ -171,7 +171,8 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
     ``Bᵀ ID(q, 0, 0)`` into ``gc`` for one arm at ``c̃ = c`` with ``ċ̃ = cd``, ``c̃̈ = cdd``
     (module docstring). ``ints`` ``(K, 3)`` = (kind, slot, trig) per joint, ``table`` ``(K, 5)`` =
     (offset, β, com), ``trig`` ``(T, 3)`` = (slot, β, half) of the distinct joint angles (their
-    cosines and sines are computed once into ``cs`` ``(T, 2)``; from ``half``'s when it is ≥ 0). ``S`` ``(K, 6)``, ``link`` ``(K, 16)``,
+    cosines and sines are computed once into ``cs`` ``(T, 2)``; from ``half``'s when it is ≥ 0).
+    ``S`` ``(K, 6)``, ``link`` ``(K, 16)``,
     ``F`` ``(K, 6)``: scratch."""
     K = ints.shape[0]
     for t in range(trig.shape[0]):
@@ -280,7 +281,8 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
         ixy, ixz, iyz = ixy + link[j, 13], ixz + link[j, 14], iyz + link[j, 15]
         s0, s1, s2, s3, s4, s5 = S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5]
         if with_bias:
-            nx, ny, nz, fx, fy, fz = nx + link[j, 0], ny + link[j, 1], nz + link[j, 2], fx + link[j, 3], fy + link[j, 4], fz + link[j, 5]
+            nx, ny, nz = nx + link[j, 0], ny + link[j, 1], nz + link[j, 2]
+            fx, fy, fz = fx + link[j, 3], fy + link[j, 4], fz + link[j, 5]
             hc[ints[j, 1]] += table[j, 1] * (s0 * nx + s1 * ny + s2 * nz + s3 * fx + s4 * fy + s5 * fz)
         # I_c (0, −g) = (h × (−g), −m g)
         gn_x, gn_y, gn_z = -(hy * gz - hz * gy), -(hz * gx - hx * gz), -(hx * gy - hy * gx)

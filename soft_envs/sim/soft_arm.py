@@ -512,7 +512,8 @@ class SoftArmBody:
         M_s = self.mass_matrix()
         u, w, a = np.empty(n), np.empty(n), np.empty(n)
         coefficients = (float(dt), *self.alpha_parameters)
-        single_predict(self.u, self.w, self.a, self.stiffness, np.array([self.alpha, self.beta]), self.rest, rest_e, tau_s, tau_e,
+        single_predict(self.u, self.w, self.a, self.stiffness, np.array([self.alpha, self.beta]), self.rest, rest_e,
+                       tau_s, tau_e,
                        bool(cancel_damping), self._state_set and self.corrector_passes > 0, coefficients,
                        self.corrector_passes, M_s, self.bias(), self.gravity_torque(), self._scratch, self._vec,
                        u, w, a)
