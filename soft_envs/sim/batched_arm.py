@@ -28,9 +28,9 @@ thread, best of 3 rounds, on a shared 2-core AMD EPYC at load ~11; µs per arm):
 =====================================  =======  ========  =========
 rigid-body terms of one arm             B = 1    B = 64    B = 1024
 =====================================  =======  ========  =========
-PETER 2 modules, numba kernel (M, h, G)  4.4      1.30      1.26
+PETER 2 modules, numba kernel (M, h, G)  4.0      1.04      0.97
 PETER 2 modules, numpy over joints (h)   3400     60        12.8
-PCC 2 segments, numba kernel             5.2      1.73      1.71
+PCC 2 segments, numba kernel             4.6      1.44      1.39
 PCC 2 segments, numpy over joints (h)    5500     98        23
 =====================================  =======  ========  =========
 
@@ -43,11 +43,14 @@ is flat in B from B ≈ 64 and takes ~1.3 µs per PETER arm (~70 ns per joint, ~
 cycle). Not pursued: a closed form in the section coordinates (specific to one link pattern,
 and the kernel is already at a few thousand flops per arm), SIMD across arms (lane-interleaved
 layout: a rewrite of the kernel), JAX (no GPU here; compile and dispatch cost on CPU).
-A whole physics step (terms at the start, the corrector's terms at the end, the shared numpy
-:func:`~soft_envs.sim.integrator.generalized_alpha_step`) costs 4.2 µs per PETER arm at
-B = 1024 (5.2 µs PCC), 35× (30×) the single PyBullet core's 147 µs (156 µs) in the same run;
-the numpy integrator is ~1.7 µs of it (two batched ``np.linalg.solve`` and ~30 array calls). The
-kernels compile in ~20 s of CPU once per checkout (``cache=True``; then ~1.5 s to load).
+A whole physics step is one compiled call for the batch
+(:func:`soft_envs.sim.batched_integrator.batch_step`: the terms at the start, the predictor, the
+configuration terms at the predicted end, the corrector, the new ``c̃``): 2.6 µs per PETER arm at
+B = 1024 (3.2 µs PCC), from 3.9 (5.1) µs with the numpy integrator and reference-counted loops
+(the kernel rows above were 1.26 and 1.71 µs then), 36× (32×) the single PyBullet core's 92 µs
+(102 µs) in the same run — the single core now runs the same compiled step around PyBullet's
+terms (147 and 156 µs before). The kernels compile in ~27 s of CPU once per checkout
+(``cache=True``; then ~1.5 s to load).
 
 GPU. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` use scalar arithmetic and
 small local arrays only, so a GPU port is a transcription: ``numba.cuda.jit(device=True)`` on the
