@@ -32,8 +32,10 @@ LAYER = {
     "demos": "top",
     "evaluate": "top",
     "train_rl": "top",
+    "vector": "top",  # the Stable-Baselines3 adapter of the vector envs
     "policy_layers": "top",  # torch layers of saved RL policies
     "cli": "top",
+    "report": "top",  # markdown tables and figures of the harness
     "": "top",  # soft_envs/__init__.py registers the environments
 }
 # What each layer may import (besides itself).

@@ -12,7 +12,8 @@ reset / close order. Subclasses fill the hooks:
   ``action_rate = −action_rate_weight · ‖a − a_prev‖²``, the reward is the sum of all terms
   in that order and each appears in ``info`` as ``reward_<name>``;
 * ``_reset_model(options)`` — put the robot and task in their initial state using
-  ``self.np_random`` (``options`` is ``reset``'s dict, empty when none was given);
+  ``self.np_random`` (``options`` is ``reset``'s dict, empty when none was given); an env with a
+  vector form draws the task through ``draw_task(rng)``, which its vector env calls per sub-env;
 * ``_command()`` — the command the robot holds, in model units (its normalised form is the
   previous action of an episode's first step);
 * ``_terminated()``, ``_extra_info()``, ``_camera()`` (orbit-camera parameters, no side
@@ -27,8 +28,8 @@ reset / close order. Subclasses fill the hooks:
 Realism: the base resolves ``realism=`` (``"ideal"``, ``"realistic"`` or a dict of overrides)
 against the env's table at construction and, at every ``reset``, draws the perturbations from a
 generator spawned off ``np_random`` (:attr:`SoftEnv.realism_rng`, also the source of every
-per-step noise) before ``_reset_model`` runs; the values are :attr:`SoftEnv.perturbations` and
-``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
+per-step noise; :meth:`SoftEnv.draw_realism`) before ``_reset_model`` runs; the values are
+:attr:`SoftEnv.perturbations` and ``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
 
 Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
 one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
@@ -43,6 +44,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
 from soft_envs.exceptions import (
@@ -55,6 +57,7 @@ from soft_envs.exceptions import (
 )
 from soft_envs.sim.bullet import configure_physics, connect, disconnect, has_display, render_rgb
 from soft_envs.sim.realism import Perturbation, Realism, spawn_generator
+from soft_envs.sim.soft_arm import SoftArmBody
 
 MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
 MAX_FRAME_SKIP = 10_000  # physics steps per env.step
@@ -82,6 +85,9 @@ class SoftEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 20}
+    action_space: spaces.Box  # every env acts through a normalised box
+    model: Any  # the nominal robot model a controller plans with (set by the subclass)
+    client: Any  # the env's BulletClient (PyBullet is untyped); None without physics and after close()
 
     def __init__(
         self,
@@ -206,6 +212,21 @@ class SoftEnv(gym.Env):
         low, high = self.action_space.low, self.action_space.high
         return np.clip(self._model_to_action(np.asarray(q, dtype=float)), low, high).astype(np.float32)
 
+    def draw_realism(self, rng: np.random.Generator) -> tuple[np.random.Generator | None, dict[str, Any]]:
+        """A reset's realism draws from ``rng`` (the env's ``np_random``, not advanced): the
+        generator of the episode's per-step noise (spawned off ``rng``) and the perturbations;
+        ``(None, ideal values)`` under ``"ideal"``, where nothing is drawn. The vector envs call
+        it once per sub-env being reset, with that sub-env's generator."""
+        if self.realism.is_ideal():
+            return None, self.realism.ideal_values(self._realism_sizes())
+        realism_rng = spawn_generator(rng)
+        return realism_rng, self.realism.draw(realism_rng, self._realism_sizes())
+
+    def draw_task(self, rng: np.random.Generator) -> Any:
+        """A reset's task draws from ``rng`` (goals, start phases): envs with a vector form draw
+        their task here, in ``_reset_model`` and, per sub-env, in their vector env."""
+        raise NotImplementedError(f"{type(self).__name__} has no vector form")
+
     # ------------------------------------------------------------------ gym API
     def validate_action(self, action: Any) -> tuple[np.ndarray, bool]:
         """``(action clipped into the box, was it clipped)``; ``ValueError`` on bad shape or NaN."""
@@ -254,11 +275,7 @@ class SoftEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._check_open("reset")
         super().reset(seed=seed)
-        if self.realism.is_ideal():
-            self.realism_rng = None
-        else:
-            self.realism_rng = spawn_generator(self.np_random)
-            self.perturbations = self.realism.draw(self.realism_rng, self._realism_sizes())
+        self.realism_rng, self.perturbations = self.draw_realism(self.np_random)
         self._reset_model({} if options is None else options)
         self._previous_action = self.model_to_action(self._command()).astype(np.float64)
         obs = self._observation()
@@ -285,6 +302,9 @@ class SoftEnv(gym.Env):
     def close(self) -> None:
         # (No __del__: a BulletClient disconnects itself when garbage-collected, and
         # EzPickle's unpickling shares the client of a temporary instance.)
+        body = getattr(self, "body", None)
+        if isinstance(body, SoftArmBody):  # its private dynamics client, if it made one
+            body.close()
         disconnect(self.client)
         disconnect(self._render_client)
         self.client = None
@@ -351,5 +371,5 @@ class GoalConditionedMixin:
             elif isinstance(info, dict):
                 terms.append(info[f"reward_{name}"])
             else:
-                terms.append(np.reshape([inf.get(f"reward_{name}", 0.0) for inf in infos], batch))
+                terms.append(np.reshape([inf.get(f"reward_{name}", 0.0) for inf in infos or ()], batch))
         return sum(terms)

@@ -69,6 +69,9 @@ otherwise at ``t = 0``) with the arm at rest on that point (Gauss–Newton conti
 trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; the
 trajectory's tip angle held on a planar arm; the chambers at the pressures that hold it) — the
 paper started from the straight arm; ``start_straight=True`` does that.
+
+Vector form: ``gym.make_vec("soft_envs/PCCTrack-v0", num_envs=N, **kwargs)`` steps ``N`` arms on
+the batched core, each sub-env this env's episode (:mod:`soft_envs.envs.pcc_track_vector`).
 """
 
 from __future__ import annotations
@@ -83,15 +86,14 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
-from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
-from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS
+from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
 from soft_envs.sim.actuators import PressureRegulator
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
-from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 ACTION_TYPES = ("configuration", "torque", "pressure")
 PHYSICS = ("soft", "stiff")
@@ -125,6 +127,20 @@ PCC_REALISM: tuple[Perturbation, ...] = (
                  "assumption: one camera frame and its processing", valid=(0.0, MAX_DELAY)),
 )
 CHAMBER_REALISM = ("chamber_gain", "pressure_droop", "regulator_delay")
+
+
+def track_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, state: np.ndarray, rate: np.ndarray,
+                      phase: np.ndarray | float, high: np.ndarray, goal_conditioned: bool):
+    """The observation (module docstring) of one arm (``(3,)``, ``(n,)`` parts, a float phase [rad])
+    or of a batch (leading ``B``): measured tip [m], goal [m], measured velocity [m/s], the paper's
+    state and its rate, the trajectory phase; clipped into ``±high``, float32. The single and the
+    vector env build it here."""
+    phase = np.asarray(phase, dtype=float)[..., None]
+    obs = np.concatenate((tip, goal, goal - tip, velocity, state, rate, np.sin(phase), np.cos(phase)), axis=-1)
+    obs = np.clip(obs, -high, high).astype(np.float32)
+    if goal_conditioned:
+        return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
+    return obs
 
 
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
@@ -373,7 +389,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _reset_model(self, options: dict[str, Any]) -> None:
         if not self.realism.is_ideal():
             self._apply_realism()
-        t0 = float(self.np_random.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
+        t0 = self.draw_task(self.np_random)
         c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
         self.body.reset(c0)
         self.stop_reason = None
@@ -393,6 +409,11 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self._command_value = hold
         self.goal = self.trajectory.position(self.time)
         self._read_tip(reset=True)
+
+    def draw_task(self, rng: np.random.Generator) -> float:
+        """A reset's task draw from ``rng``: the trajectory time [s] the episode starts at (uniform
+        over a period with ``random_start``, else 0 and nothing drawn)."""
+        return float(rng.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
 
     def _command(self) -> np.ndarray:
         return self.setpoint if self.action_type == "configuration" else self._command_value
@@ -482,16 +503,10 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _observation(self) -> np.ndarray:
         self._read_tip()
-        tip = self.measured_tip
         state = self.controller.state(self.body.u)
         rate = self.controller.state_jacobian(self.body.u) @ self.body.w
-        phase = 2 * np.pi * self.time / self.trajectory.period
-        obs = np.concatenate((tip, self.goal, self.goal - tip, self.measured_velocity, state, rate,
-                              [np.sin(phase), np.cos(phase)]))
-        obs = np.clip(obs, -self._obs_high, self._obs_high).astype(np.float32)
-        if self.goal_conditioned:
-            return {"observation": obs[9:], "achieved_goal": obs[0:3], "desired_goal": obs[3:6]}
-        return obs
+        return track_observation(self.measured_tip, self.goal, self.measured_velocity, state, rate,
+                                 2 * np.pi * self.time / self.trajectory.period, self._obs_high, self.goal_conditioned)
 
     def tracking_error(self) -> float:
         """Current true tip-to-goal distance [m] (goal-conditioned: from the goals rounded to float32

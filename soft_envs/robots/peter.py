@@ -27,9 +27,21 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, cross, skew
 from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.chain import (
+    BASE_COLOUR,
+    PLATE_COLOUR,
+    Body,
+    Chain,
+    ChainLink,
+    Cylinder,
+    Limits,
+    bend_section,
+    cylinder_inertia,
+    section_colour,
+    section_joint_values,
+)
+from soft_envs.robots.peter_columns import pcc_tip_columns, tilted_tip_columns
 from soft_envs.robots.peter_single import pcc_single, tilted_single
-from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
-                                    cylinder_inertia, section_colour, section_joint_values)
 
 KINEMATICS = ("tilted", "pcc")
 DEFAULT_LEG_STIFFNESS = 1300.0  # N/m per leg (assumption, see Peter)
@@ -121,10 +133,10 @@ class Peter(KinematicModel):
         return self.n_modules * (self.leg_length_at_rest + self.leg_rate * self.max_inflation_time) \
             + (self.n_modules - 1) * self.gap
 
-    def with_parameters(self, **changes: Any) -> "Peter":
+    def with_parameters(self, **changes: Any) -> Peter:
         """The same arm with the constructor parameters named in ``changes`` replaced (e.g. a
         perturbed ``radius`` [m], ``module_mass`` [kg] or ``leg_stiffness`` [N/m])."""
-        parameters = dict(n_modules=self.n_modules, radius=self.radius, gap=self.gap,
+        parameters: dict[str, Any] = dict(n_modules=self.n_modules, radius=self.radius, gap=self.gap,
                           leg_length_at_rest=self.leg_length_at_rest, leg_rate=self.leg_rate,
                           max_inflation_time=self.max_inflation_time, kinematics=self.kinematics,
                           links_per_module=self.links_per_module, module_mass=self.module_mass,
@@ -134,7 +146,7 @@ class Peter(KinematicModel):
             raise InvalidParameterError(f"Peter has no parameter(s) {sorted(unknown)}")
         return Peter(**(parameters | changes))
 
-    def with_kinematics(self, kinematics: str) -> "Peter":
+    def with_kinematics(self, kinematics: str) -> Peter:
         """The same arm (same parameters) with the other kinematics."""
         return self.with_parameters(kinematics=kinematics)
 
@@ -191,6 +203,26 @@ class Peter(KinematicModel):
             return np.array((self.__dict__.get("_single_call") or self._single_call())(single, True)[1])
         return self.module_points_jacobian(t)[1][..., -1, :, :]
 
+    def forward_arms(self, t: np.ndarray, radius: np.ndarray | None = None) -> np.ndarray:
+        """Tips ``(B, 3)`` [m] of ``B`` arms of this topology and kinematics for inflation times
+        ``t`` ``(B, 3N)`` [s], each arm with its own leg-circle ``radius`` ``(B,)`` [m] (default:
+        this model's), in the column form (:mod:`soft_envs.robots.peter_columns`: the single
+        path's arithmetic on ``(B,)`` columns; equal to :meth:`forward` of the arm with that
+        radius to 1e-15 m). ``t`` is not checked: the vector envs pass their own clipped inputs."""
+        t = np.asarray(t, dtype=float)
+        if radius is None:
+            if self.kinematics == "tilted":
+                return tilted_tip_columns(self._feet.tolist(), self.leg_length_at_rest, self.leg_rate, self.gap, t)
+            return pcc_tip_columns(self._q_from_l.tolist(), self.leg_length_at_rest, self.leg_rate, self.gap, t)
+        radius = np.asarray(radius, dtype=float)
+        cos, sin = np.cos(self.leg_angles), np.sin(self.leg_angles)
+        if self.kinematics == "tilted":  # as _feet: radius * (cos α, sin α, 0)
+            feet = [[radius * cos[j], radius * sin[j], 0.0] for j in range(3)]
+            return tilted_tip_columns(feet, self.leg_length_at_rest, self.leg_rate, self.gap, t)
+        k = 2.0 / (3.0 * radius)  # as _q_from_l
+        q_from_l = [[1.0 / 3.0] * 3, [-k * cos[j] for j in range(3)], [-k * sin[j] for j in range(3)]]
+        return pcc_tip_columns(q_from_l, self.leg_length_at_rest, self.leg_rate, self.gap, t)
+
     def _single_configuration(self, t: np.ndarray) -> list[float] | None:
         """``t`` as a list of floats when it is one finite configuration ``(3N,)``, else ``None``
         (batches, and anything :meth:`check_configuration` must reject, take the checked path)."""
@@ -227,6 +259,7 @@ class Peter(KinematicModel):
         """Module top centres and their Jacobians: ``(N, 3)``, ``(N, 3, 3N)`` (batched: leading ``B``)."""
         t = self.check_configuration(t)
         points, jac = self._evaluate(np.atleast_2d(t), with_jacobian=True)
+        assert jac is not None  # asked for
         return (points[0], jac[0]) if t.ndim == 1 else (points, jac)
 
     def _evaluate(self, t: np.ndarray, with_jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:

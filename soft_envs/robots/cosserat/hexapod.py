@@ -18,7 +18,14 @@ from soft_envs.robots.cosserat import assembly as _assembly
 from soft_envs.robots.cosserat import stability as _stability
 from soft_envs.robots.cosserat.assembly import AssemblySearch
 from soft_envs.robots.cosserat.equations import (
-    FK_FREE, FK_ROWS, LOAD, POSE_FIXED_FREE, POSE_FIXED_ROWS, SINGLE_SEARCH, HexapodEquations, HexapodSolution,
+    FK_FREE,
+    FK_ROWS,
+    LOAD,
+    POSE_FIXED_FREE,
+    POSE_FIXED_ROWS,
+    SINGLE_SEARCH,
+    HexapodEquations,
+    HexapodSolution,
 )
 from soft_envs.robots.cosserat.integrator import IDENTITY_WXYZ, rotation_matrix_wxyz
 from soft_envs.robots.cosserat.rod import Rod, RodState
@@ -253,10 +260,8 @@ class Hexapod6PFS:
         steps = self.n_steps if n_steps is None else int(n_steps)
         if sol.rods is not None and len(sol.rods[0].s) == steps + 1:
             return sol.rods
-        A = self.base_positions(sol.inputs)
-        sol.rods = [self.rod.state(sol.base_curvatures[i], sol.forces[i], base_position=A[i],
-                                   base_quaternion=self.base_quaternions[i],
-                                   n_steps=steps) for i in range(6)]
+        sol.rods = self.rod.states(sol.base_curvatures, sol.forces, base_positions=self.base_positions(sol.inputs),
+                                   base_quaternions=self.base_quaternions, n_steps=steps)
         return sol.rods
 
     def tip_forces(self, sol: HexapodSolution) -> np.ndarray:

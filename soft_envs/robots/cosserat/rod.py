@@ -7,8 +7,9 @@ are ``(x, y, z, w)``; the integrator's scalar-first state stays inside
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -16,7 +17,12 @@ from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross
 from soft_envs.robots.cosserat.integrator import (
-    IDENTITY_WXYZ, integrate_rods, rotation_matrix_wxyz, rotation_variation_wxyz, to_wxyz, to_xyzw,
+    IDENTITY_WXYZ,
+    integrate_rods,
+    rotation_matrix_wxyz,
+    rotation_variation_wxyz,
+    to_wxyz,
+    to_xyzw,
 )
 from soft_envs.robots.cosserat.newton import LineSearch, damped_newton
 
@@ -194,19 +200,28 @@ class Rod:
               base_quaternion: np.ndarray | None = None, n_steps: int | None = None, **extra: Any) -> RodState:
         """The :class:`RodState` of one rod integrated from ``u(0)`` with force ``n`` (``base_quaternion``
         ``(x, y, z, w)``, default the identity); ``extra`` fills the outcome fields."""
-        if base_quaternion is not None:
-            base_quaternion = to_wxyz(np.asarray(base_quaternion, float))
-        Y = self._integrate_wxyz(np.asarray(base_curvature, float)[None], np.asarray(force, float)[None],
-                                 base_position=None if base_position is None else np.asarray(base_position, float)[None],
-                                 base_quaternion=None if base_quaternion is None else base_quaternion[None],
-                                 n_steps=n_steps, store=True)[0]
-        q = Y[:, 3:7] / np.linalg.norm(Y[:, 3:7], axis=1, keepdims=True)
+        one = None if base_position is None else np.asarray(base_position, float)[None]
+        quat = None if base_quaternion is None else np.asarray(base_quaternion, float)[None]
+        return self.states(np.asarray(base_curvature, float)[None], np.asarray(force, float)[None], base_positions=one,
+                           base_quaternions=quat, n_steps=n_steps, **extra)[0]
+
+    def states(self, base_curvatures: np.ndarray, forces: np.ndarray, *, base_positions: np.ndarray | None = None,
+               base_quaternions: np.ndarray | None = None, n_steps: int | None = None, **extra: Any) -> list[RodState]:
+        """:meth:`state` of ``B`` rods at once (one batched integration): ``u(0)`` ``(B, 3)`` [1/m], forces
+        ``(B, 3)`` [N], bases ``(B, 3)`` [m] and clamp quaternions ``(B, 4)`` ``(x, y, z, w)``."""
+        u0 = np.asarray(base_curvatures, float)
+        F = np.broadcast_to(np.asarray(forces, float), u0.shape)
+        Y = self._integrate_wxyz(u0, F, base_position=base_positions,
+                                 base_quaternion=None if base_quaternions is None else to_wxyz(base_quaternions),
+                                 n_steps=n_steps, store=True)  # (B, N+1, 11)
+        q = Y[..., 3:7] / np.linalg.norm(Y[..., 3:7], axis=-1, keepdims=True)
         R = rotation_matrix_wxyz(q)
-        u = Y[:, 7:10]
-        m = np.einsum("kij,kj->ki", R, u * np.array([self.EI, self.EI, self.GJ]))
-        s = np.linspace(0.0, self.length, Y.shape[0])
-        return RodState(s=s, positions=Y[:, 0:3].copy(), rotations=R, quaternions=to_xyzw(q), curvatures=u.copy(),
-                        force=np.asarray(force, float).copy(), moments=m, energy=float(Y[-1, 10]), **extra)
+        u = Y[..., 7:10]
+        m = np.einsum("bkij,bkj->bki", R, u * np.array([self.EI, self.EI, self.GJ]))
+        s = np.linspace(0.0, self.length, Y.shape[1])
+        return [RodState(s=s.copy(), positions=Y[b, :, 0:3].copy(), rotations=R[b], quaternions=to_xyzw(q[b]),
+                         curvatures=u[b].copy(), force=F[b].copy(), moments=m[b], energy=float(Y[b, -1, 10]), **extra)
+                for b in range(len(u0))]
 
     # ------------------------------------------------------------------ clamped rod, dead tip load
     def solve_clamped(self, tip_force: Sequence[float] = (0.0, 0.0, 0.0), tip_moment: Sequence[float] = (0.0, 0.0, 0.0),
