@@ -35,10 +35,15 @@ one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
 
 A subclass that runs without physics (``use_physics=False``) has ``self.client = None`` and
 advances its own state in ``_apply_action``.
+
+A constructor that raises (a keyword combination refused after the base connected to PyBullet)
+leaves no client behind: every subclass's ``__init__`` is wrapped (:meth:`SoftEnv.__init_subclass__`)
+so that the clients are disconnected before the error propagates.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -82,6 +87,27 @@ class SoftEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 20}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap the subclass's ``__init__``: if it raises, disconnect the clients it opened."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_disconnects_on_error", False):
+            return
+
+        @functools.wraps(init)
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            try:
+                init(self, *args, **kw)
+            except BaseException:
+                for name in ("client", "_render_client"):
+                    disconnect(getattr(self, name, None))
+                    if name in self.__dict__:
+                        setattr(self, name, None)
+                raise
+
+        __init__._disconnects_on_error = True
+        cls.__init__ = __init__
 
     def __init__(
         self,

@@ -66,7 +66,7 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
+from soft_envs.exceptions import InvalidParameterError, check_finite, check_nonnegative, check_positive
 from soft_envs.geometry import rotation_vector_error
 from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
 from soft_envs.robots.cosserat.equations import FK_FREE, FK_ROWS, SINGLE_SEARCH
@@ -174,7 +174,7 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             n_steps=n_steps, time_step=time_step, frame_skip=frame_skip, rod_render_radius=rod_render_radius,
             **kwargs)
         check_nonnegative(position_weight=position_weight, orientation_weight=orientation_weight)
-        if not (0.0 < goal_range <= 1.0):
+        if not (0.0 < check_finite("goal_range", goal_range) <= 1.0):
             raise InvalidParameterError(f"goal_range must be in (0, 1]; got {goal_range!r}")
         self.goal_conditioned = bool(goal_conditioned)
         self.position_weight = float(position_weight)

@@ -226,6 +226,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if physics == "stiff" and not self.kinematic and not self.realism.is_ideal():
             raise InvalidParameterError("realism needs physics='soft' or kinematic=True (the stiff servo "
                                         "body has no legs to perturb)")
+        self._check_plant_ranges()
         self.plant = self.model.with_kinematics("pcc" if not self.kinematic else kinematics)
         self.sensor = DelayedSensor()
         self.clock = 0.0  # s, the kinematic variant's time
@@ -312,6 +313,25 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             if isinstance(self.body, SoftPeterBody):  # the simulated arm becomes the plant
                 self.body.set_model(self.plant, self.payload + drawn["payload"])
                 self.body.set_base_orientation(tuple(quaternion_from_rotation_vector(tilt)))
+
+    _PLANT_ERRORS = (("radius_error", "radius"), ("mass_error", "module_mass"),
+                     ("leg_stiffness_error", "leg_stiffness"))
+
+    def _check_plant_ranges(self) -> None:
+        """Refuse, at construction, a realism range that would make the simulated arm invalid at a
+        reset (e.g. ``radius=1.0`` with a ``radius_error`` up to +10 %: a radius above 1 m): the arm
+        is built at both ends of each relative-error range."""
+        for name, parameter in self._PLANT_ERRORS:
+            if name not in self.realism.ranges or self.realism.is_ideal(name):
+                continue
+            for error in self.realism.ranges[name]:
+                value = getattr(self.model, parameter) * (1.0 + error)
+                try:
+                    self.model.with_parameters(**{parameter: value})
+                except InvalidParameterError as exc:
+                    raise InvalidParameterError(
+                        f"realism {name!r} {self.realism.ranges[name]} with {parameter}="
+                        f"{getattr(self.model, parameter)!r} gives an invalid simulated arm: {exc}") from None
 
     # ------------------------------------------------------------------ hooks
     def _reset_model(self, options: dict[str, Any]) -> None:

@@ -1,0 +1,88 @@
+"""Stateful fuzzing of every environment (``soft_envs.bench.fuzz``), a small budget, and the minimal
+reproducers of every defect it found (each fixed at its root)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+import soft_envs
+from soft_envs.bench.fuzz import connected_clients, machine
+from soft_envs.exceptions import InvalidParameterError
+
+ENV_IDS = list(soft_envs.ENV_IDS)
+SEQUENCES = {"soft_envs/HexapodPose-v0": 15}  # its steps are quasi-static Cosserat solves (~40 ms each)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_random_call_sequences_keep_every_invariant(env_id):
+    budget = settings(max_examples=SEQUENCES.get(env_id, 40), stateful_step_count=8, deadline=None, database=None,
+                      suppress_health_check=list(HealthCheck))
+    run_state_machine_as_test(machine([env_id]), settings=budget)
+
+
+def test_random_call_sequences_on_the_vector_envs_keep_every_invariant():
+    cheap = [e for e in ENV_IDS if e not in SEQUENCES]
+    budget = settings(max_examples=30, stateful_step_count=6, deadline=None, database=None,
+                      suppress_health_check=list(HealthCheck))
+    run_state_machine_as_test(machine(cheap, vector=True), settings=budget)
+
+
+# ------------------------------------------------------------------------------ the defects found
+def _episode(env, seed: int, actions) -> np.ndarray:
+    obs, _ = env.reset(seed=seed)
+    trace = [obs]
+    for action in actions:
+        trace.append(env.step(action)[0])
+    return np.array(trace)
+
+
+@pytest.mark.parametrize("env_id, time_step", [("soft_envs/QuadrupedPose-v0", 1e-4),
+                                               ("soft_envs/QuadrupedWalk-v0", 1e-4),
+                                               ("soft_envs/QuadrupedWalk-v0", 0.01)])
+def test_the_quadruped_replays_an_episode_whatever_ran_before(env_id, time_step):
+    # Bullet kept the last episode's contact points (warm-start impulses, friction anchors) over a reset
+    actions = np.random.default_rng(0).uniform(-1, 1, (5, 12)).astype(np.float32)
+    env = gym.make(env_id, time_step=time_step)
+    first = _episode(env, 0, actions)
+    again = [_episode(env, 0, actions) for _ in range(2)]
+    fresh = gym.make(env_id, time_step=time_step)
+    np.testing.assert_array_equal(_episode(fresh, 0, actions), first)
+    for trace in again:
+        np.testing.assert_array_equal(trace, first)
+    env.close()
+    fresh.close()
+
+
+def test_a_realism_range_that_would_make_an_invalid_arm_is_refused_at_construction():
+    # PeterReach radius=1.0 with a radius error up to +10 %: accepted, then an error at every reset
+    before = connected_clients()
+    with pytest.raises(InvalidParameterError, match="radius_error"):
+        gym.make("soft_envs/PeterReach-v0", radius=1.0, realism={"radius_error": (0.0, 0.1)})
+    assert connected_clients() == before
+    env = gym.make("soft_envs/PeterReach-v0", radius=0.5, realism={"radius_error": (0.0, 0.1)})
+    env.reset(seed=0)
+    env.close()
+
+
+@pytest.mark.parametrize("kwargs", [{"radius": None}, {"gap": "1"}, {"n_modules": None}, {"links_per_module": None},
+                                    {"leg_stiffness": "1"}])
+def test_a_keyword_of_the_wrong_type_is_a_typed_error(kwargs):
+    with pytest.raises(InvalidParameterError):
+        gym.make("soft_envs/PeterReach-v0", **kwargs)
+
+
+def test_a_constructor_that_refuses_its_keywords_leaves_no_pybullet_client():
+    import gc
+
+    gc.disable()  # a leaked client must not be hidden by a collection
+    try:
+        before = connected_clients()
+        with pytest.raises(InvalidParameterError, match="realism needs physics='soft'"):
+            gym.make("soft_envs/PeterReach-v0", physics="stiff", realism="realistic")
+        assert connected_clients() == before
+    finally:
+        gc.enable()
