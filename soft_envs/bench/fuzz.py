@@ -118,7 +118,9 @@ class EnvMachine(RuleBasedStateMachine):
     def _make(self):
         if self.VECTOR:  # mode None: the env's native vector form where it has one, else Gymnasium's sync one
             return gym.make_vec(self.env_id, num_envs=self.num_envs, vectorization_mode=self.mode, **self.kwargs)
-        return gym.make(self.env_id, **self.kwargs)
+        # Without Gymnasium's PassiveEnvChecker: in Gymnasium 1.4 it raises its own TypeError at the
+        # first step when the first reset raised (its saved reset data stays None), after the step ran.
+        return gym.make(self.env_id, disable_env_checker=True, **self.kwargs)
 
     def _call(self, what: str, fn, *, must_succeed: bool = False, must_refuse: bool = False):
         """``fn()``: its result, or ``None`` after a typed error; anything else is a defect."""

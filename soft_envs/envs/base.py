@@ -259,7 +259,7 @@ class SoftEnv(gym.Env):
     def step(self, action):
         self._check_open("step")
         if self._previous_action is None:
-            raise ResetNeeded(f"{type(self).__name__}.step() called before reset()")
+            raise ResetNeeded(f"{type(self).__name__}.step() called before reset() (or after a reset that raised)")
         action, clipped = self.validate_action(action)
         self._apply_action(action)
         self.simulate()
@@ -279,6 +279,7 @@ class SoftEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._check_open("reset")
+        self._previous_action = None  # a reset that raises (e.g. bad options) leaves the env needing one
         super().reset(seed=seed)
         if self.realism.is_ideal():
             self.realism_rng = None

@@ -104,13 +104,14 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         self._sliding = np.zeros((4, 2))
 
     def _reset_model(self, options: dict[str, Any]) -> None:
+        goal_option = self._goal_option(options["goal"]) if "goal" in options else None  # refused before any change
         noise = None
         if self.reset_noise_scale > 0:
             noise = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 12)
         self._stand(noise)
         self.goal = self.np_random.uniform(-self.goal_range, self.goal_range, 3)
-        if "goal" in options:
-            self.goal = self._goal_option(options["goal"])
+        if goal_option is not None:
+            self.goal = goal_option
         self._goal_rotation = rpy_to_matrix(*self.goal)
         self.client.performCollisionDetection()
         self._read_state(reset=True)
