@@ -172,3 +172,17 @@ def _group_ends(pgid: int, timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_the_readme_snippet_runs_and_a_second_run_resumes_to_the_same_table(tmp_path, monkeypatch):
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("### Long evaluations", 1)[1]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    tables = []
+    for _ in range(2):
+        namespace: dict = {}
+        exec(snippet, namespace)
+        tables.append(namespace["evaluation"].table())
+    assert tables[0] == tables[1] and "| peter-2-kinematic | trr | ideal | 3 |" in tables[0]
+    assert len((tmp_path / "runs" / "peter.jsonl").read_text().splitlines()) == 3

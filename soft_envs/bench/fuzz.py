@@ -38,7 +38,14 @@ import pybullet
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from soft_envs.bench.fuzz_keywords import ACTION_KINDS, REJECTED_KINDS, keywords, make_action, reset_options
 from soft_envs.exceptions import ClosedEnvironmentError, SoftEnvsError

@@ -62,7 +62,8 @@ def _realism(table) -> st.SearchStrategy:
             low = max(p.valid[0], -1e3)
             high = min(p.valid[1], low + 1e3)
             value = st.floats(low, high, allow_nan=False)
-            kind = draw(_mostly(st.sampled_from(("value", "range", "realistic", "edge")), ("outside", "nan", "reversed")))
+            kind = draw(_mostly(st.sampled_from(("value", "range", "realistic", "edge")),
+                                ("outside", "nan", "reversed")))
             if kind == "value":
                 out[name] = draw(value)
             elif kind == "range":
@@ -188,11 +189,13 @@ def keyword_strategies(env_id: str) -> dict[str, st.SearchStrategy]:
     return {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def keywords(env_id: str, max_size: int = 4) -> st.SearchStrategy:
     """A keyword set for ``gym.make(env_id, **kwargs)``: a few keywords of the env, none to
     ``max_size`` (a quarter of the sets: an unknown keyword)."""
     table = keyword_strategies(env_id)
+    if not table:  # an env this module does not know: its defaults
+        return st.just({})
 
     @st.composite
     def draw_set(draw) -> dict[str, Any]:
@@ -205,7 +208,7 @@ def keywords(env_id: str, max_size: int = 4) -> st.SearchStrategy:
     return draw_set()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reset_options(env_id: str) -> st.SearchStrategy:
     """``reset``'s ``options``: none, empty, an unknown key, or (QuadrupedPose) a goal of any
     orientation, of a wrong shape or NaN."""

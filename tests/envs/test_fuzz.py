@@ -6,12 +6,12 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 import soft_envs
 from soft_envs.bench.fuzz import connected_clients, machine
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import ClosedEnvironmentError, InvalidParameterError
 
 ENV_IDS = list(soft_envs.ENV_IDS)
 SEQUENCES = {"soft_envs/HexapodPose-v0": 12}  # its steps are quasi-static Cosserat solves (~40 ms each)
@@ -111,3 +111,62 @@ def test_a_refused_reset_leaves_the_env_needing_a_reset():
     env.reset(seed=0)
     env.step(np.zeros(12, dtype=np.float32))
     env.close()
+
+
+# ------------------------------------------------------------------------------ the fuzzer can fail
+class _FlawedEnv(gym.Env):
+    """A tiny env with one flaw: ``"leaky"`` remembers how many resets it saw (no replay),
+    ``"outside"`` observes beyond its space, ``"untyped"`` raises a bare ``RuntimeError``."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, flaw: str = "leaky") -> None:
+        self.flaw = flaw
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.resets = 0
+        self.state = np.zeros(2, np.float32)
+        self.closed = False
+
+    def render(self):
+        if self.closed:
+            raise ClosedEnvironmentError("closed")
+
+    def close(self):
+        self.closed = True
+
+    def reset(self, *, seed=None, options=None):
+        if self.closed:
+            raise ClosedEnvironmentError("closed")
+        super().reset(seed=seed)
+        self.resets += 1
+        self.state = self.np_random.uniform(-0.5, 0.5, 2).astype(np.float32)
+        if self.flaw == "leaky":
+            self.state[0] = 0.01 * (self.resets % 2)
+        return self.state.copy(), {}
+
+    def step(self, action):
+        if self.closed:
+            raise ClosedEnvironmentError("closed")
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (2,) or not np.all(np.isfinite(action)):
+            raise InvalidParameterError("bad action")
+        if self.flaw == "untyped":
+            raise RuntimeError("boom")
+        scale = 3.0 if self.flaw == "outside" else 0.1
+        self.state = np.clip(self.state + scale * np.clip(action, -1, 1), -scale * 10, scale * 10).astype(np.float32)
+        return self.state.copy(), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("flaw, message", [("leaky", "differs from the first run"),
+                                           ("outside", "outside observation_space"), ("untyped", "untyped")])
+def test_the_fuzzer_finds_a_flawed_env(flaw, message):
+    env_id = f"fuzztest/Flawed{flaw.title()}-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=_FlawedEnv, kwargs={"flaw": flaw})
+    budget = settings(max_examples=100, stateful_step_count=8, deadline=None, database=None,
+                      suppress_health_check=list(HealthCheck), phases=(Phase.generate,))  # found, not shrunk
+    with pytest.raises(BaseException) as caught:
+        run_state_machine_as_test(machine([env_id]), settings=budget)
+    found = list(getattr(caught.value, "exceptions", [caught.value]))  # one failure, or hypothesis's group
+    assert [message in str(e) for e in found] == [True], [str(e)[:200] for e in found]
