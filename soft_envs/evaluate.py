@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from soft_envs import clock
+from soft_envs import clock, console
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.jobs import Interrupted, ResultsFile, run_jobs, stop_on_signals
 
@@ -159,7 +159,7 @@ class SB3Policy:
         return {key: saved[key] for key in cls.OBSERVATION_KEYWORDS if key in saved}
 
     @classmethod
-    def from_spec(cls, spec: str, env=None) -> "SB3Policy":
+    def from_spec(cls, spec: str, env=None) -> SB3Policy:
         """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra);
         with ``env``, checks that the policy's spaces are the env's."""
         from soft_envs.train_rl import load_model
@@ -253,7 +253,7 @@ def run_episode(job: Job) -> EpisodeResult:
         agent = _controller(job.controller, env)
         obs, info = env.reset(seed=job.seed)
         agent.reset(obs, info)
-        dt = env.unwrapped.dt
+        dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]  # every soft_envs env has dt
         time_to_goal, steps = float("nan"), 0
         while True:
             obs, _, terminated, truncated, info = env.step(agent.act(obs))
@@ -304,11 +304,12 @@ class Evaluation:
 
     def table(self) -> str:
         """The summary as a markdown table (lengths in mm, angles in degrees)."""
-        from soft_envs.bench import markdown_table
+        from soft_envs.report import markdown_table
 
         rows = []
         for r in self.summary():
-            scale, unit = (1e3, "mm") if r["unit"] == "m" else ((np.degrees(1.0), "°") if r["unit"] == "rad" else (1, ""))
+            scale, unit = ((1e3, "mm") if r["unit"] == "m"
+                           else ((np.degrees(1.0), "°") if r["unit"] == "rad" else (1, "")))
             label = "distance walked" if TASKS.get(r["task"]) and TASKS[r["task"]].metric == "x" else "final error"
             ttg = "—" if np.isnan(r["time_to_goal"]) else f"{r['time_to_goal']:.2f}"
             rows.append([r["task"], r["controller"], r["preset"], r["episodes"], f"{100 * r['success_rate']:.0f} %",
@@ -371,8 +372,6 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
     Raises:
         EvaluationInterrupted: on SIGINT or SIGTERM, within seconds, with the finished episodes.
     """
-    from tqdm.auto import tqdm
-
     if int(workers) != workers or workers < 1:
         raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
     if resume and results is None:
@@ -384,7 +383,7 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
         if file is not None:
             done = {tuple(r[k] for k in RECORD_KEY): EpisodeResult.from_record(r) for r in file.open(resume)}
         todo = [job for job in jobs if job.key() not in done]
-        bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="episodes", disable=not progress)
+        bar = console.progress(total=len(jobs), initial=len(jobs) - len(todo), desc="episodes", enabled=progress)
 
         def finished(index: int, result: EpisodeResult) -> None:
             if file is not None:
@@ -419,7 +418,7 @@ def _finished(jobs: list[Job], done: dict[tuple, EpisodeResult], file: ResultsFi
 def plot(evaluation: Evaluation, plot_dir: str) -> str:
     """Empirical CDFs of the episode metric, one panel per task, one line per controller and
     preset (the ``plot`` extra); returns the file written."""
-    from soft_envs.bench import pyplot, save_figure
+    from soft_envs.report import pyplot, save_figure
 
     plt = pyplot()
     cols = evaluation.columns()

@@ -46,13 +46,14 @@ then also serves position-only IK; position-only IK works on any
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from scipy.linalg.lapack import dposv
 
-from soft_envs.agents.ik.result import IKResult, check_one_target, check_start, check_timeout, check_tol
+from soft_envs import clock
+from soft_envs.agents.ik.result import IKResult, budget_message, check_one_target, check_start, check_timeout, check_tol
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
 from soft_envs.geometry import check_unit_quaternion, matrix_to_quaternion
 from soft_envs.robots.base import KinematicModel, PoseKinematics
@@ -96,7 +97,9 @@ def orientation_error(R_desired: list[float], R: list[float]) -> tuple[float, fl
     """
     d00, d01, d02, d10, d11, d12, d20, d21, d22 = R_desired
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
-    e00, e11, e22 = d00 * r00 + d01 * r01 + d02 * r02, d10 * r10 + d11 * r11 + d12 * r12, d20 * r20 + d21 * r21 + d22 * r22
+    e00 = d00 * r00 + d01 * r01 + d02 * r02
+    e11 = d10 * r10 + d11 * r11 + d12 * r12
+    e22 = d20 * r20 + d21 * r21 + d22 * r22
     e01, e10 = d00 * r10 + d01 * r11 + d02 * r12, d10 * r00 + d11 * r01 + d12 * r02
     e02, e20 = d00 * r20 + d01 * r21 + d02 * r22, d20 * r00 + d21 * r01 + d22 * r02
     e12, e21 = d10 * r20 + d11 * r21 + d12 * r22, d20 * r10 + d21 * r11 + d22 * r12
@@ -128,11 +131,12 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                gain: np.ndarray) -> _Evaluator:
     """The error, Jacobian and the cost ``‖e_p‖² + angle²`` at ``q``, for this model and target."""
     has_pose = has_capability(model, PoseKinematics)
+    posed = cast(PoseKinematics, model)  # used only where has_pose
     px, py, pz = position.tolist()
     if quat is None:
         if has_pose:
             def evaluate(q: np.ndarray):
-                p, _, J = model.pose_and_jacobian(q[None])
+                p, _, J = posed.pose_and_jacobian(q[None])
                 x, y, z = p[0].tolist()
                 ex, ey, ez = px - x, py - y, pz - z
                 err2 = ex * ex + ey * ey + ez * ez
@@ -153,7 +157,7 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                  2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)]  # row-major
 
     def evaluate_pose(q: np.ndarray):
-        p, R, J = model.pose_and_jacobian(q[None])
+        p, R, J = posed.pose_and_jacobian(q[None])
         x, y, z = p[0].tolist()
         ex, ey, ez = px - x, py - y, pz - z
         ox, oy, oz, angle = orientation_error(R_desired, R[0].ravel().tolist())
@@ -260,7 +264,7 @@ def jacobian_ik(
         :class:`IKResult` (``error`` [m], ``orientation_error`` [rad] or ``None``, ``restarts``);
         the solution is always within the joint limits.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}")
     position = check_one_target(model, position, "jacobian_ik")
@@ -304,7 +308,7 @@ def jacobian_ik(
             if converged(perr, oerr) or iterations >= max_iterations:
                 done = True
                 break
-            if time.perf_counter() > deadline:
+            if clock.now() > deadline:
                 done = timed_out = True
                 break
             lam2 = mu * cost if adaptive else lam2_fixed
@@ -343,11 +347,11 @@ def jacobian_ik(
     success = converged(perr_best, oerr_best)
     how = f"{iterations} iterations, {attempts} restarts"
     message = (f"converged after {how}" if success else
-               f"not converged: {how}" + (f", time budget of {timeout:g} s spent" if timed_out else ""))
+               f"not converged: {how}" + (f", {budget_message(timeout)}" if timed_out else ""))
     return IKResult(solution=q_best.copy(), error=float(perr_best), success=bool(success),
-                    iterations=int(iterations), seconds=time.perf_counter() - start_time,
+                    iterations=int(iterations), seconds=clock.now() - start_time,
                     orientation_error=float(oerr_best) if with_orientation else None, message=message,
-                    restarts=attempts)
+                    restarts=attempts, timed_out=timed_out and not success)
 
 
 def _damping(method: str, damping: float | str) -> tuple[bool, float]:

@@ -16,17 +16,16 @@ Quaternions are ``(x, y, z, w)``; positions [m] and orientations in the model's 
 
 from __future__ import annotations
 
-import time
+from typing import cast
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.agents.ik.jacobian import jacobian_ik
-from soft_envs.agents.ik.result import (BatchIKResult, check_start, check_targets, check_timeout,
-                                        check_tol)
+from soft_envs.agents.ik.result import BatchIKResult, budget_spent, check_start, check_targets, check_timeout, check_tol
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
-from soft_envs.geometry import matrix_to_quaternion, quaternion_to_matrix
+from soft_envs.geometry import quaternion_errors, quaternion_to_matrix
 from soft_envs.robots.base import KinematicModel, PoseKinematics
-
 
 TAIL = 16  # targets still running when the batch hands them to the one-target solver
 
@@ -46,22 +45,6 @@ def check_quaternions(quaternions: np.ndarray, batch: int) -> np.ndarray:
         raise InvalidTargetError(f"orientations (x, y, z, w) must have unit norm (within 1e-6); row {bad[0]} "
                                  f"has norm {norms[bad[0]]:.9g}")
     return arr
-
-
-def _orientation_errors(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Batched quaternion error: ``ε`` ``(k, 3)`` (vector part of ``Q_d ∗ Q⁻¹``, ``w ≥ 0``) and the
-    angle ``(k,)`` [rad] (Shepperd's method near a half turn)."""
-    E = R_desired @ R.transpose(0, 2, 1)
-    flat = E.reshape(len(E), 9)
-    trace = flat[:, 0] + flat[:, 4] + flat[:, 8]
-    vex = flat[:, [7, 2, 3]] - flat[:, [5, 6, 1]]  # (E21 − E12, E02 − E20, E10 − E01)
-    w = 0.5 * np.sqrt(np.maximum(1.0 + trace, 0.0))
-    far = trace <= -0.5
-    eps = vex / (4.0 * np.where(far, 1.0, w))[:, None]
-    if far.any():
-        quat = matrix_to_quaternion(E[far])
-        eps[far], w[far] = quat[:, :3], quat[:, 3]
-    return eps, 2.0 * np.arctan2(np.sqrt(np.einsum("ki,ki->k", eps, eps)), w)
 
 
 def _dls_steps(J: np.ndarray, ke: np.ndarray, lam2: np.ndarray) -> np.ndarray:
@@ -118,17 +101,17 @@ def jacobian_ik_batch(
         ``iterations``, ``orientation_errors`` [rad] (``None`` for position only) and
         ``restarts`` per target.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     positions = check_targets(model, positions, "jacobian_ik_batch")
     batch = positions.shape[0]
     with_orientation = orientations is not None
-    if with_orientation:
+    R_desired: np.ndarray | None = None  # position only
+    if orientations is not None:
         if not isinstance(model, PoseKinematics):
             raise InvalidParameterError(f"{type(model).__name__} has no end-effector orientation (PoseKinematics): "
                                         "it supports position-only IK (orientations=None)")
         R_desired = quaternion_to_matrix(check_quaternions(orientations, batch))
-    else:
-        R_desired = None
+    posed = cast(PoseKinematics, model)  # used only with orientations
     tol = check_tol(tol)
     orientation_tol = check_tol(orientation_tol, "orientation_tol")
     max_iterations = check_integer("max_iterations", max_iterations, minimum=1)
@@ -155,8 +138,9 @@ def jacobian_ik_batch(
     def evaluate(qs: np.ndarray, idx: np.ndarray):
         """Gain-scaled error ``(k, rows)``, Jacobian, position error, orientation error, cost."""
         if with_orientation:
-            p, R, J = model.pose_and_jacobian(qs)
-            eps, angle = _orientation_errors(R_desired[idx], R)
+            p, R, J = posed.pose_and_jacobian(qs)
+            assert R_desired is not None  # with_orientation
+            eps, angle = quaternion_errors(R_desired[idx], R)
             ep = positions[idx] - p
             e = np.concatenate((ep, eps), axis=1)
         else:
@@ -179,7 +163,7 @@ def jacobian_ik_batch(
         return (perr[idx] < tol) & (oerr[idx] < orientation_tol)
 
     active = everyone[~converged(everyone)]
-    while active.size and time.perf_counter() <= deadline:
+    while active.size and clock.now() <= deadline:
         qa, Ja, ea = q[active], J[active], e[active]
         lam2 = mu[active] * cost[active]
         step = _dls_steps(Ja, ea, lam2)
@@ -224,13 +208,13 @@ def jacobian_ik_batch(
         active = active[~(done | out_of_restarts)]
         if 0 < active.size <= TAIL:  # a few stragglers: one at a time is cheaper than a batch pass
             for i in active:
-                if time.perf_counter() > deadline:
+                if clock.now() > deadline:
                     break
                 res = jacobian_ik(model, positions[i], None if R_desired is None else R_desired[i], method="dls",
                                   q0=q[i], gain=gain_vec, tol=tol, orientation_tol=orientation_tol,
                                   max_iterations=max(1, max_iterations - iterations[i]), max_step=max_step,
                                   restarts=restarts - attempts[i], stall_iterations=stall_iterations,
-                                  timeout=max(deadline - time.perf_counter(), 1e-9), seed=seed + 1 + int(i))
+                                  timeout=max(deadline - clock.now(), 1e-9), seed=seed + 1 + int(i))
                 iterations[i] += res.iterations
                 attempts[i] += res.restarts
                 if res.orientation_error is None:
@@ -244,8 +228,8 @@ def jacobian_ik_batch(
 
     success = (best_perr < tol) & (best_oerr < orientation_tol)
     return BatchIKResult(solutions=best_q, errors=best_perr, success=success, iterations=iterations,
-                         seconds=time.perf_counter() - start_time,
-                         extra={"timed_out": bool(active.size), "timeout": float(deadline - start_time)},
+                         seconds=clock.now() - start_time,
+                         extra={"timeout": float(deadline - start_time)}, timed_out=budget_spent(deadline, success),
                          orientation_errors=best_oerr if with_orientation else None, restarts=attempts)
 
 

@@ -29,15 +29,25 @@ the position error is not worse than stage 1's. The model must be a
 from __future__ import annotations
 
 import math
-import time
+from typing import cast
 
 import numpy as np
 from scipy.optimize import minimize
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets,
-                                        check_timeout, check_tol, is_success)
+from soft_envs import clock
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    budget_message,
+    budget_spent,
+    check_one_target,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.exceptions import InvalidParameterError, check_integer
-from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.base import KinematicModel, SmoothCoordinates, TipAngle
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient
 
 
@@ -45,7 +55,7 @@ def _constraints(coords: SolveCoordinates) -> list[dict]:
     """SLSQP's inequality constraints of the smooth coordinates (the PCC bend disk), if any."""
     if not coords.smooth:
         return []
-    model = coords.model
+    model = cast(SmoothCoordinates, coords.model)
     n_con = model.smooth_constraint(coords.lower)[0].shape[0]
     if n_con == 0:
         return []
@@ -54,9 +64,9 @@ def _constraints(coords: SolveCoordinates) -> list[dict]:
 
 
 def _stop_at(deadline: float):
-    """An optimiser callback that stops the optimiser once ``time.perf_counter()`` passes ``deadline``."""
+    """An optimiser callback that stops the optimiser once ``clock.now()`` passes ``deadline``."""
     def callback(*_) -> None:
-        if time.perf_counter() > deadline:
+        if clock.now() > deadline:
             raise StopIteration
     return callback
 
@@ -127,7 +137,7 @@ def sqp(
         :class:`IKResult`; ``iterations`` counts kinematics evaluations, ``orientation_error``
         is ``|tip_angle(q) − tip_angle|`` [rad] when a tip angle is requested.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     target = check_one_target(model, target, "sqp (use sqp_trajectory for (T, 3))")
     if method not in ("auto", "newton", "slsqp"):
         raise InvalidParameterError(f"method must be 'auto', 'newton' or 'slsqp'; got {method!r}")
@@ -139,14 +149,17 @@ def sqp(
     deadline = start_time + check_timeout(timeout)
     q0 = clipped_start(model, q0)
     angle_grad = tip_angle_gradient(model, tip_angle)
-    angle_fn = None
-    if angle_grad is not None:
-        angle_fn = lambda u: float(angle_grad @ u)  # noqa: E731 - linear in the (smooth = plain) planar coordinates
+    gradient = np.zeros(model.n_dof) if angle_grad is None else angle_grad
+
+    def angle_fn(u: np.ndarray) -> float:  # used only with a tip angle: linear in the planar coordinates
+        return float(gradient @ u)
+
+    if tip_angle is not None:
         tip_angle = float(tip_angle)
 
     problem = SolveCoordinates(model)
     u0 = problem.project(problem.to_u(q0))
-    rng = None  # the restarts' generator, made at the first restart
+    rng: np.random.Generator | None = None  # the restarts' generator, made at the first restart
     evaluations, message = 0, ""
     best_u, best_err = u0, np.inf
 
@@ -162,13 +175,12 @@ def sqp(
 
     attempt = 0
     for attempt in range(restarts + 1):
-        if attempt and time.perf_counter() > deadline:
+        if attempt and clock.now() > deadline:
             attempt -= 1
-            message = f"time budget of {timeout:g} s spent; " + message
             break
         if attempt:
             rng = np.random.default_rng(seed) if rng is None else rng
-        start_u = u0 if attempt == 0 else problem.project(problem.to_u(model.sample(rng)))
+        start_u = u0 if rng is None else problem.project(problem.to_u(model.sample(rng)))
         if method in ("auto", "newton"):
             u, err, n_eval = gauss_newton(problem, target, start_u, precision=precision, max_steps=newton_steps,
                                          angle_target=tip_angle, angle_grad=angle_grad)
@@ -190,7 +202,7 @@ def sqp(
         if tip_angle is not None and best_err < tol and abs(angle_fn(best_u) - tip_angle) > 1e-9:
             # Lexicographic stage 2: the tip angle subject to the position equality, then a
             # task-priority Newton polish; kept only if the position is as good as stage 1's.
-            u2, n_eval = _slsqp_angle(problem, target, best_u, tip_angle, angle_fn, angle_grad, max_iterations,
+            u2, n_eval = _slsqp_angle(problem, target, best_u, tip_angle, angle_fn, gradient, max_iterations,
                                       deadline)
             evaluations += n_eval
             u2, err2, n_eval = gauss_newton(problem, target, u2, precision=precision, max_steps=newton_steps,
@@ -203,10 +215,14 @@ def sqp(
 
     solution = problem.to_q(best_u, reference=q0)
     error = float(np.linalg.norm(model.forward(solution) - target))
-    angle_error = None if tip_angle is None else float(abs(model.tip_angle(solution) - tip_angle))
-    return IKResult(solution=solution, error=error, success=bool(is_success(error, tol)), iterations=evaluations,
-                    seconds=time.perf_counter() - start_time, orientation_error=angle_error, message=message,
-                    restarts=attempt)
+    angle_error = None if tip_angle is None else float(abs(cast(TipAngle, model).tip_angle(solution) - tip_angle))
+    success = bool(is_success(error, tol))
+    timed_out = budget_spent(deadline, success)
+    if timed_out:
+        message = f"{budget_message(timeout)}; " + message
+    return IKResult(solution=solution, error=error, success=success, iterations=evaluations,
+                    seconds=clock.now() - start_time, orientation_error=angle_error, message=message,
+                    restarts=attempt, timed_out=timed_out)
 
 
 def sqp_trajectory(
@@ -224,30 +240,32 @@ def sqp_trajectory(
     saves one Gauss–Newton step per point; the timing of each point includes it. ``extra`` holds per-point
     ``seconds`` and (with ``tip_angle``) ``tip_angle_errors`` [rad].
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     targets = check_targets(model, targets, "sqp_trajectory")
     tol = check_tol(options.get("tol", 1e-6))
     n = targets.shape[0]
     solutions = np.empty((n, model.n_dof))
     errors, seconds, iterations = np.empty(n), np.empty(n), np.empty(n, dtype=int)
     angle_errors = np.full(n, np.nan)
+    timed_out = np.zeros(n, dtype=bool)
     previous, before = q0, None
     problem = SolveCoordinates(model)
     for i, target in enumerate(targets):
-        t_pred = time.perf_counter()
+        t_pred = clock.now()
         start = previous
-        if extrapolate and before is not None:
+        if extrapolate and before is not None and previous is not None:
             # Linear prediction in the smooth coordinates: the start is O(Δt²) from the solution.
             u_prev = problem.to_u(previous)
             predicted = problem.project(2 * u_prev - problem.to_u(before))
             start = problem.to_q(predicted, reference=previous)
-        t0 = time.perf_counter()
+        t0 = clock.now()
         res = sqp(model, target, start, **options)
-        res.seconds = time.perf_counter() - t0 + (t0 - t_pred)
+        res.seconds = clock.now() - t0 + (t0 - t_pred)
         solutions[i], errors[i], seconds[i], iterations[i] = res.solution, res.error, res.seconds, res.iterations
+        timed_out[i] = res.timed_out
         if res.orientation_error is not None:
             angle_errors[i] = res.orientation_error
         before, previous = previous, res.solution
     return BatchIKResult(solutions=solutions, errors=errors, success=errors < tol, iterations=iterations,
-                         seconds=time.perf_counter() - start_time,
+                         seconds=clock.now() - start_time, timed_out=timed_out,
                          extra={"seconds": seconds, "tip_angle_errors": angle_errors})

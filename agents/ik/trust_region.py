@@ -25,15 +25,26 @@ to is retried from seeded random starts; an unreachable target returns the best 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
-                                        check_targets, check_timeout, check_tol, is_success)
+from soft_envs import clock
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    budget_message,
+    budget_spent,
+    check_one_target,
+    check_start,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel, ModulePoints, check_target
 
@@ -58,9 +69,10 @@ def _residual_function(
         return evaluate
 
     n_inter = intermediate_targets.shape[0]
+    modules = cast(ModulePoints, model)  # trr checks it before asking for a shape task
 
     def evaluate_shape(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        points, jac = model.module_points_jacobian(q)
+        points, jac = modules.module_points_jacobian(q)
         tip_res = points[-1] - target
         inter_res = shape_weight * (points[:n_inter] - intermediate_targets)
         res = np.concatenate((tip_res, inter_res.ravel()))
@@ -76,7 +88,7 @@ def _bounded_lm(model: KinematicModel, target: np.ndarray, q: np.ndarray, stop_e
 
     Returns the best configuration, its tip error [m] and the evaluations spent. Stops below
     ``stop_error`` [m], after ``max_evaluations`` forward evaluations, past ``deadline``
-    (``time.perf_counter`` value), or when the damping has to grow beyond recovery (stalled).
+    (``soft_envs.clock.now()`` value), or when the damping has to grow beyond recovery (stalled).
     """
     lower, upper = model.lower, model.upper
     e = model.forward(q) - target
@@ -107,7 +119,7 @@ def _bounded_lm(model: KinematicModel, target: np.ndarray, q: np.ndarray, stop_e
             mu *= 10.0
             if mu > 1e6:
                 break
-        if time.perf_counter() > deadline:
+        if clock.now() > deadline:
             break
     return q, math.sqrt(cost), evaluations
 
@@ -147,7 +159,7 @@ def trr(
         :class:`IKResult`; ``iterations`` counts function evaluations over every start,
         ``restarts`` the random starts used.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     target = check_one_target(model, target, "trr")
     lower, upper = model.lower, model.upper
     q0 = np.clip(check_start(model, q0, 0.5 * (lower + upper)), lower, upper)
@@ -169,21 +181,24 @@ def trr(
         raise InvalidParameterError(f"regularization must be a finite number >= 0; got {regularization!r}")
 
     stop_error = tol * 1e-2 if intermediate_targets is None else 0.0
-    evaluate, eye, rng = None, None, None  # TRF's residual, Tikhonov rows and the restarts' generator: when needed
+    # TRF's residual, Tikhonov rows and the restarts' generator: made when needed
+    evaluate: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, float]] | None = None
+    eye = np.empty((0, model.n_dof))
+    rng: np.random.Generator | None = None
     evaluations, message, attempt = 0, "", 0
 
     best = {"cost": np.inf, "err": np.inf, "q": q0}  # over every start
     for attempt in range(restarts + 1):
         if attempt:
             rng = np.random.default_rng(seed) if rng is None else rng
-        start = q0 if attempt == 0 else model.sample(rng)
+        start = q0 if rng is None else model.sample(rng)
         if intermediate_targets is None:
             q_fast, err_fast, n_fast = _bounded_lm(model, target, start, stop_error, max_iterations, deadline)
             evaluations += n_fast
             if err_fast < best["err"]:
                 best.update(cost=err_fast * err_fast, err=err_fast, q=q_fast)
             message = "bounded LM converged" if err_fast < stop_error else "bounded LM stalled"
-            if err_fast < stop_error or time.perf_counter() > deadline:
+            if err_fast < stop_error or clock.now() > deadline:
                 break
             first = q_fast  # TRF goes on from where the fast path stalled
         else:
@@ -210,7 +225,7 @@ def trr(
             return np.concatenate((J, eye)) if regularization else J
 
         def callback(intermediate_result) -> None:
-            if best["err"] < stop_error or time.perf_counter() > deadline:
+            if best["err"] < stop_error or clock.now() > deadline:
                 raise StopIteration
 
         sol = least_squares(fun, first, jac=jac, bounds=(lower, upper), method="trf",
@@ -218,16 +233,18 @@ def trr(
                             callback=callback)
         evaluations += int(sol.nfev)
         message = "TRF: " + str(sol.message)
-        if best["err"] < tol or time.perf_counter() > deadline:
+        if best["err"] < tol or clock.now() > deadline:
             break
     best_q, best_err = best["q"], best["err"]
-    if time.perf_counter() > deadline and not best_err < tol:
-        message = f"time budget of {timeout:g} s spent; " + message
+    success = is_success(best_err, tol)
+    timed_out = budget_spent(deadline, success)
+    if timed_out:
+        message = f"{budget_message(timeout)}; " + message
 
     best_q = np.clip(best_q, lower, upper)
-    return IKResult(solution=best_q, error=float(best_err), success=is_success(best_err, tol),
-                    iterations=evaluations, seconds=time.perf_counter() - start_time, message=message,
-                    restarts=attempt)
+    return IKResult(solution=best_q, error=float(best_err), success=success,
+                    iterations=evaluations, seconds=clock.now() - start_time, message=message,
+                    restarts=attempt, timed_out=timed_out)
 
 
 def trr_batch(
@@ -261,7 +278,7 @@ def trr_batch(
         timeout: wall-clock budget [s] of the whole batch (``math.inf``: none); targets not
             finished by then keep their best effort.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     targets = check_targets(model, targets, "trr_batch")
     tol = check_tol(tol)
     max_iterations = check_integer("max_iterations", max_iterations, minimum=0)
@@ -283,7 +300,7 @@ def trr_batch(
     active = np.sqrt(cost) >= tol * 1e-2
     for _ in range(max_iterations):
         idx = np.flatnonzero(active)
-        if idx.size == 0 or time.perf_counter() > deadline:
+        if idx.size == 0 or clock.now() > deadline:
             break
         qa, ea = q[idx], e[idx]
         J = model.jacobian(qa)
@@ -306,7 +323,7 @@ def trr_batch(
     polished = 0
     if polish:
         for i in np.flatnonzero(errors >= tol):
-            remaining = deadline - time.perf_counter()
+            remaining = deadline - clock.now()
             if remaining <= 0:
                 break
             res = trr(model, targets[i], q[i], tol=tol, seed=seed, timeout=remaining)
@@ -314,5 +331,7 @@ def trr_batch(
                 q[i], errors[i] = res.solution, res.error
             iterations[i] += res.iterations
             polished += 1
-    return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iterations,
-                         seconds=time.perf_counter() - start_time, extra={"polished": polished})
+    success = is_success(errors, tol)
+    return BatchIKResult(solutions=q, errors=errors, success=success, iterations=iterations,
+                         seconds=clock.now() - start_time, extra={"polished": polished},
+                         timed_out=budget_spent(deadline, success))

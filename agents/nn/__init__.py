@@ -18,14 +18,22 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets, check_timeout,
-                                        check_tol, is_success)
+from soft_envs import clock
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    budget_message,
+    check_one_target,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import check_target
@@ -55,7 +63,7 @@ def weights_path(n_modules: int, variant: str | None = None) -> str:
     """Path of the shipped weights for an ``n_modules`` arm (tilted-plane model); ``variant``
     names one of the shipped training-recipe ablations (``peter_<n>_<variant>.npz``)."""
     name = f"peter_{n_modules}.npz" if variant is None else f"peter_{n_modules}_{variant}.npz"
-    return str(resources.files("soft_envs.agents.nn").joinpath("weights", name))
+    return str(resources.files("soft_envs.agents.nn") / "weights" / name)
 
 
 class NeuralIK:
@@ -112,14 +120,14 @@ class NeuralIK:
 
     # ------------------------------------------------------------------ files
     @classmethod
-    def pretrained(cls, n_modules: int = 2) -> "NeuralIK":
+    def pretrained(cls, n_modules: int = 2) -> NeuralIK:
         """The shipped network for an ``n_modules`` PETER arm (2, 3 or 4; tilted-plane model)."""
         if n_modules not in (2, 3, 4):
             raise InvalidParameterError(f"shipped networks exist for 2, 3 and 4 modules; got {n_modules!r}")
         return cls.load(weights_path(n_modules))
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "NeuralIK":
+    def load(cls, path: str | os.PathLike) -> NeuralIK:
         """Read a weights file written by :meth:`save` (or ``soft-envs train-ik``)."""
         with np.load(path, allow_pickle=False) as data:
             try:
@@ -128,19 +136,19 @@ class NeuralIK:
                     raise InvalidParameterError(f"{path}: unknown weights format {metadata.get('format_version')!r}")
                 n_layers = int(metadata["n_layers"])
                 weights = [(data[f"weight_{k}"], data[f"bias_{k}"]) for k in range(n_layers)]
-                arrays = [data[k] for k in ("x_mean", "x_std", "t_low", "t_high")]
+                x_mean, x_std, t_low, t_high = (data[k] for k in ("x_mean", "x_std", "t_low", "t_high"))
             except (KeyError, json.JSONDecodeError) as exc:
                 raise InvalidParameterError(f"{path} is not a NeuralIK weights file (missing {exc})") from exc
-        return cls(weights, *arrays, metadata)
+        return cls(weights, x_mean, x_std, t_low, t_high, metadata)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the network, its scalers and metadata to an ``.npz`` file (no pickle).
 
         numpy appends ``.npz`` to a ``path`` without that suffix."""
         metadata = dict(self.metadata, format_version=FORMAT_VERSION, n_layers=len(self.weights))
-        arrays: dict[str, np.ndarray] = {"x_mean": self.x_mean, "x_std": self.x_std,
-                                         "t_low": self.t_low, "t_high": self.t_high,
-                                         "metadata": np.array(json.dumps(metadata))}
+        arrays: dict[str, Any] = {"x_mean": self.x_mean, "x_std": self.x_std,
+                                  "t_low": self.t_low, "t_high": self.t_high,
+                                  "metadata": np.array(json.dumps(metadata))}
         for k, (W, b) in enumerate(self.weights):
             arrays[f"weight_{k}"], arrays[f"bias_{k}"] = W, b
         directory = os.path.dirname(os.fspath(path))
@@ -206,28 +214,32 @@ class NeuralIK:
             tol: success threshold on the position error [m].
             timeout: wall-clock budget of the refinement [s] (``math.inf``: none).
         """
-        start = time.perf_counter()
+        start = clock.now()
         target = check_one_target(self.model, target, "NeuralIK.solve")
         res = self.solve_batch(target[None], refine=refine, tol=tol, timeout=timeout)
-        return res.item(0, seconds=time.perf_counter() - start, message="network + TRR" if refine else "network")
+        message = "network + TRR" if refine else "network"
+        if res.timed_out is not None and res.timed_out[0]:
+            message += f"; {budget_message(timeout)}"
+        return res.item(0, seconds=clock.now() - start, message=message)
 
     def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = TOL,
                     timeout: float = 60.0) -> BatchIKResult:
         """IK of ``(B, 3)`` targets [m]: network prediction, TRR-refined when ``refine`` (within
         ``timeout`` [s] for the whole batch)."""
-        start = time.perf_counter()
+        start = clock.now()
         targets = check_targets(self.model, targets, "NeuralIK.solve_batch")
         tol = check_tol(tol)
         timeout = check_timeout(timeout)
         model = self.model
         guess = self.predict(targets)
         if refine:
-            res = trr_batch(model, targets, guess, tol=tol, timeout=max(timeout - (time.perf_counter() - start), 1e-9))
+            res = trr_batch(model, targets, guess, tol=tol, timeout=max(timeout - (clock.now() - start), 1e-9))
             return BatchIKResult(res.solutions, res.errors, res.success, res.iterations,
-                                 time.perf_counter() - start, dict(res.extra, refined=True))
+                                 clock.now() - start, dict(res.extra, refined=True), timed_out=res.timed_out)
         errors = np.linalg.norm(model.forward(guess) - targets, axis=-1)
-        return BatchIKResult(guess, errors, is_success(errors, tol), np.zeros(len(errors), dtype=int),
-                             time.perf_counter() - start, {"refined": False})
+        success = is_success(errors, tol)
+        return BatchIKResult(guess, errors, success, np.zeros(len(errors), dtype=int),
+                             clock.now() - start, {"refined": False}, timed_out=np.zeros(len(errors), dtype=bool))
 
 
 class NeuralReachAgent:
@@ -264,7 +276,7 @@ class NeuralReachAgent:
         """The normalised action commanding the network's (refined) times for the observed goal."""
         goal = np.asarray(obs["desired_goal"] if isinstance(obs, dict) else np.asarray(obs)[3:6], dtype=float)
         if self._goal is None or not np.array_equal(goal, self._goal):
-            start = time.perf_counter()
+            start = clock.now()
             guess = self.net.predict(goal)
             if self.refine:
                 res = trr_batch(self.model, goal[None], guess, tol=TOL)
@@ -273,7 +285,7 @@ class NeuralReachAgent:
                 solution, iterations = guess, 0
                 error = float(np.linalg.norm(self.model.forward(guess) - goal))
             self.last_result = IKResult(solution, error, is_success(error, TOL), iterations,
-                                        time.perf_counter() - start)
+                                        clock.now() - start)
             self._goal, self._solution = goal, solution
         return self.env.model_to_action(self._solution)
 

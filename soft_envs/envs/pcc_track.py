@@ -83,15 +83,14 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
-from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
-from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS
+from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
 from soft_envs.sim.actuators import PressureRegulator
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
-from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 ACTION_TYPES = ("configuration", "torque", "pressure")
 PHYSICS = ("soft", "stiff")
@@ -410,7 +409,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         tick = self._physics_steps % self._steps_per_control == 0
         if self.action_type == "configuration":
             if tick:
-                s = (k + 1) / steps
+                # the set-point at the end of the law's hold (independent of the physics step)
+                s = min((k + self._steps_per_control) / steps, 1.0)
                 u_d = (1 - s) * u_from + s * u_to
                 self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
         else:
@@ -439,7 +439,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             with np.errstate(over="ignore", invalid="ignore"):
                 self._actuate(k, steps, u_from, u_to)
                 if self.regulator is not None:
-                    start = self.plant_pressure_map @ self.regulator.pressures
+                    start = self.plant_pressure_map @ self.regulator.acting(self.body.time)
                     end = self.plant_pressure_map @ self.regulator.advance(self.time_step, self.body.time)
                     self.body.step(self.time_step, start, torque_end=end)
                 else:
