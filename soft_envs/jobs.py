@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import wait
-from typing import Any
+from typing import IO, Any
 
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, SoftEnvsError, check_integer
 
@@ -82,7 +82,7 @@ class ResultsFile:
     def __init__(self, path: str | os.PathLike, key_fields: Sequence[str]) -> None:
         self.path = os.fspath(path)
         self.key_fields = tuple(key_fields)
-        self._handle = None
+        self._handle: IO[bytes] | None = None
 
     def key(self, record: dict[str, Any]) -> tuple:
         """The job a record belongs to."""
@@ -141,10 +141,10 @@ class ResultsFile:
             raise ResultsFileError(f"{self.path} already holds {len(records)} records: continue it with "
                                    "--resume (resume=True) or write to another file")
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        self._handle = open(self.path, "ab")
-        if self._handle.tell() > good:
-            self._handle.truncate(good)
-            self._handle.seek(good)
+        handle = self._handle = open(self.path, "ab")  # noqa: SIM115 (kept open until close())
+        if handle.tell() > good:
+            handle.truncate(good)
+            handle.seek(good)
         if good and not self._ends_with_newline(good):
             self._write(b"\n")
         return self._unique(records)
@@ -155,9 +155,12 @@ class ResultsFile:
             return fh.read(1) == b"\n"
 
     def _write(self, data: bytes) -> None:
-        self._handle.write(data)
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        handle = self._handle
+        if handle is None:
+            raise InvalidParameterError("ResultsFile written before open()")
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as a line, flushed and on disk when this returns."""

@@ -20,7 +20,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from soft_envs import clock
+from soft_envs import clock, console
 from soft_envs.bench import markdown_table
 
 #: (defect, minimal reproducer, root cause and fix, regression test in tests/envs/test_fuzz.py)
@@ -107,13 +107,11 @@ FULL_SEQUENCES = {"soft_envs/PeterReach-v0": 2200, "soft_envs/PCCTrack-v0": 2000
 
 def fuzz_table(env_ids: Sequence[str], full: bool, seed: int) -> tuple[str, int]:
     """The fuzzing rows (one per env, then the vector envs) and the number of failures."""
-    from tqdm.auto import tqdm
-
     plan = [([env_id], False, FULL_SEQUENCES.get(env_id, 2000) if full else 40) for env_id in env_ids]
     cheap = [e for e in env_ids if not e.endswith("HexapodPose-v0")]
     plan.append((cheap, True, FULL_SEQUENCES["vector"] if full else 30))
     rows, failures, totals = [], [], {"sequences": 0, "steps": 0, "calls": 0}
-    for ids, vector, sequences in tqdm(plan, desc="fuzzing", leave=False):
+    for ids, vector, sequences in console.progress(plan, desc="fuzzing", leave=False):
         counts, found, seconds = fuzz_in_child(ids, sequences, vector, seed, deadline=sequences * 5.0 + 600)
         label = "vector envs (`gym.make_vec`) of " + ", ".join(i.split("/")[1] for i in ids) if vector \
             else ids[0].split("/")[1]
@@ -191,11 +189,9 @@ def soak(env_id: str, seconds: float, num_envs: int = 4, warmup: float | None = 
 
 
 def soak_table(env_ids: Sequence[str], full: bool) -> str:
-    from tqdm.auto import tqdm
-
     seconds = 600.0 if full else 10.0
     rows = []
-    for env_id in tqdm(env_ids, desc="soak", leave=False):
+    for env_id in console.progress(env_ids, desc="soak", leave=False):
         kind, steps, episodes, start, warm, end = soak(env_id, seconds)
         rows.append([env_id, kind, f"{seconds / 60:.3g}", steps, episodes, f"{start:.1f}", f"{warm:.1f}",
                      f"{end:.1f}", f"{end - warm:+.2f}", "yes" if abs(end - warm) <= 1.0 else "**no**"])

@@ -54,7 +54,7 @@ TYPED_ERRORS = (SoftEnvsError, gym.error.Error)
 MAX_PYBULLET_CLIENTS = 1024  # PyBullet's table of connections
 
 
-class Defect(AssertionError):
+class InvariantError(AssertionError):
     """An invariant broken by a sequence (its message says which)."""
 
 
@@ -136,13 +136,13 @@ class EnvMachine(RuleBasedStateMachine):
             result = fn()
         except Exception as exc:
             if not (_typed(exc) or self._gymnasium_vector() and isinstance(exc, (ValueError, TypeError))):
-                raise Defect(f"{what}: untyped {type(exc).__name__}: {exc}") from exc
+                raise InvariantError(f"{what}: untyped {type(exc).__name__}: {exc}") from exc
             COUNTS.refused += 1
             if must_succeed:
-                raise Defect(f"{what}: expected a result, got {type(exc).__name__}: {exc}") from exc
+                raise InvariantError(f"{what}: expected a result, got {type(exc).__name__}: {exc}") from exc
             return None
         if must_refuse:
-            raise Defect(f"{what}: expected a typed error, got a result")
+            raise InvariantError(f"{what}: expected a typed error, got a result")
         return result
 
     def _gymnasium_vector(self) -> bool:
@@ -154,7 +154,7 @@ class EnvMachine(RuleBasedStateMachine):
     def _check_clients(self, when: str) -> None:
         now = connected_clients()
         if now != self.baseline:
-            raise Defect(f"{when}: {now - self.baseline} PyBullet client(s) left connected")
+            raise InvariantError(f"{when}: {now - self.baseline} PyBullet client(s) left connected")
 
     def _spaces(self):
         return self.env.observation_space
@@ -163,30 +163,32 @@ class EnvMachine(RuleBasedStateMachine):
         space = self._spaces()
         flat = _flat(obs)
         if not np.all(np.isfinite(flat)):
-            raise Defect(f"{what}: observation has NaN/inf at {np.flatnonzero(~np.isfinite(flat))[:8].tolist()}")
+            where = np.flatnonzero(~np.isfinite(flat))[:8].tolist()
+            raise InvariantError(f"{what}: observation has NaN/inf at {where}")
         if not space.contains(obs):
-            raise Defect(f"{what}: observation outside observation_space: {_outside(space, obs)}")
+            raise InvariantError(f"{what}: observation outside observation_space: {_outside(space, obs)}")
 
     def _check_step(self, result, what: str) -> None:
         obs, reward, terminated, truncated, info = result
         self._check_obs(obs, what)
         rewards = np.atleast_1d(np.asarray(reward, dtype=np.float64))
         if not np.all(np.isfinite(rewards)):
-            raise Defect(f"{what}: reward {reward!r} is not finite")
+            raise InvariantError(f"{what}: reward {reward!r} is not finite")
         for flag in (terminated, truncated):
             if not np.all(np.isin(np.asarray(flag), (True, False))):
-                raise Defect(f"{what}: terminated/truncated {flag!r} not boolean")
+                raise InvariantError(f"{what}: terminated/truncated {flag!r} not boolean")
         terms = [k for k in info if k.startswith("reward_")]
         if not self.VECTOR:
             total = math.fsum(float(info[k]) for k in terms) if terms else float(reward)
             if terms and not math.isclose(total, float(reward), rel_tol=1e-9, abs_tol=1e-12):
-                raise Defect(f"{what}: reward terms {[(k, info[k]) for k in terms]} sum to {total!r}, not {reward!r}")
+                named = [(k, info[k]) for k in terms]
+                raise InvariantError(f"{what}: reward terms {named} sum to {total!r}, not {reward!r}")
             return
         for i in range(rewards.size):  # sub-envs whose info carries every term this step
             if terms and all(info.get(f"_{k}", np.ones(rewards.size, bool))[i] for k in terms):
                 total = math.fsum(float(info[k][i]) for k in terms)
                 if not math.isclose(total, rewards[i], rel_tol=1e-9, abs_tol=1e-12):
-                    raise Defect(f"{what}: sub-env {i}: reward terms sum to {total!r}, not {rewards[i]!r}")
+                    raise InvariantError(f"{what}: sub-env {i}: reward terms sum to {total!r}, not {rewards[i]!r}")
 
     def _action(self, kind: str, seed: int) -> Any:
         if not self.VECTOR:
@@ -277,7 +279,8 @@ class EnvMachine(RuleBasedStateMachine):
         if frame is not None and self.env.unwrapped.render_mode == "rgb_array":
             shape = (self.env.unwrapped.height, self.env.unwrapped.width, 3)
             if not (isinstance(frame, np.ndarray) and frame.shape == shape and frame.dtype == np.uint8):
-                raise Defect(f"render(): a {type(frame).__name__} {getattr(frame, 'shape', '')}, not uint8 {shape}")
+                got = f"{type(frame).__name__} {getattr(frame, 'shape', '')}"
+                raise InvariantError(f"render(): a {got}, not uint8 {shape}")
 
     @precondition(lambda self: self.env is not None and self.episodes and not self.closed)
     @rule(data=st.data())
@@ -334,9 +337,9 @@ class EnvMachine(RuleBasedStateMachine):
         except Exception as exc:
             if _typed(exc):
                 return
-            raise Defect(f"{method}() after close(): untyped {type(exc).__name__}: {exc}") from exc
+            raise InvariantError(f"{method}() after close(): untyped {type(exc).__name__}: {exc}") from exc
         if not (self.VECTOR and method == "reset"):
-            raise Defect(f"{method}() after close() gave a result instead of an error")
+            raise InvariantError(f"{method}() after close() gave a result instead of an error")
 
     @invariant()
     def no_client_leaked_by_a_failed_call(self) -> None:
@@ -363,7 +366,7 @@ def _typed(exc: BaseException) -> bool:
 def _compare(got: np.ndarray, expected: np.ndarray, what: str) -> None:
     if got.shape != expected.shape or not np.array_equal(got, expected):
         diff = np.abs(got - expected).max() if got.shape == expected.shape else f"shape {got.shape} vs {expected.shape}"
-        raise Defect(f"{what} differs from the first run (max |difference| {diff})")
+        raise InvariantError(f"{what} differs from the first run (max |difference| {diff})")
 
 
 def _outside(space: gym.Space, obs: Any) -> str:

@@ -100,7 +100,7 @@ class SoftEnv(gym.Env):
             return
 
         @functools.wraps(init)
-        def __init__(self, *args: Any, **kw: Any) -> None:
+        def guarded_init(self: SoftEnv, *args: Any, **kw: Any) -> None:
             try:
                 init(self, *args, **kw)
             except BaseException:
@@ -110,8 +110,8 @@ class SoftEnv(gym.Env):
                         setattr(self, name, None)
                 raise
 
-        __init__._disconnects_on_error = True
-        cls.__init__ = __init__
+        setattr(guarded_init, "_disconnects_on_error", True)  # noqa: B010 (a function attribute mypy cannot see)
+        setattr(cls, "__init__", guarded_init)  # noqa: B010
 
     def __init__(
         self,
