@@ -46,6 +46,16 @@ FIXED_DEFECTS: tuple[tuple[str, str, str, str], ...] = (
      "`env.reset(seed=0)`; `env.reset(options={'goal': (nan, 0, 0)})` raises; `env.step(a)` gives a result",
      "the options are checked before anything changes, and a reset that raises leaves the env needing a "
      "reset (`step` raises `ResetNeeded`; `SoftEnv.reset`)", "test_a_refused_reset_leaves_the_env_needing_a_reset"),
+    ("soft PeterReach under kilograms of payload on soft legs diverges: NaN tips, velocities of 1e13 m/s, "
+     "`LinAlgError` (singular mass matrix) — the issue's observations outside the space with a payload",
+     "`gym.make('soft_envs/PeterReach-v0', n_modules=4, payload=2.0, leg_stiffness=400)`, 50 random steps: a "
+     "NaN tip at step 26; `payload=5.0, leg_stiffness=200`: `LinAlgError`",
+     "the legs have no end stop, so the load crushed them through their length, beyond the PCC model: a load "
+     "the legs cannot carry standing straight is refused at construction (`_check_load`), and an arm that "
+     "leaves the model (a leg below half its length, a bend past 180°, a non-finite state) is stopped at its "
+     "last valid state and ends the episode with `info['termination_reason']`, as PCCTrack does "
+     "(`PeterReachEnv.model_violation`)",
+     "test_a_payload_the_legs_cannot_carry_is_refused_and_a_collapse_ends_the_episode"),
     ("a keyword set the constructor accepts fails at every reset (PeterReach `radius=1.0` with a realism "
      "radius error)",
      "`gym.make('soft_envs/PeterReach-v0', radius=1.0, realism={'radius_error': (0, 0.1)}).reset()`",

@@ -170,3 +170,21 @@ def test_the_fuzzer_finds_a_flawed_env(flaw, message):
         run_state_machine_as_test(machine([env_id]), settings=budget)
     found = list(getattr(caught.value, "exceptions", [caught.value]))  # one failure, or hypothesis's group
     assert [message in str(e) for e in found] == [True], [str(e)[:200] for e in found]
+
+
+def test_a_payload_the_legs_cannot_carry_is_refused_and_a_collapse_ends_the_episode():
+    # soft PeterReach with kilograms on soft legs diverged: NaN tips, 1e13 m/s, LinAlgError (singular M)
+    with pytest.raises(InvalidParameterError, match="cannot carry"):
+        gym.make("soft_envs/PeterReach-v0", n_modules=4, payload=5.0, leg_stiffness=200.0)
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=4, payload=2.0, leg_stiffness=400.0)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    for _ in range(50):
+        obs, reward, terminated, _, info = env.step(rng.uniform(-1, 1, 12))
+        assert env.observation_space.contains(obs) and np.isfinite(reward)
+        if terminated:
+            break
+    assert terminated and "crushed" in info["termination_reason"]
+    frozen = env.step(rng.uniform(-1, 1, 12))[0]  # stopped until the next reset
+    np.testing.assert_array_equal(frozen[:3], obs[:3])
+    env.close()
