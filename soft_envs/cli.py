@@ -151,6 +151,7 @@ def _tasks_text() -> str:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from soft_envs import evaluate as ev
+    from soft_envs.jobs import JobFailedError, ResultsFileError
 
     if args.list:
         print(_tasks_text())
@@ -160,6 +161,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray, results=args.results,
                              resume=args.resume, max_retries=args.max_retries)
+    except (ResultsFileError, JobFailedError) as exc:
+        print(f"soft-envs evaluate: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ResultsFileError) else 1
     except ev.EvaluationInterrupted as stop:
         print(stop.evaluation.table() if stop.evaluation.episodes else "(no episode finished)")
         kept = f"; every finished episode is in {args.results}: rerun with --resume to finish" if args.results else ""

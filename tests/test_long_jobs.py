@@ -186,3 +186,12 @@ def test_the_readme_snippet_runs_and_a_second_run_resumes_to_the_same_table(tmp_
         tables.append(namespace["evaluation"].table())
     assert tables[0] == tables[1] and "| peter-2-kinematic | trr | ideal | 3 |" in tables[0]
     assert len((tmp_path / "runs" / "peter.jsonl").read_text().splitlines()) == 3
+
+
+def test_the_cli_refuses_to_append_to_a_results_file_without_resume(tmp_path, capsys):
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"task": "peter-2-kinematic", "controller": "trr", "preset": "ideal", "seed": 3,
+                                   "final_error": 0.0}) + "\n")
+    assert main(["evaluate", "--tasks", "peter-2-kinematic", "--controllers", "trr", "--presets", "ideal",
+                 "--episodes", "1", "--seed", "3", "--results", str(results)]) == 2
+    assert "--resume" in capsys.readouterr().err

@@ -182,7 +182,8 @@ def keyword_strategies(env_id: str) -> dict[str, st.SearchStrategy]:
             "success_angle_threshold": _number(1e-3, 0.1),
             "goal_range": _number(0.05, 1.0, 1.5),
             "max_input_step": _number(5e-3, 0.02, 1e-9),
-            "n_steps": _mostly(st.sampled_from((24, 32)), (0, 1, 2.5, "3", None, 10**6)),  # each new one: a new reference
+            # two values: each new one costs a new reference solution
+            "n_steps": _mostly(st.sampled_from((24, 32)), (0, 1, 2.5, "3", None, 10**6)),
             "rod_render_radius": _number(1e-3, 5e-3),
             "realism": _realism(HEXAPOD_REALISM),
         }

@@ -437,14 +437,17 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         Valid: finite; every leg longer than half its length at zero inflation (a heavier load
         than the legs can carry — a payload of kilograms on soft legs — crushes them through
         that; the model has no end stop); every module bent by at most π (beyond it the arc folds
-        through itself); rates below 1e3 per second (m/s, rad/s)."""
+        through itself); rates below 1e3 per second (m/s, rad/s). Always valid without soft physics."""
         body = self.body
+        if not isinstance(body, SoftPeterBody):
+            return None
         if not body.is_finite():
             return "the state is not finite"
         shortest = float(body.leg_lengths().min())
         if shortest < 0.5 * self.model.leg_length_at_rest:
-            return (f"a leg crushed to {1e3 * shortest:.1f} mm (< half its {1e3 * self.model.leg_length_at_rest:.1f} mm): "
-                    "the load is more than the legs carry, beyond the PCC model")
+            full = 1e3 * self.model.leg_length_at_rest
+            return (f"a leg crushed to {1e3 * shortest:.1f} mm (< half its {full:.1f} mm): the load is more than "
+                    "the legs carry, beyond the PCC model")
         bends = np.hypot(body.u[1::3], body.u[2::3])
         if bends.max() > np.pi:
             return f"a module bent by {np.degrees(bends.max()):.0f}° > 180°: beyond the PCC model"
