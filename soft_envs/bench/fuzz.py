@@ -113,6 +113,7 @@ class EnvMachine(RuleBasedStateMachine):
         self.episodes: list[Episode] = []
         self.can_step = False
         self.num_envs, self.mode = 1, None
+        self.autoreset = np.zeros(1, dtype=bool)  # vector: the sub-envs that reset at the next step
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.simplefilter("ignore")
@@ -242,6 +243,7 @@ class EnvMachine(RuleBasedStateMachine):
             return
         self._check_obs(result[0], f"reset(seed={seed}, options={options})")
         self.can_step = True
+        self.autoreset = np.zeros(self.num_envs, dtype=bool)
         if seed is not None:
             self.episode = Episode(seed, options)
             self.episodes.append(self.episode)
@@ -261,7 +263,11 @@ class EnvMachine(RuleBasedStateMachine):
             self._call(what + " before reset", lambda: self.env.step(action), must_refuse=True)
             return
         rejected = kind in REJECTED_KINDS
-        result = self._call(what, lambda: self.env.step(action), must_succeed=not rejected, must_refuse=rejected)
+        if rejected and self.VECTOR:  # a sub-env that autoresets at this step ignores its action
+            bad_rows = range(self.num_envs) if kind in ("wrong_shape", "scalar") else [seed % self.num_envs]
+            rejected = not all(self.autoreset[i] for i in bad_rows)
+        result = self._call(what, lambda: self.env.step(action), must_succeed=kind not in REJECTED_KINDS,
+                            must_refuse=rejected)
         if result is None:
             if self._gymnasium_vector():
                 self.episode = None  # Gymnasium's vector envs step the sub-envs before a later one refuses
@@ -269,6 +275,8 @@ class EnvMachine(RuleBasedStateMachine):
         COUNTS.steps += self.num_envs
         self._check_step(result, what)
         self._record(result[0], action, result[1])
+        if self.VECTOR:
+            self.autoreset = np.logical_or(result[2], result[3])
 
     @precondition(lambda self: self.env is not None and not self.closed)
     @rule()
@@ -287,7 +295,7 @@ class EnvMachine(RuleBasedStateMachine):
     def replay(self, data) -> None:
         """The same seed, options and actions again in this env: the same episode."""
         episode = data.draw(st.sampled_from(self.episodes), label="episode")
-        self._replay(self.env, episode, "replay")
+        self.autoreset = self._replay(self.env, episode, "replay")
         self.can_step = True
         self.episode = Episode(episode.seed, episode.options, list(episode.actions), list(episode.observations),
                                list(episode.rewards))
@@ -303,17 +311,22 @@ class EnvMachine(RuleBasedStateMachine):
         finally:
             fresh.close()
 
-    def _replay(self, env, episode: Episode, what: str) -> None:
+    def _replay(self, env, episode: Episode, what: str) -> np.ndarray:
+        """Replay ``episode`` in ``env``; returns which sub-envs autoreset at the next step."""
         COUNTS.replays += 1
         obs, _ = self._call(f"{what}: reset(seed={episode.seed})",
                             lambda: env.reset(seed=episode.seed, options=episode.options), must_succeed=True)
         _compare(_flat(obs), episode.observations[0], f"{what}: reset(seed={episode.seed}, options={episode.options})")
+        ended = np.zeros(self.num_envs, dtype=bool)
         for k, action in enumerate(episode.actions):
-            obs, reward, *_ = self._call(f"{what}: step {k + 1}", lambda a=action: env.step(a), must_succeed=True)
+            obs, reward, terminated, truncated, _ = self._call(f"{what}: step {k + 1}", lambda a=action: env.step(a),
+                                                               must_succeed=True)
             COUNTS.steps += self.num_envs
             _compare(_flat(obs), episode.observations[k + 1], f"{what}: observation after step {k + 1} of "
                      f"{len(episode.actions)} (seed {episode.seed})")
             _compare(np.asarray(reward, dtype=np.float64), episode.rewards[k], f"{what}: reward of step {k + 1}")
+            ended = np.logical_or(terminated, truncated)
+        return np.atleast_1d(ended)
 
     @precondition(lambda self: self.env is not None)
     @rule()
