@@ -113,6 +113,7 @@ class EnvMachine(RuleBasedStateMachine):
         self.episodes: list[Episode] = []
         self.can_step = False
         self.num_envs, self.mode = 1, None
+        self.fresh_replays = 0
         self.autoreset = np.zeros(1, dtype=bool)  # vector: the sub-envs that reset at the next step
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
@@ -223,6 +224,10 @@ class EnvMachine(RuleBasedStateMachine):
             self._check_clients("after a refused construction")
         elif data.draw(st.integers(0, 9), label="no reset at once") < 9:
             self.reset(data.draw(st.integers(0, 5), label="seed"), data)
+            # a few steps at once too (hypothesis enables a random subset of the rules per sequence)
+            kinds = data.draw(st.lists(st.sampled_from(ACTION_KINDS), max_size=4), label="first steps")
+            for k, kind in enumerate(kinds):
+                self._step(kind, 7919 * k)
 
     @precondition(lambda self: self.env is None)
     @rule(data=st.data())
@@ -301,10 +306,12 @@ class EnvMachine(RuleBasedStateMachine):
                                list(episode.rewards))
         self.episodes.append(self.episode)
 
-    @precondition(lambda self: self.env is not None and self.episodes)
+    @precondition(lambda self: self.env is not None and self.fresh_replays < 2
+                  and any(e.actions for e in self.episodes))
     @rule(data=st.data())
     def replay_in_a_fresh_env(self, data) -> None:
-        episode = data.draw(st.sampled_from(self.episodes), label="episode")
+        self.fresh_replays += 1
+        episode = data.draw(st.sampled_from([e for e in self.episodes if e.actions]), label="episode")
         fresh = self._call("make again", self._make, must_succeed=True)
         try:
             self._replay(fresh, episode, "replay in a fresh env")
@@ -328,7 +335,7 @@ class EnvMachine(RuleBasedStateMachine):
             ended = np.logical_or(terminated, truncated)
         return np.atleast_1d(ended)
 
-    @precondition(lambda self: self.env is not None)
+    @precondition(lambda self: self.env is not None and not self.closed)
     @rule()
     def close(self) -> None:
         self._call("close()", self.env.close, must_succeed=True)
@@ -337,8 +344,12 @@ class EnvMachine(RuleBasedStateMachine):
         self._check_clients("after close()")
 
     @precondition(lambda self: self.closed)
-    @rule(method=st.sampled_from(("step", "reset", "render")))
+    @rule(method=st.sampled_from(("step", "reset", "render", "close")))
     def call_after_close(self, method) -> None:
+        if method == "close":  # closing again is harmless
+            self._call("close() again", self.env.close, must_succeed=True)
+            self._check_clients("after a second close()")
+            return
         if self.VECTOR and method == "render":
             return
         calls = {"step": lambda: self.env.step(self._action("valid", 0)), "reset": lambda: self.env.reset(seed=0),
