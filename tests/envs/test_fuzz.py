@@ -42,20 +42,16 @@ def _episode(env, seed: int, actions) -> np.ndarray:
 
 
 @pytest.mark.parametrize("env_id, time_step", [("soft_envs/QuadrupedPose-v0", 1e-4),
-                                               ("soft_envs/QuadrupedWalk-v0", 1e-4),
-                                               ("soft_envs/QuadrupedWalk-v0", 0.01)])
+                                               ("soft_envs/QuadrupedWalk-v0", 1e-4)])
 def test_the_quadruped_replays_an_episode_whatever_ran_before(env_id, time_step):
     # Bullet kept the last episode's contact points (warm-start impulses, friction anchors) over a reset
     actions = np.random.default_rng(0).uniform(-1, 1, (5, 12)).astype(np.float32)
     env = gym.make(env_id, time_step=time_step)
-    first = _episode(env, 0, actions)
-    again = [_episode(env, 0, actions) for _ in range(2)]
-    fresh = gym.make(env_id, time_step=time_step)
-    np.testing.assert_array_equal(_episode(fresh, 0, actions), first)
-    for trace in again:
-        np.testing.assert_array_equal(trace, first)
+    for seed in (0, 0, 0, 1, 1):  # one env, episode after episode; each as a fresh env plays it
+        fresh = gym.make(env_id, time_step=time_step)
+        np.testing.assert_array_equal(_episode(env, seed, actions), _episode(fresh, seed, actions))
+        fresh.close()
     env.close()
-    fresh.close()
 
 
 def test_a_realism_range_that_would_make_an_invalid_arm_is_refused_at_construction():
@@ -77,16 +73,14 @@ def test_a_keyword_of_the_wrong_type_is_a_typed_error(kwargs):
 
 
 def test_a_constructor_that_refuses_its_keywords_leaves_no_pybullet_client():
-    import gc
-
-    gc.disable()  # a leaked client must not be hidden by a collection
-    try:
-        before = connected_clients()
-        with pytest.raises(InvalidParameterError, match="realism needs physics='soft'"):
-            gym.make("soft_envs/PeterReach-v0", physics="stiff", realism="realistic")
-        assert connected_clients() == before
-    finally:
-        gc.enable()
+    before = connected_clients()
+    kept = []  # the errors, kept as a REPL (sys.last_value), a logger or a test report keeps them
+    for env_id, kwargs in [("soft_envs/PeterReach-v0", {"physics": "stiff", "realism": "realistic"}),
+                           ("soft_envs/PCCTrack-v0", {"controller_period": 0.0033})]:
+        with pytest.raises(InvalidParameterError) as caught:
+            gym.make(env_id, **kwargs)
+        kept.append(caught.value)  # its traceback holds the half-built env
+    assert connected_clients() == before
 
 
 def test_a_goal_of_any_angle_is_observed_in_its_canonical_form():
