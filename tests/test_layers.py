@@ -33,6 +33,10 @@ LAYER = {
     "evaluate": "top",
     "jobs": "top",  # results files, worker processes that may die, signals (evaluate uses it)
     "train_rl": "top",
+    "train_rl_cli": "top",
+    "rl_recipes": "top",
+    "rl_checkpoint": "top",
+    "vector": "top",  # the Stable-Baselines3 adapter of the vector envs
     "policy_layers": "top",  # torch layers of saved RL policies
     "cli": "top",
     "report": "top",  # markdown tables and figures of the harness

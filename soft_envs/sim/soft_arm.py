@@ -102,13 +102,9 @@ import pybullet
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
-from soft_envs.sim.bullet import STANDARD_GRAVITY
-from soft_envs.sim.integrator import (
-    DEFAULT_CORRECTOR_PASSES,
-    DEFAULT_SPECTRAL_RADIUS,
-    AlphaParameters,
-    generalized_alpha_step,
-)
+from soft_envs.sim.batched_integrator import single_correct, single_predict
+from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, disconnect
+from soft_envs.sim.integrator import DEFAULT_CORRECTOR_PASSES, DEFAULT_SPECTRAL_RADIUS, AlphaParameters
 from soft_envs.sim.urdf import load_chain
 
 MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section
@@ -323,9 +319,10 @@ class SoftArmBody:
         client.setJointMotorControlArray(self.body, self.joints, pybullet.VELOCITY_CONTROL,
                                          forces=[0.0] * self.n_joints)
         self.B = sections.B
-        # BulletClient builds a new partial on every attribute access: keep the two hot ones.
-        self._mass_matrix_of = client.calculateMassMatrix
-        self._inverse_dynamics = client.calculateInverseDynamics
+        # Where M and C u̇ + G come from: this body, until set_link_dynamics gives the links other
+        # inertias (then a body of its own client; see there).
+        self._dynamics_client = None
+        self._use_dynamics_of(client, self.body)
         n = sections.n
         self.u, self.w, self.rest = np.zeros(n), np.zeros(n), np.zeros(n)
         self.a = np.zeros(n)  # the integrator's acceleration state
@@ -334,6 +331,7 @@ class SoftArmBody:
         self.c = sections.configuration(self.u)
         self.time = 0.0
         self._zeros = [0.0] * self.n_joints
+        self._scratch, self._vec = np.empty((n, n)), np.empty((12, n))  # the compiled step's scratch
         self._cache: dict[str, np.ndarray] = {}
         self._bullet_stale = True
         self._update()
@@ -378,13 +376,13 @@ class SoftArmBody:
 
     def _mass_of(self, kin: dict) -> np.ndarray:
         BJ, n = kin["BJ"], self.n_joints
-        Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self.body, kin["qb"])),
+        Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self._dynamics_body, kin["qb"])),
                          float, n * n).reshape(n, n)
         return BJ.T @ Mb @ BJ
 
     def _bias_of(self, kin: dict, w: np.ndarray) -> np.ndarray:
         BJ = kin["BJ"]
-        tau = self._inverse_dynamics(self.body, kin["qb"], (BJ @ w).tolist(), (self.B @ kin["acc"]).tolist())
+        tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], (BJ @ w).tolist(), (self.B @ kin["acc"]).tolist())
         return BJ.T @ np.asarray(tau)
 
     def sync_bullet(self) -> None:
@@ -396,22 +394,54 @@ class SoftArmBody:
                                              targetVelocities=[[float(x)] for x in vb])
         self._bullet_stale = False
 
+    def _use_dynamics_of(self, client, body: int) -> None:
+        """Take M and C u̇ + G from ``body`` of ``client`` (gravity set in the arm's base frame)."""
+        client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
+        # BulletClient builds a new partial on every attribute access: keep the two hot ones.
+        self._mass_matrix_of = client.calculateMassMatrix
+        self._inverse_dynamics = client.calculateInverseDynamics
+        self._dynamics_body = body
+
     def set_link_dynamics(self, chain: Chain) -> None:
         """Give the simulated links the masses and inertias of ``chain``: the chain the body was
         built from with other masses (a payload, a mass error) — its joints, offsets and centres
-        of mass must be the body's. No new PyBullet body (loading one per episode would grow
-        PyBullet's memory)."""
+        of mass must be the body's.
+
+        PyBullet builds the inverse-dynamics tree of a body (``calculateMassMatrix`` /
+        ``calculateInverseDynamics``) at their first call and never rebuilds it:
+        ``changeDynamics`` afterwards moves the body's own masses but not the tree's. So the
+        dynamics of changed inertias come from a body loaded with them into a private DIRECT
+        client of this arm, replaced at every change (a fresh client frees all of it; loading
+        bodies into one client grows PyBullet's memory by ~80 kB a body). The shown body (``body``,
+        for rendering and the link frames) gets the masses by ``changeDynamics``.
+        """
         spinless = spinless_sections(chain, self.sections.joints_per_section)
         if len(spinless.links) != len(self.chain.links) or any(
                 a.joint != b.joint or a.offset != b.offset or a.body.com != b.body.com
-                for a, b in zip(spinless.links, self.chain.links)):
+                for a, b in zip(spinless.links, self.chain.links, strict=True)):
             raise InvalidParameterError("set_link_dynamics takes the body's own chain with other masses")
-        for k, (old, new) in enumerate(zip(self.chain.links, spinless.links)):
+        changed = False
+        for k, (old, new) in enumerate(zip(self.chain.links, spinless.links, strict=True)):
             if old.body.mass != new.body.mass or old.body.inertia != new.body.inertia:
                 self.client.changeDynamics(self.body, k, mass=new.body.mass,
                                            localInertiaDiagonal=list(new.body.inertia))
+                changed = True
         self.chain = spinless
+        if changed:
+            self._close_dynamics_client()
+            self._dynamics_client = connect(gui=False)
+            body = load_chain(self._dynamics_client, self.chain, useFixedBase=True,
+                              flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
+            self._use_dynamics_of(self._dynamics_client, body)
         self._update()
+
+    def _close_dynamics_client(self) -> None:
+        disconnect(self._dynamics_client)
+        self._dynamics_client = None
+
+    def close(self) -> None:
+        """Free the private dynamics client (if any); the shown body's client is the caller's."""
+        self._close_dynamics_client()
 
     def set_base_orientation(self, base_orientation: tuple[float, float, float, float]) -> None:
         """Turn the arm's base in the world: a quaternion ``(x, y, z, w)`` (gravity follows)."""
@@ -419,6 +449,8 @@ class SoftArmBody:
         self.base_rotation = quaternion_to_matrix(quaternion)
         self.client.resetBasePositionAndOrientation(self.body, self.base_position.tolist(), quaternion.tolist())
         self.client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
+        if self._dynamics_client is not None:
+            self._dynamics_client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
         self._update()
 
     def snapshot(self) -> tuple:
@@ -441,7 +473,7 @@ class SoftArmBody:
     def configuration_terms(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``M(u)`` and ``G(u)`` at the smooth configuration ``u`` (the integrator's corrector)."""
         kin = self._kinematics(u, None, self.c)
-        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], self._zeros, self._zeros)
         return self._mass_of(kin), kin["BJ"].T @ np.asarray(tau)
 
     def mass_matrix(self) -> np.ndarray:
@@ -463,11 +495,11 @@ class SoftArmBody:
         if u is None:
             G = self._cache.get("G")
             if G is None:
-                tau = self._inverse_dynamics(self.body, self._cache["qb"], self._zeros, self._zeros)
+                tau = self._inverse_dynamics(self._dynamics_body, self._cache["qb"], self._zeros, self._zeros)
                 G = self._cache["G"] = self._cache["BJ"].T @ np.asarray(tau)
             return G
         kin = self._kinematics(np.asarray(u, dtype=float), None, self.c)
-        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], self._zeros, self._zeros)
         return kin["BJ"].T @ np.asarray(tau)
 
     def coriolis(self) -> np.ndarray:
@@ -497,23 +529,36 @@ class SoftArmBody:
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
              rest_end: np.ndarray | None = None, cancel_damping: bool = False) -> None:
         """Advance by ``dt`` [s] with the generalised-α method
-        (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, :attr:`corrector_passes`).
+        (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, :attr:`corrector_passes`; its
+        compiled transcription, :func:`~soft_envs.sim.batched_integrator.single_predict` and
+        ``single_correct``, the batched core's arithmetic, on PyBullet's terms).
 
         ``torque`` is the generalised actuation in ``u`` at the step's start (and ``torque_end``
         at its end, default the same); ``rest_end`` the rest configuration at the step's end
         (default unchanged). ``cancel_damping`` drops the damping force, as a controller's
         ``+D u̇`` term applied at the same (implicit) velocity does.
         """
-        out = generalized_alpha_step(
-            self.u, self.w, self.a, dt, self.stiffness, self.configuration_terms,
-            start_terms=(self.mass_matrix(), self.gravity_torque()), coriolis=self.coriolis(),
-            torque_start=torque, torque_end=torque_end, rest_start=self.rest, rest_end=rest_end,
-            rayleigh_mass=self.alpha, rayleigh_stiffness=self.beta, cancel_damping=cancel_damping,
-            parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
-            consistent_start=self._state_set and self.corrector_passes > 0)
-        self.u, self.w, self.a = out.u, out.w, out.a
+        n = self.n_dof
+        tau_s = np.array(torque, dtype=float)
+        tau_e = tau_s if torque_end is None else np.array(torque_end, dtype=float)
+        rest_e = self.rest if rest_end is None else np.array(rest_end, dtype=float)
+        if tau_s.shape != (n,) or tau_e.shape != (n,) or rest_e.shape != (n,):
+            raise InvalidParameterError(f"torques and rest configurations must have {n} entries")
+        M_s = self.mass_matrix()
+        u, w, a = np.empty(n), np.empty(n), np.empty(n)
+        coefficients = (float(dt), *self.alpha_parameters)
+        single_predict(self.u, self.w, self.a, self.stiffness, np.array([self.alpha, self.beta]), self.rest, rest_e,
+                       tau_s, tau_e,
+                       bool(cancel_damping), self._state_set and self.corrector_passes > 0, coefficients,
+                       self.corrector_passes, M_s, self.bias(), self.gravity_torque(), self._scratch, self._vec,
+                       u, w, a)
+        for _ in range(self.corrector_passes):
+            M_e, G_e = self.configuration_terms(u.copy())
+            single_correct(self.stiffness, rest_e, tau_e, coefficients, M_e, G_e, M_s, self._scratch, self._vec,
+                           u, w, a)
+        self.u, self.w, self.a = u, w, a
         if rest_end is not None:
-            self.rest = np.array(rest_end, dtype=float)
+            self.rest = rest_e
         self.time += dt
         self._update(state_set=False)
 
