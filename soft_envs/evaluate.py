@@ -23,6 +23,7 @@ run writes. SIGINT and SIGTERM stop the run within seconds with
 
 from __future__ import annotations
 
+import multiprocessing as mp
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from soft_envs import clock, console
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.jobs import Interrupted, ResultsFile, run_jobs, stop_on_signals
 
 #: The fields of a results-file record that name its episode (``--resume`` skips these).
@@ -348,6 +349,23 @@ def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | No
                 raise InvalidParameterError(f"unknown controller {controller!r}")
             out += [Job(task, controller, preset, seed + k) for preset in presets for k in range(int(episodes))]
     return out
+
+
+def _pool(workers: int, ray_address: str | None):
+    """A plain process pool (``multiprocessing`` spawn, or Ray's drop-in pool at ``ray_address``),
+    for callers that map a function over a few long items (``train_rl.train_seeds``). Unlike
+    :func:`evaluate`'s workers it does not rerun an item whose worker died (Python's pool then
+    waits for it forever): :func:`soft_envs.jobs.run_jobs` does."""
+    if ray_address is None:
+        return mp.get_context("spawn").Pool(workers)
+    try:
+        import ray
+        from ray.util.multiprocessing import Pool
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise MissingDependencyError("--ray needs the 'ray' extra: pip install 'soft_envs[ray]'") from exc
+    if not ray.is_initialized():
+        ray.init(address=None if ray_address == "local" else ray_address, log_to_driver=False)
+    return Pool(processes=workers)
 
 
 class EvaluationInterrupted(Interrupted):

@@ -94,6 +94,8 @@ def _common(time_steps: tuple, frame_skip: tuple[int, int]) -> dict[str, st.Sear
         "time_step": _number(min(time_steps), max(time_steps), 2.0, 1e-7, exact=time_steps),
         "frame_skip": _integer(frame_skip[0], frame_skip[1], 10**7),
         "action_rate_weight": _number(0.0, 2.0, -0.5),
+        "action_mode": _choice("absolute", "delta"),
+        "history": _integer(0, 3, 65),
     }
 
 
@@ -130,6 +132,7 @@ def keyword_strategies(env_id: str) -> dict[str, st.SearchStrategy]:
 
         return _common((5e-3, 2.5e-3, 1e-3, 2e-3, 1e-2), (1, 30)) | {
             "n_segments": _integer(1, 3, 9),
+            "command_ramp_time": _number(0.0, 1.0, 1e9),
             "links_per_segment": _integer(1, 8, 60),
             "segment_length": _number(0.03, 0.1, 5.0),
             "trajectory": _choice(*TRAJECTORIES),
