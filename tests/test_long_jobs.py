@@ -87,6 +87,7 @@ def _always_die(job: Job) -> EpisodeResult:
     raise AssertionError("unreachable")
 
 
+@pytest.mark.slow
 def test_an_episode_whose_worker_dies_is_rerun_and_ends_with_the_same_results(tmp_path):
     jobs = _jobs(4)
     out = tmp_path / "results.jsonl"
