@@ -158,13 +158,24 @@ def _tasks_text() -> str:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from soft_envs import evaluate as ev
+    from soft_envs.jobs import JobFailedError, ResultsFileError
 
     if args.list:
         print(_tasks_text())
         return 0
     jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or tuple(ev.PRESETS),
                        episodes=args.episodes, seed=args.seed)
-    result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray)
+    try:
+        result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray, results=args.results,
+                             resume=args.resume, max_retries=args.max_retries)
+    except (ResultsFileError, JobFailedError) as exc:
+        print(f"soft-envs evaluate: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ResultsFileError) else 1
+    except ev.EvaluationInterrupted as stop:
+        print(stop.evaluation.table() if stop.evaluation.episodes else "(no episode finished)")
+        kept = f"; every finished episode is in {args.results}: rerun with --resume to finish" if args.results else ""
+        print(f"[{stop}: {len(stop.evaluation.episodes)} of {len(jobs)} episodes finished{kept}]", file=sys.stderr)
+        return 128 + stop.signum
     table = result.table()
     print(table)
     if args.output:
@@ -218,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--workers", type=int, default=2, help="worker processes (or Ray workers with --ray)")
     e.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: an address, 'auto', or 'local' "
                                                     "(needs the 'ray' extra)")
+    e.add_argument("--results", metavar="FILE",
+                   help="append one JSON record per finished episode to FILE (JSON Lines, on disk as each "
+                        "finishes); the table is read from it")
+    e.add_argument("--resume", action="store_true", help="skip the episodes already in --results FILE, run the rest")
+    e.add_argument("--max-retries", type=int, default=2, metavar="N",
+                   help="rerun an episode whose worker process died at most N times (default 2)")
     e.add_argument("--output", help="also write the table here (markdown)")
     e.add_argument("--plot", metavar="DIR", help="write error CDFs per task (needs the 'plot' extra)")
     e.set_defaults(func=_cmd_evaluate)

@@ -7,25 +7,35 @@ controllers, the hexapod's Jacobian agent, or a Stable-Baselines3 policy given a
 ``sb3:ALGO:PATH``); a *preset* is a set of env keywords (``ideal`` is the env's defaults).
 
 :func:`evaluate` runs every (task, controller, preset, episode) job with the same function,
-:func:`run_episode`, through a process pool: ``multiprocessing`` locally, or Ray's drop-in
-``ray.util.multiprocessing.Pool`` with ``ray_address`` (the optional ``ray`` extra) — the same
-code path, so the same seeds give the same results on either. It returns an
-:class:`Evaluation`: one :class:`EpisodeResult` per episode, a summary per (task, controller,
-preset) and its markdown table.
+:func:`run_episode`, in worker processes (:func:`soft_envs.jobs.run_jobs`): spawned processes
+locally, or Ray tasks with ``ray_address`` (the optional ``ray`` extra) — the same code path, so
+the same seeds give the same results on either. An episode whose worker dies is rerun (at most
+``max_retries`` times). It returns an :class:`Evaluation`: one :class:`EpisodeResult` per
+episode, a summary per (task, controller, preset) and its markdown table.
+
+With ``results=FILE`` every finished episode is appended to ``FILE`` as it finishes (JSON Lines,
+one :meth:`EpisodeResult.record` a line, flushed and fsynced), and the evaluation is read back
+from that file; ``resume=True`` skips every (task, controller, preset, seed) already in it. So a
+run killed in any way (SIGKILL, a lost node) and resumed ends with the records an uninterrupted
+run writes. SIGINT and SIGTERM stop the run within seconds with
+:class:`EvaluationInterrupted`, which carries the episodes finished so far.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from soft_envs import console
+from soft_envs import clock, console
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+from soft_envs.jobs import Interrupted, ResultsFile, run_jobs, stop_on_signals
+
+#: The fields of a results-file record that name its episode (``--resume`` skips these).
+RECORD_KEY = ("task", "controller", "preset", "seed")
 
 
 @dataclass(frozen=True)
@@ -183,11 +193,20 @@ class Job:
     preset: str
     seed: int
 
+    def key(self) -> tuple:
+        """``(task, controller, preset, seed)``: what names the episode in a results file."""
+        return (self.task.name, self.controller, self.preset, self.seed)
+
+    def label(self) -> str:
+        """The episode in words, for messages."""
+        return f"episode (task={self.task.name}, controller={self.controller}, preset={self.preset}, seed={self.seed})"
+
 
 @dataclass
 class EpisodeResult:
-    """What one episode gave. ``metric`` is the task's measure at the end; ``time_to_goal`` [s]
-    the first time ``info["is_success"]`` held (NaN if never)."""
+    """What one episode gave. ``metric`` is the task's measure at the end (an error [m or rad];
+    for ``quadruped-walk`` the distance walked [m]); ``time_to_goal`` [s] the first time
+    ``info["is_success"]`` held (NaN if never); ``env_kwargs`` the keywords of ``gym.make``."""
 
     task: str
     controller: str
@@ -198,6 +217,32 @@ class EpisodeResult:
     time_to_goal: float
     steps: int
     seconds: float
+    env_id: str = ""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The episode as a results-file record: every field, ``final_error`` (= ``metric``, SI),
+        ``metric_name`` (the ``info`` key measured), ``unit`` and the package ``version``;
+        ``time_to_goal`` is ``null`` when never reached."""
+        from soft_envs import __version__
+
+        task = TASKS.get(self.task)
+        out = asdict(self)
+        out["final_error"] = out.pop("metric")
+        out |= {"metric_name": task.metric if task else "", "unit": task.unit if task else "",
+                "version": __version__}
+        return out
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> EpisodeResult:
+        """The episode of a results-file record (:meth:`record`)."""
+        values = dict(record, metric=record["final_error"])
+        values["time_to_goal"] = float("nan") if values.get("time_to_goal") is None else values["time_to_goal"]
+        values["metric"] = float("nan") if values["metric"] is None else values["metric"]
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+    def key(self) -> tuple:
+        return (self.task, self.controller, self.preset, self.seed)
 
 
 def run_episode(job: Job) -> EpisodeResult:
@@ -206,7 +251,7 @@ def run_episode(job: Job) -> EpisodeResult:
 
     import soft_envs  # noqa: F401  (registers the environments)
 
-    start = time.perf_counter()
+    start = clock.now()
     kwargs = dict(job.task.kwargs) | PRESETS[job.preset]
     if job.controller.startswith("sb3:"):  # the observation form the policy was trained on
         kwargs |= SB3Policy.env_keywords(job.controller)
@@ -231,7 +276,8 @@ def run_episode(job: Job) -> EpisodeResult:
         else:
             success = bool(info.get("is_success", False))
         return EpisodeResult(job.task.name, job.controller, job.preset, job.seed, success,
-                             float(info[job.task.metric]), time_to_goal, steps, time.perf_counter() - start)
+                             float(info[job.task.metric]), time_to_goal, steps, clock.now() - start,
+                             env_id=job.task.env_id, env_kwargs=kwargs)
     finally:
         env.close()
 
@@ -306,6 +352,10 @@ def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | No
 
 
 def _pool(workers: int, ray_address: str | None):
+    """A plain process pool (``multiprocessing`` spawn, or Ray's drop-in pool at ``ray_address``),
+    for callers that map a function over a few long items (``train_rl.train_seeds``). Unlike
+    :func:`evaluate`'s workers it does not rerun an item whose worker died (Python's pool then
+    waits for it forever): :func:`soft_envs.jobs.run_jobs` does."""
     if ray_address is None:
         return mp.get_context("spawn").Pool(workers)
     try:
@@ -318,28 +368,77 @@ def _pool(workers: int, ray_address: str | None):
     return Pool(processes=workers)
 
 
+class EvaluationInterrupted(Interrupted):
+    """SIGINT or SIGTERM stopped :func:`evaluate`; :attr:`evaluation` holds the episodes that
+    finished (all of them also in the results file), :attr:`remaining` how many did not."""
+
+    def __init__(self, signum: int, evaluation: Evaluation, remaining: int) -> None:
+        super().__init__(signum)
+        self.evaluation, self.remaining = evaluation, remaining
+
+
 def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None = None,
-             progress: bool = True, run: Callable[[Job], EpisodeResult] = run_episode) -> Evaluation:
+             progress: bool = True, run: Callable[[Job], EpisodeResult] = run_episode,
+             results: str | None = None, resume: bool = False, max_retries: int = 2) -> Evaluation:
     """Run ``jobs`` in ``workers`` processes (or Ray workers at ``ray_address``: an address,
     ``"auto"`` for a running cluster, or ``"local"`` to start one here) with a progress bar;
-    episodes come back in the order of ``jobs`` whatever finished first."""
+    episodes come back in the order of ``jobs`` whatever finished first.
+
+    Args:
+        results: a JSON Lines file that gets one record per episode as it finishes
+            (:meth:`EpisodeResult.record`); the returned evaluation is read back from it. A file
+            that already holds records needs ``resume``.
+        resume: skip the episodes already in ``results`` (a truncated last line is cut off with
+            a warning) and run the rest.
+        max_retries: how many times an episode whose worker process died is rerun; then
+            :class:`~soft_envs.jobs.JobFailedError` names it. (An exception raised by an episode
+            is not retried: it ends the run, the finished records kept.)
+        run: the function that runs one job (module level, so that it pickles).
+
+    Raises:
+        EvaluationInterrupted: on SIGINT or SIGTERM, within seconds, with the finished episodes.
+    """
     if int(workers) != workers or workers < 1:
         raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
-    jobs = list(jobs)
-    results: list[EpisodeResult | None] = [None] * len(jobs)
-    with _pool(int(workers), ray_address) as pool:
-        indexed = pool.imap_unordered(_run_indexed, [(i, job, run) for i, job in enumerate(jobs)])
-        for item in console.progress(indexed, total=len(jobs), desc="episodes", enabled=progress):
-            if isinstance(item, BaseException):  # Ray's pool hands a failed task back as its error
-                raise item
-            i, result = item
-            results[i] = result
-    return Evaluation([r for r in results if r is not None])
+    if resume and results is None:
+        raise InvalidParameterError("resume needs a results file (--results FILE)")
+    jobs = list(dict.fromkeys(jobs))
+    file = None if results is None else ResultsFile(results, RECORD_KEY)
+    done: dict[tuple, EpisodeResult] = {}
+    try:
+        if file is not None:
+            done = {tuple(r[k] for k in RECORD_KEY): EpisodeResult.from_record(r) for r in file.open(resume)}
+        todo = [job for job in jobs if job.key() not in done]
+        bar = console.progress(total=len(jobs), initial=len(jobs) - len(todo), desc="episodes", enabled=progress)
+
+        def finished(index: int, result: EpisodeResult) -> None:
+            if file is not None:
+                file.append(result.record())
+            done[todo[index].key()] = result
+            bar.update()
+
+        try:
+            with stop_on_signals():
+                run_jobs(todo, run, finished, workers=int(workers), max_retries=max_retries,
+                         ray_address=ray_address, describe=lambda i: todo[i].label())
+        except Interrupted as exc:
+            partial = _finished(jobs, done, file)
+            raise EvaluationInterrupted(exc.signum, partial, len(jobs) - len(partial.episodes)) from None
+        finally:
+            bar.close()
+    finally:
+        if file is not None:
+            file.close()
+    return _finished(jobs, done, file)
 
 
-def _run_indexed(item: tuple[int, Job, Callable[[Job], EpisodeResult]]) -> tuple[int, EpisodeResult]:
-    index, job, run = item
-    return index, run(job)
+def _finished(jobs: list[Job], done: dict[tuple, EpisodeResult], file: ResultsFile | None) -> Evaluation:
+    """The finished episodes of ``jobs`` in their order: from the results file when there is one
+    (the file is the record, also of an episode whose record a signal interrupted on its way)."""
+    if file is not None:
+        file.close()
+        done = {tuple(r[k] for k in RECORD_KEY): EpisodeResult.from_record(r) for r in file.read()}
+    return Evaluation([done[job.key()] for job in jobs if job.key() in done])
 
 
 def plot(evaluation: Evaluation, plot_dir: str) -> str:

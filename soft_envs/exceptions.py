@@ -54,6 +54,15 @@ def check_integer(name: str, value, *, minimum: int = 0, maximum: int | None = N
     return int(value)
 
 
+def check_finite(name: str, value) -> float:
+    """``value`` as a ``float`` if it is a finite real number (``int``, ``float`` or a numpy scalar;
+    not ``bool``, not a string), else :class:`InvalidParameterError` naming ``name``."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok:
+        raise InvalidParameterError(f"{name} must be a finite number; got {value!r}")
+    return float(value)
+
+
 def check_positive(name: str, value, maximum: float = math.inf) -> float:
     """``value`` as a ``float`` if it is a finite number in ``(0, maximum]``, else :class:`InvalidParameterError`."""
     try:

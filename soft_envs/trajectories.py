@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_finite
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.gauss_newton import nearest_configuration
 
@@ -89,14 +89,14 @@ class Trajectory:
 
     def slowed(self, time_scale: float) -> Trajectory:
         """The same path run ``time_scale`` times slower."""
-        if not np.isfinite(time_scale) or time_scale <= 0:
+        if check_finite("time_scale", time_scale) <= 0:
             raise InvalidParameterError(f"time_scale must be > 0; got {time_scale!r}")
         return Trajectory(self.name, self.n_segments, self.planar, self.duration, self._fn, self.tip_angle,
                           self.scale, float(time_scale), self.paper)
 
     def rescaled(self, scale: float) -> Trajectory:
         """The same trajectory scaled by ``scale`` about the base (replacing the default scale)."""
-        if not np.isfinite(scale) or scale <= 0:
+        if check_finite("scale", scale) <= 0:
             raise InvalidParameterError(f"scale must be > 0; got {scale!r}")
         return Trajectory(self.name, self.n_segments, self.planar, self.duration, self._fn, self.tip_angle,
                           float(scale), self.time_scale, self.paper)

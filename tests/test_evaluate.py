@@ -58,15 +58,31 @@ def test_cli_writes_the_table(tmp_path, capsys):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the optional 'ray' extra is not installed")
-def test_ray_runs_the_same_code_path_with_the_same_results():
+def test_ray_runs_the_same_code_path_with_the_same_results_and_reruns_a_killed_worker(tmp_path):
     import ray
+
+    marker_dir = str(tmp_path)
+
+    def die_once(job: Job):  # a closure, so Ray pickles it by value; kills its worker at seed 6's first run
+        import os
+        import signal
+        from pathlib import Path
+
+        from soft_envs.evaluate import run_episode as run
+
+        marker = Path(marker_dir) / "died"
+        if job.seed == 6 and not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return run(job)
 
     jobs = _small_jobs()
     local = evaluate(jobs, workers=2, progress=False)
     try:
-        on_ray = evaluate(jobs, workers=2, ray_address="local", progress=False)
+        on_ray = evaluate(jobs, workers=2, ray_address="local", progress=False, run=die_once, max_retries=2)
     finally:
         ray.shutdown()
+    assert (tmp_path / "died").exists()  # the worker did die, and Ray's task retry reran its episode
     for column in ("task", "controller", "seed", "success", "metric", "steps"):
         np.testing.assert_array_equal(local.columns()[column], on_ray.columns()[column])
 

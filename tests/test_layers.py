@@ -31,6 +31,7 @@ LAYER = {
     "bench": "top",
     "demos": "top",
     "evaluate": "top",
+    "jobs": "top",  # results files, worker processes that may die, signals (evaluate uses it)
     "train_rl": "top",
     "train_rl_cli": "top",
     "rl_recipes": "top",

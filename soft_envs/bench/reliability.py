@@ -1,11 +1,14 @@
-"""Reliability bench: bad and extreme inputs to every public entry point, and lifecycle cycles.
+"""Reliability bench: bad and extreme inputs to every public entry point, lifecycle cycles, stateful
+fuzzing of every env and a soak of every vector env.
 
 Every case runs in a forked child process with a deadline, so a crash (a signal inside
 PyBullet) or a hang is *measured* — as ``crash`` or ``hang`` — instead of taking the bench
 down. A case names the outcome a user should get: a ``ValueError`` (a clear message at the
 earliest point), a best effort that says so (``success=False`` / ``converged=False``), or a
 normal answer. The table lists what each case did; the cycle table makes/resets/steps/closes
-every environment many times and reports the process's resident memory before and after.
+every environment many times and reports the process's resident memory before and after. The
+fuzzing and soak halves are :mod:`soft_envs.bench.endurance` (``--full``: at least 10,000 random
+call sequences, and 10 minutes of random actions per vector env).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from soft_envs.bench import markdown_table
 from soft_envs.console import progress
 from soft_envs.exceptions import SoftEnvsError
 
-TITLE = "Reliability — bad and extreme inputs, lifecycle cycles and memory"
+TITLE = "Reliability — bad and extreme inputs, lifecycle cycles, stateful fuzzing, soak and memory"
 
 ENV_IDS = ("soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0", "soft_envs/QuadrupedWalk-v0",
            "soft_envs/QuadrupedPose-v0", "soft_envs/HexapodPose-v0")
@@ -311,4 +314,17 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
               f"{n_cycles} times; resident memory after 10 % of the cycles and after all of them.\n\n"
             + markdown_table(["env", "cycle", "cycles", "RSS after 10 % [MB]", "RSS at the end [MB]",
                               "growth per cycle [KB]"], cycle_rows))
+    from soft_envs.bench.endurance import defects_table, fuzz_table, soak_table
+
+    fuzz_text, _ = fuzz_table(ENV_IDS, full, seed)
+    text += ("\n\n### Stateful fuzzing\n\nhypothesis `RuleBasedStateMachine` (`soft_envs.bench.fuzz`): random "
+             "keyword sets (valid and invalid), then `reset` (with and without seed and options), `step` (valid, "
+             "clipped, extreme, NaN, inf, wrong-shape actions), `render`, `close`, calls after `close`, and replays "
+             "of earlier episodes in the same env and in a fresh one. Invariants: a valid result or a typed error; "
+             "observations inside `observation_space`, no NaN; reward terms summing to the reward; no PyBullet "
+             "client left after `close` or a refused construction; the same seed and actions give the same "
+             "episode, bit for bit, whatever ran before. Each env in a forked process.\n\n" + fuzz_text
+             + "\n\nDefects the fuzzer found while it was written (each fixed at its root, each with a regression "
+               "test):\n\n" + defects_table()
+             + "\n\n### Soak\n\n" + soak_table(ENV_IDS, full))
     return text

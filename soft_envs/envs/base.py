@@ -44,10 +44,15 @@ one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
 
 A subclass that runs without physics (``use_physics=False``) has ``self.client = None`` and
 advances its own state in ``_apply_action``.
+
+A constructor that raises (a keyword combination refused after the base connected to PyBullet)
+leaves no client behind: every subclass's ``__init__`` is wrapped (:meth:`SoftEnv.__init_subclass__`)
+so that the clients are disconnected before the error propagates.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -101,6 +106,27 @@ class SoftEnv(gym.Env):
     action_space: spaces.Box  # every env acts through a normalised box
     model: Any  # the nominal robot model a controller plans with (set by the subclass)
     client: Any  # the env's BulletClient (PyBullet is untyped); None without physics and after close()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap the subclass's ``__init__``: if it raises, disconnect the clients it opened."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_disconnects_on_error", False):
+            return
+
+        @functools.wraps(init)
+        def guarded_init(self: SoftEnv, *args: Any, **kw: Any) -> None:
+            try:
+                init(self, *args, **kw)
+            except BaseException:
+                for name in ("client", "_render_client"):
+                    disconnect(getattr(self, name, None))
+                    if name in self.__dict__:
+                        setattr(self, name, None)
+                raise
+
+        setattr(guarded_init, "_disconnects_on_error", True)  # noqa: B010 (a function attribute mypy cannot see)
+        setattr(cls, "__init__", guarded_init)  # noqa: B010
 
     def __init__(
         self,
@@ -336,7 +362,7 @@ class SoftEnv(gym.Env):
     def step(self, action):
         self._check_open("step")
         if self._previous_action is None:
-            raise ResetNeeded(f"{type(self).__name__}.step() called before reset()")
+            raise ResetNeeded(f"{type(self).__name__}.step() called before reset() (or after a reset that raised)")
         action, clipped = self.validate_action(action)
         if self.action_mode == "delta":
             action = np.clip(self._previous_action + self.delta_scale * action,
@@ -359,6 +385,7 @@ class SoftEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         self._check_open("reset")
+        self._previous_action = None  # a reset that raises (e.g. bad options) leaves the env needing one
         super().reset(seed=seed)
         self.realism_rng, self.perturbations = self.draw_realism(self.np_random)
         self._reset_model({} if options is None else options)

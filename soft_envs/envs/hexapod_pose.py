@@ -68,12 +68,22 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
+from soft_envs.exceptions import (
+    InvalidParameterError,
+    check_finite,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+)
 from soft_envs.geometry import rotation_vector_error
 from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
 from soft_envs.robots.cosserat.equations import FK_FREE, FK_ROWS, SINGLE_SEARCH
 from soft_envs.sim.bullet import STANDARD_GRAVITY, connect
 from soft_envs.sim.realism import DelayedSensor, Perturbation
+
+#: Most RK4 steps per rod (``n_steps``): 1000 already costs ~0.1 s a step; 10⁶ was accepted and took
+#: minutes to construct and a minute and a half per step.
+MAX_ROD_STEPS = 1000
 
 #: The hexapod's sim-to-real perturbations (``realism=``).
 HEXAPOD_REALISM: tuple[Perturbation, ...] = (
@@ -144,7 +154,8 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         success_angle_threshold: angle error counted as success [rad] (both must hold).
         goal_range: goals come from inputs uniform in ``±goal_range · input_limit``.
         max_input_step: continuation step of the solver [m].
-        n_steps: RK4 steps per rod in the solver.
+        n_steps: RK4 steps per rod in the solver, 2 to :data:`MAX_ROD_STEPS` (the error falls as
+            ``n_steps⁻⁴``: 32 is well below the solver's tolerance; the cost grows linearly).
         time_step, frame_skip: their product is the nominal control period (0.05 s); no
             physics is stepped.
         rod_render_radius: drawn rod radius [m] (the real 0.65 mm would be invisible).
@@ -176,7 +187,7 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             n_steps=n_steps, time_step=time_step, frame_skip=frame_skip, rod_render_radius=rod_render_radius,
             **kwargs)
         check_nonnegative(position_weight=position_weight, orientation_weight=orientation_weight)
-        if not (0.0 < goal_range <= 1.0):
+        if not (0.0 < check_finite("goal_range", goal_range) <= 1.0):
             raise InvalidParameterError(f"goal_range must be in (0, 1]; got {goal_range!r}")
         self.goal_conditioned = bool(goal_conditioned)
         self.position_weight = float(position_weight)
@@ -186,7 +197,7 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.goal_range = float(goal_range)
         self.max_input_step = check_positive("max_input_step [m]", max_input_step)
         self.rod_render_radius = check_positive("rod_render_radius [m]", rod_render_radius)
-        self.model = Hexapod6PFS(n_steps=n_steps)
+        self.model = Hexapod6PFS(n_steps=check_integer("n_steps", n_steps, minimum=2, maximum=MAX_ROD_STEPS))
         super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=False, **kwargs)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(6,), dtype=np.float32)
         pos_b, q_b, f_b = np.full(3, 1.0), np.ones(4), np.full(18, 1e3)

@@ -44,6 +44,11 @@ lengths on the command at once. ``time_step = 1/120`` s, ``frame_skip = 12``: 10
 the arm has settled. ``info`` carries ``leg_inflation``, the legs' current state as inflation
 times [s].
 
+Episode end: no early termination at the goal. With soft physics the episode terminates when the
+arm leaves the PCC model (:meth:`PeterReachEnv.model_violation`: a load heavier than the legs
+carry crushes a leg below half its length, a module bends past 180°, a non-finite state): the arm
+is stopped at its last valid state and ``info["termination_reason"]`` says why.
+
 ``physics="stiff"``: the arm of earlier versions — PyBullet position servos that hold the
 commanded shape (:class:`~soft_envs.sim.peter_body.PeterBody`), PyBullet's direct MLCP
 (Dantzig) solver (:func:`~soft_envs.sim.peter_body.configure_physics`), ``frame_skip = 12``
@@ -255,9 +260,12 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if physics == "stiff" and not self.kinematic and not self.realism.is_ideal():
             raise InvalidParameterError("realism needs physics='soft' or kinematic=True (the stiff servo "
                                         "body has no legs to perturb)")
+        self._check_plant_ranges()
+        self._check_load()
         self.plant = self.model.with_kinematics("pcc" if not self.kinematic else kinematics)
         self.sensor = DelayedSensor()
         self.clock = 0.0  # s, the kinematic variant's time
+        self.stop_reason: str | None = None  # why the soft arm stopped (outside its model), until the reset
         self.base_rotation = np.eye(3)  # the arm's base in the goals' frame (realism)
         n_act = self.model.n_dof
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n_act,), dtype=np.float32)
@@ -344,6 +352,45 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 self.body.set_model(self.plant, self.payload + drawn["payload"])
                 self.body.set_base_orientation(tuple(quaternion_from_rotation_vector(tilt)))
 
+    _PLANT_ERRORS = (("radius_error", "radius"), ("mass_error", "module_mass"),
+                     ("leg_stiffness_error", "leg_stiffness"))
+
+    def _check_plant_ranges(self) -> None:
+        """Refuse, at construction, a realism range that would make the simulated arm invalid at a
+        reset (e.g. ``radius=1.0`` with a ``radius_error`` up to +10 %: a radius above 1 m): the arm
+        is built at both ends of each relative-error range."""
+        for name, parameter in self._PLANT_ERRORS:
+            if name not in self.realism.ranges or self.realism.is_ideal(name):
+                continue
+            for error in self.realism.ranges[name]:
+                value = getattr(self.model, parameter) * (1.0 + error)
+                try:
+                    self.model.with_parameters(**{parameter: value})
+                except InvalidParameterError as exc:
+                    raise InvalidParameterError(
+                        f"realism {name!r} {self.realism.ranges[name]} with {parameter}="
+                        f"{getattr(self.model, parameter)!r} gives an invalid simulated arm: {exc}") from None
+
+    def _check_load(self) -> None:
+        """Refuse, at construction, a load the legs cannot carry even standing straight: the bottom
+        module's three legs under the weight of the payload and the modules (at the heaviest and
+        softest the realism ranges draw) would compress by more than half their length (the arm
+        would collapse at the first step; :meth:`model_violation`)."""
+        if self.kinematic or self.physics != "soft" or not self.gravity:
+            return
+        ranges = self.realism.ranges
+        payload = self.payload + (ranges["payload"][1] if "payload" in ranges else 0.0)
+        mass = self.model.module_mass * (1.0 + (ranges["mass_error"][1] if "mass_error" in ranges else 0.0))
+        stiffness = self.model.leg_stiffness * (1.0 + (ranges["leg_stiffness_error"][0]
+                                                       if "leg_stiffness_error" in ranges else 0.0))
+        weight = STANDARD_GRAVITY * (payload + self.model.n_modules * mass)
+        compression = weight / (3.0 * stiffness)
+        if compression > 0.5 * self.model.leg_length_at_rest:
+            raise InvalidParameterError(
+                f"the legs ({stiffness:g} N/m each) cannot carry {payload:g} kg of payload on {self.model.n_modules} "
+                f"modules: standing straight they would compress by {1e3 * compression:.0f} mm, more than half their "
+                f"{1e3 * self.model.leg_length_at_rest:.1f} mm; use stiffer legs or a lighter payload")
+
     # ------------------------------------------------------------------ hooks
     def _reset_model(self, options: dict[str, Any]) -> None:
         self.inflation_times = np.zeros(self.model.n_dof)
@@ -352,6 +399,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self._apply_realism()
         self.legs.reset(self.inflation_times)
         self.clock = 0.0
+        self.stop_reason = None
         if self.body is not None:
             self.body.reset(self.inflation_times)
             if isinstance(self.body, SoftPeterBody) and self.legs.gain is not None:  # offsets at rest
@@ -393,8 +441,42 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         body, legs, dt = self.body, self.legs, self.time_step
         zero = np.zeros(body.n_dof)
         for _ in range(self.frame_skip if n_steps is None else n_steps):
-            rest_end = body.rest_of_legs(legs.advance(dt, body.time))
-            body.step(dt, zero, rest_end=rest_end)
+            if self.stop_reason is not None:  # the arm stays where it was stopped until the reset
+                break
+            last_valid = body.snapshot()
+            try:
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    rest_end = body.rest_of_legs(legs.advance(dt, body.time))
+                    body.step(dt, zero, rest_end=rest_end)
+                self.stop_reason = self.model_violation()
+            except np.linalg.LinAlgError:
+                self.stop_reason = "the arm's mass matrix became singular: it collapsed beyond the PCC model"
+            if self.stop_reason is not None:
+                body.restore(last_valid, at_rest=True)
+
+    def model_violation(self) -> str | None:
+        """Why the soft arm's state is outside the PCC model's validity, or ``None``.
+
+        Valid: finite; every leg longer than half its length at zero inflation (a heavier load
+        than the legs can carry — a payload of kilograms on soft legs — crushes them through
+        that; the model has no end stop); every module bent by at most π (beyond it the arc folds
+        through itself); rates below 1e3 per second (m/s, rad/s). Always valid without soft physics."""
+        body = self.body
+        if not isinstance(body, SoftPeterBody):
+            return None
+        if not body.is_finite():
+            return "the state is not finite"
+        shortest = float(body.leg_lengths().min())
+        if shortest < 0.5 * self.model.leg_length_at_rest:
+            full = 1e3 * self.model.leg_length_at_rest
+            return (f"a leg crushed to {1e3 * shortest:.1f} mm (< half its {full:.1f} mm): the load is more than "
+                    "the legs carry, beyond the PCC model")
+        bends = np.hypot(body.u[1::3], body.u[2::3])
+        if bends.max() > np.pi:
+            return f"a module bent by {np.degrees(bends.max()):.0f}° > 180°: beyond the PCC model"
+        if np.abs(body.w).max() > 1e3:
+            return "a rate above 1e3 /s: the arm is driven beyond its model"
+        return None
 
     def _read_tip(self, reset: bool = False) -> None:
         """The true tip state (:attr:`tip`, :attr:`tip_velocity`) and its measurement
@@ -440,12 +522,17 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         return self._step_goal_terms()
 
+    def _terminated(self) -> bool:
+        return self.stop_reason is not None
+
     def _extra_info(self) -> dict[str, Any]:
         d = self.distance()
         info = {"distance": d, "is_success": bool(d < self.success_threshold),
                 "inflation_times": self.inflation_times.copy()}
         if isinstance(self.body, SoftPeterBody) or not self.realism.is_ideal():
             info["leg_inflation"] = self.legs.inflation
+        if self.stop_reason is not None:
+            info["termination_reason"] = self.stop_reason
         return info
 
     # ------------------------------------------------------------------ rendering

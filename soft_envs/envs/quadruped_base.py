@@ -103,6 +103,9 @@ _NOISE_SLICES = (("orientation_noise", slice(0, 4)), ("angular_velocity_noise", 
                  ("linear_velocity_noise", slice(7, 10)), ("joint_angle_noise", slice(10, 22)),
                  ("joint_velocity_noise", slice(22, 34)))
 _PLANT_REALISM = ("friction_scale", "motor_strength", "joint_offset", "trunk_mass_error", "payload")
+#: [m] height the body is lifted to at a reset so that every contact point is dropped (far above
+#: Bullet's contact breaking distance, 0.02 m, and the robot's size).
+CONTACT_CLEARANCE = 10.0
 
 
 
@@ -154,7 +157,16 @@ class QuadrupedBody:
                                    localInertiaDiagonal=(self.trunk_inertia * scale).tolist())
 
     def reset(self, q: np.ndarray, position=(0.0, 0.0, 0.0), orientation=(0.0, 0.0, 0.0, 1.0)) -> None:
-        """Place the body (frame at ``position`` [m]) at rest with the servos' readings ``q`` (12,) [rad]."""
+        """Place the body (frame at ``position`` [m]) at rest with the servos' readings ``q`` (12,) [rad].
+
+        Bullet keeps each pair's contact manifold across ``resetBasePositionAndOrientation``: points
+        still within the breaking distance stay, with the impulses that warm-start the solver and
+        their friction anchors, so the next steps would depend on how the last episode ended. The
+        body is first lifted :data:`CONTACT_CLEARANCE` above everything and the collision pass run,
+        which empties every manifold it has; each reset then starts from the same, empty, contacts
+        (the same seed and actions give the same episode whatever ran before)."""
+        self.client.resetBasePositionAndOrientation(self.id, [0.0, 0.0, CONTACT_CLEARANCE], [0.0, 0.0, 0.0, 1.0])
+        self.client.performCollisionDetection()
         self.client.resetBasePositionAndOrientation(self.id, list(position), list(orientation))
         self.client.resetBaseVelocity(self.id, [0, 0, 0], [0, 0, 0])
         q = np.asarray(q, dtype=float).ravel()

@@ -6,7 +6,8 @@ Action, physics and the first 39 observation values: see :mod:`soft_envs.envs.qu
 drawn uniformly in ``±goal_range`` per axis (10° by default: every combination is within the
 legs' reach; at ±15° per axis about 20 % of the combinations are not) from the env's seeded
 RNG, as ``R_goal = Rz(yaw) Ry(pitch) Rx(roll)`` in the world. ``reset(options={"goal": (roll,
-pitch, yaw)})`` sets the goal instead.
+pitch, yaw)})`` sets the goal instead (any angles: the observation shows the canonical roll, pitch,
+yaw of that orientation, e.g. a yaw of 4 rad as 4 − 2π).
 
 Observation (flat, float32): ``[0:39]`` the base observation, ``[39:42]`` goal roll, pitch, yaw
 [rad], ``[42:45]`` current roll, pitch, yaw [rad]. With ``goal_conditioned=True`` a ``Dict`` with
@@ -46,8 +47,14 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
-from soft_envs.geometry import quaternion_to_matrix, quaternion_to_rpy, rotation_angle, rpy_to_matrix
+from soft_envs.exceptions import InvalidParameterError, check_finite, check_nonnegative, check_positive
+from soft_envs.geometry import (
+    matrix_to_quaternion,
+    quaternion_to_matrix,
+    quaternion_to_rpy,
+    rotation_angle,
+    rpy_to_matrix,
+)
 
 
 class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
@@ -72,7 +79,7 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         EzPickle.__init__(self, goal_range=goal_range, goal_conditioned=goal_conditioned,
                           orientation_weight=orientation_weight, slip_weight=slip_weight,
                           success_threshold=success_threshold, **kwargs)
-        if not (np.isfinite(goal_range) and 0 <= goal_range <= np.radians(30.0)):
+        if not 0 <= check_finite("goal_range [rad]", goal_range) <= np.radians(30.0):
             raise InvalidParameterError(f"goal_range must be in [0, 30°] (radians); got {goal_range!r}")
         check_nonnegative(orientation_weight=orientation_weight, slip_weight=slip_weight)
         self.goal_range = float(goal_range)
@@ -97,21 +104,33 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         self._sliding = np.zeros((4, 2))
 
     def _reset_model(self, options: dict[str, Any]) -> None:
+        goal_option = self._goal_option(options["goal"]) if "goal" in options else None  # refused before any change
         noise = None
         if self.reset_noise_scale > 0:
             noise = self.np_random.uniform(-self.reset_noise_scale, self.reset_noise_scale, 12)
         self._stand(noise)
         self.goal = self.np_random.uniform(-self.goal_range, self.goal_range, 3)
-        if "goal" in options:
-            goal = np.asarray(options["goal"], dtype=float)
-            if goal.shape != (3,) or not np.all(np.isfinite(goal)):
-                raise InvalidParameterError(f"options['goal'] must be (roll, pitch, yaw) [rad]; got {goal!r}")
-            self.goal = goal
+        if goal_option is not None:
+            self.goal = goal_option
         self._goal_rotation = rpy_to_matrix(*self.goal)
         self.client.performCollisionDetection()
         self._read_state(reset=True)
         self._feet_reference = self._cache["feet"].copy()
         self._sliding = np.zeros((4, 2))
+
+    @staticmethod
+    def _goal_option(value: Any) -> np.ndarray:
+        """``options["goal"]`` as the canonical ``(roll, pitch, yaw)`` [rad] of the same orientation
+        (roll and yaw in [−π, π], pitch in [−π/2, π/2]: inside the observation's bounds, e.g. a yaw of
+        4 rad becomes 4 − 2π); :class:`InvalidParameterError` unless three finite numbers."""
+        try:
+            goal = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            goal = None
+        if goal is None or goal.shape != (3,) or not np.all(np.isfinite(goal)):
+            raise InvalidParameterError(f"options['goal'] must be three finite numbers (roll, pitch, yaw) [rad]; "
+                                        f"got {value!r}")
+        return quaternion_to_rpy(matrix_to_quaternion(rpy_to_matrix(*goal)))
 
     def simulate(self, n_steps: int | None = None) -> None:
         """Step the physics, integrating each foot's contact-point sliding at every physics step."""

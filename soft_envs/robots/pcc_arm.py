@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_finite, check_integer
 from soft_envs.geometry import bend_functions, bend_rotation
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.chain import (
@@ -101,23 +101,25 @@ class PCCArm(KinematicModel):
         max_pressure: float = DEFAULT_MAX_PRESSURE,
         stiffness_source: str = "pressure",
     ) -> None:
-        if int(n_segments) != n_segments or n_segments < 1:
-            raise InvalidParameterError(f"n_segments must be a positive integer; got {n_segments!r}")
-        if int(links_per_segment) != links_per_segment or links_per_segment < 1:
-            raise InvalidParameterError(f"links_per_segment must be a positive integer; got {links_per_segment!r}")
-        lengths = np.broadcast_to(np.asarray(segment_length, dtype=float), (int(n_segments),)).copy()
+        check_integer("n_segments", n_segments, minimum=1)
+        check_integer("links_per_segment", links_per_segment, minimum=1)
+        try:
+            lengths = np.broadcast_to(np.asarray(segment_length, dtype=float), (int(n_segments),)).copy()
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"segment_length must be a number or one per segment [m]; "
+                                        f"got {segment_length!r}") from None
         if not np.all(np.isfinite(lengths)) or np.any(lengths <= 0):
             raise InvalidParameterError(f"segment_length must be positive [m]; got {segment_length!r}")
         if np.any(lengths > 2.0):
             raise InvalidParameterError("segment_length is in metres; got a value above 2 m (mm given?)")
-        if not np.isfinite(elongation) or not 0 <= elongation < 1:
+        if not 0 <= check_finite("elongation", elongation) < 1:
             raise InvalidParameterError(f"elongation must be in [0, 1); got {elongation!r}")
-        if not np.isfinite(max_bend) or not 0 < max_bend <= np.pi:
+        if not 0 < check_finite("max_bend [rad]", max_bend) <= np.pi:
             raise InvalidParameterError(f"max_bend must be in (0, π] rad; got {max_bend!r}")
         for name, value in (("segment_mass", segment_mass), ("youngs_modulus", youngs_modulus)):
-            if not np.isfinite(value) or value <= 0:
+            if check_finite(f"{name} [SI]", value) <= 0:
                 raise InvalidParameterError(f"{name} must be positive [SI]; got {value!r}")
-        if not np.isfinite(poisson_ratio) or not -1 < poisson_ratio < 0.5:
+        if not -1 < check_finite("poisson_ratio", poisson_ratio) < 0.5:
             raise InvalidParameterError(f"poisson_ratio must be in (−1, 0.5); got {poisson_ratio!r}")
         if stiffness_source not in STIFFNESS_SOURCES:
             raise InvalidParameterError(
@@ -438,7 +440,7 @@ class PCCArm(KinematicModel):
         (see :mod:`soft_envs.sim.soft_arm`). Joint limits are wide: bounds are the model's,
         enforced by the caller. ``payload`` [kg] is a point mass at the tip (on the last end link).
         """
-        if not np.isfinite(payload) or payload < 0:
+        if check_finite("payload [kg]", payload) < 0:
             raise InvalidParameterError(f"payload must be >= 0 kg; got {payload!r}")
         m = self.links_per_segment
         area, _ = self.cross_section()

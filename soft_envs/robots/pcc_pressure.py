@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_finite
 
 PAPER_ALPHA1 = 8e-4  # m², eq. 9 (exponent sign read from the geometry, see the module docstring)
 PAPER_ALPHA2 = 7.91e-7  # m⁴, eq. 9
@@ -74,7 +74,7 @@ class PressureMap:
             raise InvalidParameterError(f"a segment has 2 (planar) or 3 chambers; got {self.chambers!r}")
         for name in ("alpha1", "alpha2", "reference_length", "max_pressure"):
             value = getattr(self, name)
-            if not np.isfinite(value) or value <= 0:
+            if check_finite(f"{name} [SI]", value) <= 0:
                 raise InvalidParameterError(f"{name} must be a positive number [SI]; got {value!r}")
         if self.max_pressure > ATMOSPHERE:
             raise InvalidParameterError(

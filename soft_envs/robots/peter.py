@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_finite, check_integer, check_nonnegative, check_positive
 from soft_envs.geometry import bend_functions, cross, skew
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.chain import (
@@ -85,21 +85,17 @@ class Peter(KinematicModel):
         module_mass: float = 0.12,
         leg_stiffness: float = DEFAULT_LEG_STIFFNESS,
     ) -> None:
-        if int(n_modules) != n_modules or not 1 <= n_modules <= 4:
-            raise InvalidParameterError(f"n_modules must be an integer from 1 to 4; got {n_modules!r}")
+        check_integer("n_modules", n_modules, minimum=1, maximum=4)
         if kinematics not in KINEMATICS:
             raise InvalidParameterError(f"kinematics must be one of {KINEMATICS}; got {kinematics!r}")
         for name, value in (("radius", radius), ("leg_length_at_rest", leg_length_at_rest),
                             ("leg_rate", leg_rate), ("max_inflation_time", max_inflation_time),
                             ("module_mass", module_mass), ("leg_stiffness", leg_stiffness)):
-            if not np.isfinite(value) or value <= 0:
-                raise InvalidParameterError(f"{name} must be a positive number [SI]; got {value!r}")
-        if not np.isfinite(gap) or gap < 0:
-            raise InvalidParameterError(f"gap must be >= 0 [m]; got {gap!r}")
+            check_positive(f"{name} [SI]", value)
+        check_nonnegative(**{"gap [m]": gap})
         if radius > 1.0 or leg_length_at_rest > 1.0:
             raise InvalidParameterError("radius and leg lengths are in metres; got values above 1 m (mm given?)")
-        if int(links_per_module) != links_per_module or links_per_module < 1:
-            raise InvalidParameterError(f"links_per_module must be a positive integer; got {links_per_module!r}")
+        check_integer("links_per_module", links_per_module, minimum=1)
         self.n_modules = int(n_modules)
         self.radius = float(radius)
         self.gap = float(gap)
@@ -415,7 +411,7 @@ class Peter(KinematicModel):
         also keep PyBullet's motor solver stable under payloads). ``payload`` [kg] is added to
         the last plate (the real arm carries up to 0.5 kg). Motor limits are set by the simulation.
         """
-        if not np.isfinite(payload) or payload < 0:
+        if check_finite("payload [kg]", payload) < 0:
             raise InvalidParameterError(f"payload must be >= 0 kg; got {payload!r}")
         m = self.links_per_module
         nominal = self._nominal_link_length()

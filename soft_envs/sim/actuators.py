@@ -33,7 +33,7 @@ from collections import deque
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.exceptions import InvalidParameterError, check_finite, check_nonnegative
 
 MIN_VENT_RATE = 5e-3  # m/s: the lowest venting rate accepted without ``allow_slow_venting``
 
@@ -172,7 +172,7 @@ class PressureRegulator:
 
     def __init__(self, n: int, *, max_pressure: float, time_constant: float = 0.01, delay: float = 0.0) -> None:
         check_nonnegative(time_constant=time_constant)
-        if not math.isfinite(max_pressure) or max_pressure <= 0:
+        if check_finite("max_pressure [Pa]", max_pressure) <= 0:
             raise InvalidParameterError(f"max_pressure must be > 0 Pa; got {max_pressure!r}")
         self.max_pressure = float(max_pressure)
         self.time_constant = float(time_constant)

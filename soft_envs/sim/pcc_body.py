@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.exceptions import InvalidParameterError, check_finite, check_nonnegative
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.soft_arm import SectionMap, SoftArmBody
@@ -128,9 +128,9 @@ class PDFeedforward:
 
     def __init__(self, model: PCCArm, kp: float = 80.0, kv: float = 3.0, *, compensate_damping: bool = True,
                  stiffness_error: float = 0.0, known_payload: float = 0.0) -> None:
-        if not (np.isfinite(kp) and np.isfinite(kv) and kp >= 0 and kv >= 0):
+        if not (check_finite("kp", kp) >= 0 and check_finite("kv", kv) >= 0):
             raise InvalidParameterError(f"kp and kv must be >= 0; got {kp!r}, {kv!r}")
-        if not np.isfinite(stiffness_error) or stiffness_error <= -1:
+        if check_finite("stiffness_error", stiffness_error) <= -1:
             raise InvalidParameterError(f"stiffness_error must be > -1; got {stiffness_error!r}")
         check_nonnegative(known_payload=known_payload)
         self.model = model

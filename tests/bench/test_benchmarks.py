@@ -124,6 +124,20 @@ def test_realism_stages_grow_from_the_model_gap_to_the_whole_preset():
     assert errors["TRR closed loop"][0] < 1e-3 < errors["TRR"][0]
 
 
+def test_the_soak_reports_steps_episodes_and_memory():
+    from soft_envs.bench.endurance import soak
+
+    kind, steps, episodes, start, warm, end = soak("soft_envs/PeterReach-v0", 1.0, num_envs=2)
+    assert kind and steps > 0 and episodes >= 0 and 0 < start <= warm + 50 and end > 0
+
+
+def test_the_fuzzing_rows_run_each_env_in_a_child_and_count_what_it_did():
+    from soft_envs.bench.endurance import fuzz_in_child
+
+    counts, failures, seconds = fuzz_in_child(["soft_envs/QuadrupedWalk-v0"], 5, False, seed=1, deadline=300)
+    assert failures == [] and counts["sequences"] >= 5 and counts["calls"] > 0 and seconds > 0
+
+
 def test_hexapod_throughput_and_solve_tables():
     from soft_envs.bench.hexapod import env_throughput, solve_inputs
     from soft_envs.robots.cosserat import Hexapod6PFS
