@@ -12,7 +12,10 @@ reset / close order. Subclasses fill the hooks:
   ``action_rate = −action_rate_weight · ‖a − a_prev‖²``, the reward is the sum of all terms
   in that order and each appears in ``info`` as ``reward_<name>``;
 * ``_reset_model(options)`` — put the robot and task in their initial state using
-  ``self.np_random`` (``options`` is ``reset``'s dict, empty when none was given);
+  ``self.np_random`` (``options`` is ``reset``'s dict without the base's ``keep_robot``, empty
+  when none was given);
+* ``_reset_options()`` — the names of the ``reset`` options the env reads besides ``keep_robot``
+  (any other name is a ``ValueError``);
 * ``_command()`` — the command the robot holds, in model units (its normalised form is the
   previous action of an episode's first step);
 * ``_terminated()``, ``_extra_info()``, ``_camera()`` (orbit-camera parameters, no side
@@ -28,7 +31,9 @@ Realism: the base resolves ``realism=`` (``"ideal"``, ``"realistic"`` or a dict 
 against the env's table at construction and, at every ``reset``, draws the perturbations from a
 generator spawned off ``np_random`` (:attr:`SoftEnv.realism_rng`, also the source of every
 per-step noise) before ``_reset_model`` runs; the values are :attr:`SoftEnv.perturbations` and
-``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
+``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn. ``reset(options={"keep_robot":
+True})`` keeps the previous reset's perturbations — the same robot, a new task (goal, start) and
+new per-step noise — so that a controller can learn on one robot and then act on it.
 
 Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
 one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
@@ -39,6 +44,7 @@ advances its own state in ``_apply_action``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -173,6 +179,10 @@ class SoftEnv(gym.Env):
     def _reset_model(self, options: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _reset_options(self) -> tuple[str, ...]:
+        """Names of the ``reset`` options the env reads besides the base's ``keep_robot``."""
+        return ()
+
     def _command(self) -> np.ndarray:
         raise NotImplementedError
 
@@ -252,14 +262,21 @@ class SoftEnv(gym.Env):
         return obs, reward, terminated, False, info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode: a new task from ``np_random`` (seeded by ``seed``) and, under realism,
+        a new robot — unless ``options={"keep_robot": True}``, which keeps every perturbation drawn
+        at the previous reset (``info["realism"]`` shows the same values). Unknown option names,
+        a non-boolean ``keep_robot`` or ``keep_robot`` before any reset raise ``ValueError``."""
         self._check_open("reset")
+        options = self._check_reset_options(options)
+        keep_robot = bool(options.pop("keep_robot", False))
         super().reset(seed=seed)
         if self.realism.is_ideal():
             self.realism_rng = None
         else:
             self.realism_rng = spawn_generator(self.np_random)
-            self.perturbations = self.realism.draw(self.realism_rng, self._realism_sizes())
-        self._reset_model({} if options is None else options)
+            if not keep_robot:
+                self.perturbations = self.realism.draw(self.realism_rng, self._realism_sizes())
+        self._reset_model(options)
         self._previous_action = self.model_to_action(self._command()).astype(np.float64)
         obs = self._observation()
         info = self._extra_info()
@@ -268,6 +285,26 @@ class SoftEnv(gym.Env):
         if self.render_mode == "human":
             self.render()
         return obs, info
+
+    def _check_reset_options(self, options: Any) -> dict[str, Any]:
+        """``reset``'s ``options`` as a new dict, checked: known names, a boolean ``keep_robot``
+        that has a robot to keep."""
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping):
+            raise InvalidParameterError(f"reset options must be a dict; got {type(options).__name__}")
+        accepted = ("keep_robot",) + tuple(self._reset_options())
+        unknown = sorted(str(name) for name in options if name not in accepted)
+        if unknown:
+            raise InvalidParameterError(f"unknown reset option(s) {unknown} for {type(self).__name__}; "
+                                        f"it accepts: {', '.join(accepted)}")
+        keep = options.get("keep_robot", False)
+        if not isinstance(keep, (bool, np.bool_)):
+            raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
+        if keep and self._previous_action is None:
+            raise InvalidParameterError(f"{type(self).__name__}.reset(options={{'keep_robot': True}}) needs a "
+                                        "previous reset: there is no robot to keep yet")
+        return dict(options)
 
     def render(self):
         self._check_open("render")

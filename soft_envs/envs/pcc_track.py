@@ -69,6 +69,9 @@ otherwise at ``t = 0``) with the arm at rest on that point (Gauss–Newton conti
 trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; the
 trajectory's tip angle held on a planar arm; the chambers at the pressures that hold it) — the
 paper started from the straight arm; ``start_straight=True`` does that.
+
+Realism (``realism=``, table :data:`PCC_REALISM`): ``info["realism"]`` of the reset holds the
+values drawn; ``reset(options={"keep_robot": True})`` keeps them (a new start, the same robot).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ Action, physics and the first 39 observation values: see :mod:`soft_envs.envs.qu
 drawn uniformly in ``±goal_range`` per axis (10° by default: every combination is within the
 legs' reach; at ±15° per axis about 20 % of the combinations are not) from the env's seeded
 RNG, as ``R_goal = Rz(yaw) Ry(pitch) Rx(roll)`` in the world. ``reset(options={"goal": (roll,
-pitch, yaw)})`` sets the goal instead.
+pitch, yaw)})`` sets the goal instead (with ``"keep_robot": True`` as well: the same robot under
+``realism=``, see :class:`~soft_envs.envs.base.SoftEnv`).
 
 Observation (flat, float32): ``[0:39]`` the base observation, ``[39:42]`` goal roll, pitch, yaw
 [rad], ``[42:45]`` current roll, pitch, yaw [rad]. With ``goal_conditioned=True`` a ``Dict`` with
@@ -95,6 +96,9 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         self._goal_rotation = np.eye(3)
         self._feet_reference = np.zeros((4, 3))
         self._sliding = np.zeros((4, 2))
+
+    def _reset_options(self) -> tuple[str, ...]:
+        return ("goal",)
 
     def _reset_model(self, options: dict[str, Any]) -> None:
         noise = None
