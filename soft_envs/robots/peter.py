@@ -134,6 +134,18 @@ class Peter(KinematicModel):
             raise InvalidParameterError(f"Peter has no parameter(s) {sorted(unknown)}")
         return Peter(**(parameters | changes))
 
+    def calibrated(self, times: np.ndarray, tips: np.ndarray, **options: Any):
+        """This arm's physical parameters fitted to a robot's samples by least squares: per-leg
+        gains and offsets, the radius, the loads that sag the legs and the base tilt
+        (:func:`~soft_envs.robots.peter_calibration.calibrate`; ``options`` go there).
+
+        ``times`` ``(n, 3N)`` [s] commanded, ``tips`` ``(n, 3)`` [m] measured. Returns a
+        :class:`~soft_envs.robots.peter_calibration.CalibratedPeter` any IK solver plans on.
+        """
+        from soft_envs.robots.peter_calibration import calibrate
+
+        return calibrate(self, times, tips, **options)
+
     def with_kinematics(self, kinematics: str) -> "Peter":
         """The same arm (same parameters) with the other kinematics."""
         return self.with_parameters(kinematics=kinematics)
