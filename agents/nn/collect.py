@@ -69,7 +69,7 @@ def collect_samples(
             (valve delay, the last motion).
         settle_speed: measured tip speed [m/s] below which the arm counts as settled.
         max_time: longest wait [s] per sample (default: the episode's length, else 10 s).
-        progress: show a tqdm progress bar (stderr).
+        progress: show a tqdm progress bar (stderr; none when it is not a terminal).
 
     Returns:
         ``(times, tips)``: the commanded inflation times ``(n, 3N)`` [s] (as the env applied
@@ -98,7 +98,7 @@ def collect_samples(
     commands = model.sample(rng, n)
     times = np.empty((n, model.n_dof))
     tips = np.empty((n, 3))
-    for k in tqdm(range(n), desc="collect samples", leave=False, disable=not progress):
+    for k in tqdm(range(n), desc="collect samples", leave=False, disable=None if progress else True):
         obs, _ = env.reset(seed=seed if k == 0 else None, options={"keep_robot": True})
         action = base.model_to_action(commands[k])
         times[k] = base.action_to_model(action)

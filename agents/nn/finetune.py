@@ -105,7 +105,8 @@ def _fit_residual(torch, times: np.ndarray, residual_mm: np.ndarray, mid: np.nda
     kernels = [m.weight for m in net if isinstance(m, torch.nn.Linear)]
     generator = torch.Generator().manual_seed(seed)
     best, best_val, best_epoch = None, np.inf, -1
-    bar = tqdm(range(recipe.residual_epochs), desc="finetune: forward model", leave=False, disable=not progress)
+    bar = tqdm(range(recipe.residual_epochs), desc="finetune: forward model", leave=False,
+               disable=None if progress else True)
     for epoch in bar:
         net.train()
         perm = torch.from_numpy(train)[torch.randperm(len(train), generator=generator)]
@@ -149,7 +150,7 @@ def finetune(network: NeuralIK, times: np.ndarray, tips: np.ndarray, *, seed: in
         seed: seeds the split, the initial residual weights, the targets and the batches.
         recipe: hyper-parameters (default :class:`FinetuneRecipe`).
         threads: ``torch.set_num_threads`` (small batches run best on one).
-        progress: tqdm bars (stderr).
+        progress: tqdm bars (stderr; none when it is not a terminal).
     """
     from soft_envs.agents.nn import NeuralIK
     from soft_envs.agents.nn.train import tip_function
@@ -210,7 +211,7 @@ def finetune(network: NeuralIK, times: np.ndarray, tips: np.ndarray, *, seed: in
     optimizer = torch.optim.NAdam(net.parameters(), lr=recipe.learning_rate)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=recipe.epochs)
     generator = torch.Generator().manual_seed(seed)
-    bar = tqdm(range(recipe.epochs), desc="finetune: network", leave=False, disable=not progress)
+    bar = tqdm(range(recipe.epochs), desc="finetune: network", leave=False, disable=None if progress else True)
     for _ in bar:
         net.train()
         perm = torch.randperm(len(targets), generator=generator)
