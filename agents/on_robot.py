@@ -40,7 +40,7 @@ class OnRobotReachAgent:
         **learn_options: passed to :meth:`Peter.calibrated` or :meth:`NeuralIK.finetune`.
     """
 
-    def __init__(self, env, method: str, *, samples: int = 300, settle_time: float | None | str = "episode",
+    def __init__(self, env, method: str, *, samples: int = 100, settle_time: float | None | str = "episode",
                  progress: bool = False, **learn_options: Any) -> None:
         if method not in METHODS:
             raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}")

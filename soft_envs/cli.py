@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--episodes", type=int, default=10)
     e.add_argument("--learn-samples", type=int, metavar="N",
                    help="samples the learning controllers (trr-calibrated, nn-finetuned) collect on each "
-                        "episode's robot before acting (default 300)")
+                        "episode's robot before acting (default 100)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--workers", type=int, default=2, help="worker processes (or Ray workers with --ray)")
     e.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: an address, 'auto', or 'local' "

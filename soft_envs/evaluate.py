@@ -76,7 +76,7 @@ PRESETS: dict[str, dict[str, Any]] = {"ideal": {}, "realistic": {"realism": "rea
 #: Controllers that learn on the episode's robot before acting (:mod:`soft_envs.agents.on_robot`):
 #: ``NAME`` collects :data:`LEARN_SAMPLES` samples, ``NAME:N`` collects ``N``.
 LEARNING_CONTROLLERS = ("trr-calibrated", "nn-finetuned")
-LEARN_SAMPLES = 300
+LEARN_SAMPLES = 100
 
 
 def learning_controller(name: str) -> tuple[str, int] | None:

@@ -188,6 +188,16 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     text += markdown_table(["perturbations", "TRR, nominal model: mean / p95 [mm]",
                             f"TRR, calibrated ({decomposition_size} samples) [mm]",
                             f"network, fine-tuned ({decomposition_size} samples) [mm]"], rows)
+    from soft_envs import evaluate as ev
+
+    episodes = 20 if full else 2
+    jobs = ev.jobs_for(["peter-2"], ["trr", "trr-feedback", "trr-calibrated", "nn-finetuned"], presets=("realistic",),
+                       episodes=episodes, seed=seed)
+    text += (f"\n\nThe same learners as `soft-envs evaluate` controllers ({ev.LEARN_SAMPLES} samples collected on "
+             "each episode's robot before the episode, then the episode's goal open loop), next to TRR open loop "
+             f"and closed on the measured tip — `soft-envs evaluate --tasks peter-2 --presets realistic --controllers "
+             f"trr trr-feedback trr-calibrated nn-finetuned --episodes {episodes}`:\n\n")
+    text += ev.evaluate(jobs, workers=1, progress=False).table()
     if plot_dir is not None:
         flat = {name: pooled(name).mean() for name in BASELINES}
         text += f"\n\n![open-loop error against samples]({_plot(np.array(sizes), curves, flat, plot_dir)})"
