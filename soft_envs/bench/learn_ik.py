@@ -84,12 +84,14 @@ def robot_run(realism, robot_seed: int, goal_seeds: list[int], sizes: tuple[int,
         times, tips = collect_samples(env, max(sizes), seed=seed + robot_seed, settle_time=read_at, progress=False)
         collect_seconds = now() - start
         learn_seconds: dict[str, list[float]] = {name: [] for name in learners}
+        fitted = None
         for n in sizes:
             if "TRR, calibrated" in learners:
                 start = now()
                 calibrated = model.calibrated(times[:n], tips[:n])
                 plans[f"TRR, calibrated|{n}"] = trr_batch(calibrated, goals).solutions
                 learn_seconds["TRR, calibrated"].append(now() - start)
+                fitted = calibrated.parameters()
             if "network, fine-tuned" in learners:
                 start = now()
                 tuned = network.finetune(times[:n], tips[:n], seed=seed + robot_seed, progress=False)
@@ -98,10 +100,29 @@ def robot_run(realism, robot_seed: int, goal_seeds: list[int], sizes: tuple[int,
         errors = {name: np.array([execute(env, t, s) for t, s in zip(plan, goal_seeds, strict=True)])
                   for name, plan in plans.items()}
         steps = len(times) * (int(round(read_at / env.unwrapped.dt)) if read_at else 0)
+        truth = effective_parameters(env.unwrapped, read_at)
         return {"errors": errors, "collect_seconds": collect_seconds, "samples": len(times),
-                "steps": steps, "learn_seconds": learn_seconds}
+                "steps": steps, "learn_seconds": learn_seconds, "fitted": fitted, "truth": truth}
     finally:
         env.close()
+
+
+def effective_parameters(env, read_at: float | None) -> dict[str, np.ndarray] | None:
+    """What the calibration should find on ``env``'s robot (the env's drawn perturbations, as the
+    calibrated model's parameters): gains times the supply's; offsets; what the leaks take by
+    ``read_at`` [s] after the valves act; the radius; the tilt; the loads at the nominal stiffness
+    (module masses lumped as :func:`nominal_loads`, plus the payload). ``None`` when read when settled."""
+    from soft_envs.robots.peter_calibration import nominal_loads
+
+    if read_at is None:
+        return None
+    drawn, model = env.perturbations, env.model
+    mass = model.with_parameters(module_mass=model.module_mass * (1.0 + drawn["mass_error"]))
+    loads = nominal_loads(mass) + np.r_[np.zeros(model.n_modules - 1), env.payload + drawn["payload"]]
+    return {"leg_gain": drawn["leg_gain"] * drawn["supply_gain"],
+            "leg_offset": drawn["leg_offset"], "leak_loss": drawn["leak_rate"] * (read_at - drawn["command_delay"]),
+            "radius": np.array([model.radius * (1.0 + drawn["radius_error"])]),
+            "base_tilt": drawn["base_tilt"], "loads": loads / (1.0 + drawn["leg_stiffness_error"])}
 
 
 def _stats(values_m: np.ndarray, digits: int = 2) -> str:
@@ -129,6 +150,25 @@ def _plot(sizes, curves: dict[str, tuple[np.ndarray, np.ndarray]], flat: dict[st
     ax.set_title('PETER, realism="realistic": learning on the robot')
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return save_figure(fig, plot_dir, "learn_ik_errors.png")
+
+
+def _identification_table(runs: list[dict[str, Any]], size: int) -> str:
+    """Fitted against drawn parameters (:func:`effective_parameters`) over the robots."""
+    rows = []
+    units = {"leg_gain": (1.0, "1"), "leg_offset": (1e3, "mm"), "leak_loss": (1e3, "mm"), "radius": (1e3, "mm"),
+             "base_tilt": (1e3, "mrad"), "loads": (1.0, "kg")}
+    for name, (scale, unit) in units.items():
+        fitted = np.concatenate([np.atleast_1d(r["fitted"][name]) for r in runs]) * scale
+        truth = np.concatenate([np.atleast_1d(r["truth"][name]) for r in runs]) * scale
+        spread = truth.std()
+        rows.append([f"`{name}` [{unit}]", f"{np.mean(np.abs(fitted - truth)):.3g}", f"{spread:.3g}",
+                     f"{np.corrcoef(fitted, truth)[0, 1]:.3f}" if spread > 0 else "—"])
+    return (f"What the calibration identifies ({size} samples, every robot): the fitted parameters against the "
+            "robot's drawn ones, as the calibrated model has them (gains times the supply's, the length the leaks "
+            "take by 5 s after the valves open, loads — the module masses lumped at the module tops plus the payload — at the "
+            "nominal leg stiffness, since tips only tell load/stiffness):\n\n"
+            + markdown_table(["parameter", "mean |fitted − drawn|", "spread of the drawn values (std)",
+                              "correlation"], rows))
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
@@ -169,6 +209,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
              f"env steps of soft physics each, {1e3 * seconds / max(steps, 1):.2f} ms per step) in this run. "
              "Learning: the calibration's least squares plus TRR on the goals, or the fine-tuning (forward "
              "model and network, one torch thread) plus the network's predictions, per robot.")
+
+    text += "\n\n" + _identification_table(runs, max(sizes))
 
     rows = []
     for label, overrides, read_at in tqdm(DECOMPOSITION, desc="learn-ik decomposition", leave=False):

@@ -136,7 +136,7 @@ class Peter(KinematicModel):
 
     def calibrated(self, times: np.ndarray, tips: np.ndarray, **options: Any):
         """This arm's physical parameters fitted to a robot's samples by least squares: per-leg
-        gains and offsets, the radius, the loads that sag the legs and the base tilt
+        gains, offsets and leak losses, the radius, the loads that sag the legs and the base tilt
         (:func:`~soft_envs.robots.peter_calibration.calibrate`; ``options`` go there).
 
         ``times`` ``(n, 3N)`` [s] commanded, ``tips`` ``(n, 3)`` [m] measured. Returns a

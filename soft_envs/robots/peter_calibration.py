@@ -7,7 +7,9 @@ solver plans on (it is a :class:`~soft_envs.robots.base.KinematicModel` with an 
 Jacobian up to one finite-difference Hessian, below). The parameters, per group (``fit=``):
 
 * ``"gain"`` — each leg's fill gain ``g_j`` and ``"offset"`` its length at zero inflation
-  minus eq. 1's ``o_j`` [m]: leg ``j`` is ``l_j = l₀ + o_j + g_j v t_j`` (eq. 1 per leg);
+  minus eq. 1's ``o_j`` [m]; ``"leak"`` — the length ``λ_j`` [m] each leg has lost to leaks by
+  the time its tip is read (a leg cannot leak below its deflated length): leg ``j`` is
+  ``l_j = l₀ + o_j + max(g_j v t_j − λ_j, 0)`` (eq. 1 per leg, less its leak);
 * ``"radius"`` — the leg circle's radius [m] (the paper does not give it);
 * ``"loads"`` — the effective mass [kg] hanging at each module's top (the arm's own weight,
   lumped, plus any payload at the tip), which sags the compliant legs: the arm is at rest where
@@ -21,8 +23,10 @@ What tip positions can and cannot tell (identifiability): a static tip depends o
 the leg stiffness only through their ratio ``M / k`` (twice the mass on twice as stiff legs sags
 the same), so the loads are fitted at the model's nominal stiffness — an *effective* mass, not
 the payload; the fill gain of every leg and a supply pressure common to all are one product per
-leg; a leg that leaks at a constant rate, read a fixed time after its command, is a gain and an
-offset too (a leak read at another time than it was calibrated at is not); the radius is told
+leg; a leg that leaks at a constant rate, read a fixed time ``T`` after its command, has lost
+``λ = rate · (T − valve delay)`` — identifiable from the short inflations it empties (below
+``λ / (g v)``, a few tenths of a second), and valid for tips read at that same time only (a leak
+read at another time than it was calibrated at is not a parameter: it drifts); the radius is told
 from the common gain of a module's legs only by bending (the radius scales bends, not lengths)
 and the tilt from the first module's offsets only by the lever arm (the tilt turns the arm about
 its foot, a bend about the module's arc) — both are identifiable with samples spread over the
@@ -50,11 +54,12 @@ from soft_envs.robots.base import KinematicModel, check_target
 from soft_envs.robots.peter import Peter
 
 STANDARD_GRAVITY = 9.81  # m/s², the value soft_envs.sim.bullet simulates with
-GROUPS = ("gain", "offset", "radius", "loads", "tilt")
+GROUPS = ("gain", "offset", "leak", "radius", "loads", "tilt")
 #: Prior widths (one standard deviation) of the calibrated parameters about the nominal model
-#: [assumed: at least the realistic preset's ranges]: gain [1], offset [m], radius (relative),
-#: loads [kg], tilt [rad].
-PRIOR_WIDTHS = {"gain": 0.3, "offset": 3e-3, "radius": 0.1, "loads": 0.5, "tilt": 0.05}
+#: [assumed: at least the realistic preset's ranges]: gain [1], offset [m], leak [m], radius
+#: (relative), loads [kg], tilt [rad].
+PRIOR_WIDTHS = {"gain": 0.3, "offset": 3e-3, "leak": 1.5e-3, "radius": 0.1, "loads": 0.5, "tilt": 0.05}
+LEAK_START = 5e-4  # m, the leaks' (and offsets') starting value in the fit (see calibrate)
 SAG_TOLERANCE = 1e-7  # s (1 nm of leg), fixed-point tolerance of the sag's effective times
 SAG_ITERATIONS = 30
 HESSIAN_STEP = 1e-6  # s, forward-difference step of the sag's Hessian
@@ -76,23 +81,27 @@ class CalibratedPeter(KinematicModel):
             ``"tilted"``, is kept; its ``leg_stiffness`` turns loads into sag).
         leg_gain: fill gain per leg ``(3N,)`` [1].
         leg_offset: length at zero inflation minus eq. 1's ``l₀``, per leg ``(3N,)`` [m].
+        leak_loss: length lost to leaks by the time the tip is read, per leg ``(3N,)`` [m] (>= 0).
         loads: effective mass at each module's top ``(N,)`` [kg] (0: no sag).
         base_tilt: base rotation about x and y ``(2,)`` [rad].
         gravity: [m/s²].
     """
 
-    def __init__(self, arm: Peter, *, leg_gain: Any = 1.0, leg_offset: Any = 0.0, loads: Any = 0.0,
-                 base_tilt: Any = (0.0, 0.0), gravity: float = STANDARD_GRAVITY) -> None:
+    def __init__(self, arm: Peter, *, leg_gain: Any = 1.0, leg_offset: Any = 0.0, leak_loss: Any = 0.0,
+                 loads: Any = 0.0, base_tilt: Any = (0.0, 0.0), gravity: float = STANDARD_GRAVITY) -> None:
         if not isinstance(arm, Peter):
             raise InvalidParameterError(f"CalibratedPeter calibrates a Peter; got {type(arm).__name__}")
         n_legs = arm.n_dof
         self.arm = arm
         self.leg_gain = self._vector("leg_gain", leg_gain, n_legs)
         self.leg_offset = self._vector("leg_offset", leg_offset, n_legs)
+        self.leak_loss = self._vector("leak_loss", leak_loss, n_legs)
         self.loads = self._vector("loads", loads, arm.n_modules)
         self.base_tilt = self._vector("base_tilt", base_tilt, 2)
         if np.any(self.leg_gain <= 0) or np.any(np.abs(self.leg_offset) > 0.02):
             raise InvalidParameterError("leg gains must be > 0 and offsets within ±0.02 m (metres)")
+        if np.any(self.leak_loss < 0) or np.any(self.leak_loss > 0.05):
+            raise InvalidParameterError("leak losses must be within [0, 0.05] m (metres)")
         if np.any(self.loads < 0) or np.any(np.abs(self.base_tilt) > 0.5):
             raise InvalidParameterError("loads must be >= 0 kg and the tilt within ±0.5 rad")
         self.gravity = float(gravity)
@@ -117,19 +126,27 @@ class CalibratedPeter(KinematicModel):
     def __repr__(self) -> str:
         return (f"CalibratedPeter(n_modules={self.n_modules}, radius={self.arm.radius:.5f}, "
                 f"leg_gain={np.round(self.leg_gain, 3).tolist()}, leg_offset={np.round(self.leg_offset, 5).tolist()}, "
+                f"leak_loss={np.round(self.leak_loss, 5).tolist()}, "
                 f"loads={np.round(self.loads, 3).tolist()}, base_tilt={np.round(self.base_tilt, 4).tolist()})")
 
     def parameters(self) -> dict[str, Any]:
-        """The calibrated values: ``radius`` [m], ``leg_gain``, ``leg_offset`` [m], ``loads`` [kg],
-        ``base_tilt`` [rad]."""
+        """The calibrated values: ``radius`` [m], ``leg_gain``, ``leg_offset`` [m], ``leak_loss`` [m],
+        ``loads`` [kg], ``base_tilt`` [rad]."""
         return {"radius": self.arm.radius, "leg_gain": self.leg_gain.copy(), "leg_offset": self.leg_offset.copy(),
+                "leak_loss": self.leak_loss.copy(),
                 "loads": self.loads.copy(), "base_tilt": self.base_tilt.copy()}
 
     # ------------------------------------------------------------------ kinematics
     def unloaded_times(self, t: np.ndarray) -> np.ndarray:
-        """The nominal arm's inflation times [s] of the same leg lengths, before sag: ``(o + g v t)/v``."""
+        """The nominal arm's inflation times [s] of the same leg lengths, before sag:
+        ``(o + max(g v t − λ, 0)) / v``."""
         t = self.check_configuration(t)
-        return self.leg_offset / self.arm.leg_rate + self.leg_gain * t
+        v = self.arm.leg_rate
+        return self.leg_offset / v + np.maximum(self.leg_gain * t - self.leak_loss / v, 0.0)
+
+    def _filling(self, t: np.ndarray) -> np.ndarray:
+        """Whether each leg's inflation outlasts its leak (its length then follows ``t``), ``(…, 3N)``."""
+        return self.leg_gain * t >= self.leak_loss / self.arm.leg_rate
 
     def _gravity_gradient(self, t: np.ndarray) -> np.ndarray:
         """``w(t) = Σ_i M_i e·∂p_i/∂t`` ``(B, 3N)`` [kg m/s] of times ``(B, 3N)``."""
@@ -163,7 +180,8 @@ class CalibratedPeter(KinematicModel):
         t = self.check_configuration(t)
         eff = np.atleast_2d(self.effective_times(t))
         jac = np.atleast_3d(self.arm.jacobian(eff)) if eff.shape[0] > 1 else self.arm.jacobian(eff[0])[None]
-        d_eff = np.broadcast_to(np.diag(self.leg_gain), (eff.shape[0], self.n_dof, self.n_dof))
+        gain = self.leg_gain * np.atleast_2d(self._filling(t))  # (B, 3N): 0 where a leak emptied the leg
+        d_eff = gain[:, :, None] * np.eye(self.n_dof)
         if self._sag:
             n, batch = self.n_dof, eff.shape[0]
             probes = eff[:, None, :] + HESSIAN_STEP * np.eye(n)[None]  # (B, n, n)
@@ -179,7 +197,8 @@ class CalibratedPeter(KinematicModel):
 # ---------------------------------------------------------------------------- fitting
 
 def _layout(arm: Peter, fit: tuple[str, ...]) -> dict[str, slice]:
-    sizes = {"gain": arm.n_dof, "offset": arm.n_dof, "radius": 1, "loads": arm.n_modules, "tilt": 2}
+    sizes = {"gain": arm.n_dof, "offset": arm.n_dof, "leak": arm.n_dof, "radius": 1, "loads": arm.n_modules,
+             "tilt": 2}
     out, start = {}, 0
     for group in GROUPS:
         if group in fit:
@@ -204,6 +223,7 @@ def _model_of(arm: Peter, layout: dict[str, slice], x: np.ndarray, fixed_loads: 
     return CalibratedPeter(
         base, leg_gain=x[layout["gain"]] if "gain" in layout else 1.0,
         leg_offset=x[layout["offset"]] if "offset" in layout else 0.0,
+        leak_loss=np.maximum(x[layout["leak"]], 0.0) if "leak" in layout else 0.0,
         loads=np.maximum(x[layout["loads"]], 0.0) if "loads" in layout else fixed_loads,
         base_tilt=x[layout["tilt"]] if "tilt" in layout else (0.0, 0.0))
 
@@ -221,7 +241,7 @@ def _fit_jacobian(arm: Peter, layout: dict[str, slice], x: np.ndarray,
     """Tips ``(n, 3)`` of the model of parameters ``x`` and their derivatives ``(n, 3, P)``.
 
     Analytic through the sag's implicit function (``(I + c W) dt_eff = ds − c Σ dM_i J_iᵀ e −
-    c Σ M_i J_iᵀ de``) for gains, offsets, loads and tilt; the radius by a forward difference.
+    c Σ M_i J_iᵀ de``) for gains, offsets, leaks, loads and tilt; the radius by a forward difference.
     """
     model = _model_of(arm, layout, x, np.zeros(arm.n_modules))
     base, n = model.arm, times.shape[0]
@@ -232,15 +252,20 @@ def _fit_jacobian(arm: Peter, layout: dict[str, slice], x: np.ndarray,
     out = np.zeros((n, 3, x.size))
     c = model._compliance
     n_dof = base.n_dof
+    filling = model._filling(times)  # (n, 3N)
     ds = {}  # parameter index -> d(rhs)/dx, (n, 3N)
     if "gain" in layout:
         for j, k in enumerate(range(layout["gain"].start, layout["gain"].stop)):
             ds[k] = np.zeros((n, n_dof))
-            ds[k][:, j] = times[:, j]
+            ds[k][:, j] = times[:, j] * filling[:, j]
     if "offset" in layout:
         for j, k in enumerate(range(layout["offset"].start, layout["offset"].stop)):
             ds[k] = np.zeros((n, n_dof))
             ds[k][:, j] = 1.0 / base.leg_rate
+    if "leak" in layout:
+        for j, k in enumerate(range(layout["leak"].start, layout["leak"].stop)):
+            ds[k] = np.zeros((n, n_dof))
+            ds[k][:, j] = np.where(filling[:, j], -1.0 / base.leg_rate, 0.0)
     if "loads" in layout:
         for i, k in enumerate(range(layout["loads"].start, layout["loads"].stop)):
             ds[k] = -c * np.einsum("bjk,j->bk", jac[:, i], model._up)
@@ -324,10 +349,16 @@ def calibrate(arm: Peter, times: np.ndarray, tips: np.ndarray, *, fit: tuple[str
         return np.concatenate((d_tips.reshape(-1, x.size) / noise, np.diag(1.0 / widths)))
 
     lower = np.full_like(x0, -np.inf)
-    for group, low in (("gain", 0.05), ("loads", 0.0), ("radius", -0.5)):
+    for group, low in (("gain", 0.05), ("leak", 0.0), ("loads", 0.0), ("radius", -0.5)):
         if group in layout:
             lower[layout[group]] = low
-    x, r, J, evaluations, converged = _levenberg_marquardt(residuals, jacobian, x0, lower, max_evaluations)
+    start = x0.copy()
+    if "leak" in layout:  # start inside the kink's reach: at λ = 0 no sample has emptied a leg, and the data
+        # cannot tell a leak from an offset (the same tips for every inflation that outlasts the leak)
+        start[layout["leak"]] = LEAK_START
+        if "offset" in layout:
+            start[layout["offset"]] += LEAK_START
+    x, r, J, evaluations, converged = _levenberg_marquardt(residuals, jacobian, start, lower, max_evaluations)
     model = _model_of(arm, layout, x, np.zeros(arm.n_modules))
     model.calibration = _report(x, J, layout, times.shape[0], noise, tips, model.forward(times), evaluations,
                                 converged)

@@ -52,6 +52,17 @@ def test_soft_samples_settle_and_read_at_a_stated_time_agree_without_leaks():
     env.close()
 
 
+def test_leaks_take_their_rate_times_the_reading_time_down_to_the_deflated_leg():
+    env = gym.make(PETER, kinematic=True, realism={"leak_rate": (2e-3, 2e-3), "leg_gain": (0.9, 1.1)})
+    _, info = env.reset(seed=2)
+    times, tips = collect_samples(env, 20, seed=3, settle_time=1.5, progress=False)
+    drawn, model = info["realism"], env.unwrapped.model
+    robot = CalibratedPeter(model, leg_gain=drawn["leg_gain"], leak_loss=2e-3 * 1.5)
+    assert np.any(drawn["leg_gain"] * times * model.leg_rate < 3e-3)  # some legs leaked empty: the clamp
+    np.testing.assert_allclose(tips, robot.forward(times), atol=1e-7)
+    env.close()
+
+
 def test_a_leaking_leg_reads_lower_the_later_it_is_read():
     env = gym.make(PETER, kinematic=True, realism={"leak_rate": 3e-4})
     env.reset(seed=0)

@@ -119,3 +119,18 @@ def test_realism_stages_grow_from_the_model_gap_to_the_whole_preset():
     assert all(stages[-2][name] == ranges[name] for name in stages[-2])
     errors = realism.stage_errors(stages[-1], 1, seed=0)
     assert errors["TRR closed loop"][0] < 1e-3 < errors["TRR"][0]
+
+
+@pytest.mark.slow
+def test_learning_on_a_robot_beats_its_nominal_model_and_finds_its_parameters():
+    from soft_envs.bench import learn_ik
+
+    result = learn_ik.robot_run("realistic", 1001, [7, 8], (40,), learners=("TRR, calibrated",),
+                                baselines=("TRR, nominal model",))
+    errors = result["errors"]
+    assert errors["TRR, calibrated|40"].mean() < 0.3 * errors["TRR, nominal model"].mean()
+    assert result["samples"] == 40 and result["steps"] == 40 * 50  # read at the 5 s episode's end
+    fitted, truth = result["fitted"], result["truth"]
+    np.testing.assert_allclose(fitted["leg_gain"], truth["leg_gain"], atol=0.1)
+    np.testing.assert_allclose(fitted["base_tilt"], truth["base_tilt"], atol=0.01)
+    assert "`leg_gain` [1]" in learn_ik._identification_table([result], 40)

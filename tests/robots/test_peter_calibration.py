@@ -19,7 +19,8 @@ def robot(arm: Peter = ARM, seed: int = 0) -> CalibratedPeter:
     """A perturbed arm in the ranges of the realistic preset."""
     rng = np.random.default_rng(seed)
     return CalibratedPeter(arm.with_parameters(radius=arm.radius * 1.05), leg_gain=rng.uniform(0.7, 1.3, arm.n_dof),
-                           leg_offset=rng.uniform(0.0, 2e-3, arm.n_dof), loads=[0.2, 0.4], base_tilt=[0.02, -0.015])
+                           leg_offset=rng.uniform(0.0, 2e-3, arm.n_dof), leak_loss=rng.uniform(0.0, 1.5e-3, arm.n_dof),
+                           loads=[0.2, 0.4], base_tilt=[0.02, -0.015])
 
 
 @pytest.mark.parametrize("kinematics", ["pcc", "tilted"])
@@ -39,6 +40,17 @@ def test_gains_and_offsets_are_eq_1_per_leg():
     legs = ARM.leg_length_at_rest + offset + gain * ARM.leg_rate * t  # the legs' lengths [m]
     np.testing.assert_allclose(model.forward(t), ARM.forward((legs - ARM.leg_length_at_rest) / ARM.leg_rate),
                                atol=1e-15)
+
+
+def test_a_leak_shortens_a_leg_down_to_its_deflated_length():
+    gain, loss = np.full(6, 1.2), np.r_[3e-3, np.zeros(5)]
+    model = CalibratedPeter(ARM, leg_gain=gain, leak_loss=loss)
+    t = np.array([[0.1, 1, 1, 1, 1, 1], [1.0, 1, 1, 1, 1, 1]])
+    legs = ARM.leg_length_at_rest + np.maximum(gain * ARM.leg_rate * t - loss, 0.0)
+    np.testing.assert_allclose(model.forward(t), ARM.forward((legs - ARM.leg_length_at_rest) / ARM.leg_rate),
+                               atol=1e-15)
+    assert model.jacobian(t[0])[:, 0] == pytest.approx(np.zeros(3))  # an emptied leg does not move the tip
+    assert np.linalg.norm(model.jacobian(t[1])[:, 0]) > 1e-3
 
 
 def test_the_tilt_rotates_the_tips_about_the_base():
@@ -116,6 +128,7 @@ def test_the_fit_recovers_a_robot_from_its_samples():
     assert np.max(np.linalg.norm(fitted.forward(held_out) - truth.forward(held_out), axis=1)) < 1e-4
     np.testing.assert_allclose(fitted.leg_gain, truth.leg_gain, atol=0.02)
     np.testing.assert_allclose(fitted.base_tilt, truth.base_tilt, atol=3e-3)
+    np.testing.assert_allclose(fitted.leak_loss, truth.leak_loss, atol=3e-4)
     assert set(report["parameters"]) == set(GROUPS)
     assert 0 < report["max_correlation"] < 1
 
@@ -124,8 +137,9 @@ def test_fitting_fewer_groups_leaves_the_others_nominal_and_a_larger_residual():
     truth = robot(seed=7)
     times = ARM.sample(np.random.default_rng(8), 200)
     tips = truth.forward(times)
-    rigid = calibrate(ARM, times, tips, fit=("gain", "offset", "radius", "tilt"))
-    assert np.all(rigid.loads == 0) and set(rigid.calibration["parameters"]) == {"gain", "offset", "radius", "tilt"}
+    rigid = calibrate(ARM, times, tips, fit=("gain", "offset", "leak", "radius", "tilt"))
+    assert np.all(rigid.loads == 0) and set(rigid.calibration["parameters"]) == {"gain", "offset", "leak", "radius",
+                                                                                   "tilt"}
     assert rigid.calibration["rms_m"] > 3 * calibrate(ARM, times, tips).calibration["rms_m"]
 
 
@@ -148,3 +162,5 @@ def test_bad_calibration_input_is_a_value_error():
         CalibratedPeter(ARM, leg_gain=-1.0)
     with pytest.raises(InvalidParameterError, match="6 finite"):
         CalibratedPeter(ARM, leg_offset=np.zeros(5))
+    with pytest.raises(InvalidParameterError, match="leak"):
+        CalibratedPeter(ARM, leak_loss=-1e-3)
