@@ -165,8 +165,8 @@ def _identification_table(runs: list[dict[str, Any]], size: int) -> str:
                      f"{np.corrcoef(fitted, truth)[0, 1]:.3f}" if spread > 0 else "—"])
     return (f"What the calibration identifies ({size} samples, every robot): the fitted parameters against the "
             "robot's drawn ones, as the calibrated model has them (gains times the supply's, the length the leaks "
-            "take by 5 s after the valves open, loads — the module masses lumped at the module tops plus the payload — at the "
-            "nominal leg stiffness, since tips only tell load/stiffness):\n\n"
+            "take by 5 s after the valves open, loads — the module masses lumped at the module tops plus the "
+            "payload — at the nominal leg stiffness, since tips only tell load/stiffness):\n\n"
             + markdown_table(["parameter", "mean |fitted − drawn|", "spread of the drawn values (std)",
                               "correlation"], rows))
 
