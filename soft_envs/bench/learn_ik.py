@@ -24,6 +24,7 @@ from soft_envs.clock import now
 
 TITLE = "Learning on the robot: calibrated TRR and the fine-tuned network against samples (realistic PETER)"
 ENV_ID = "soft_envs/PeterReach-v0"
+WORKERS = 2  # processes over the robots (as soft-envs evaluate; each robot's run is seeded: the same results)
 BASELINES = ("network (shipped)", "TRR, nominal model", "TRR, paper's model")
 LEARNERS = ("TRR, calibrated", "network, fine-tuned")
 
@@ -171,14 +172,76 @@ def _identification_table(runs: list[dict[str, Any]], size: int) -> str:
                               "correlation"], rows))
 
 
+def collection_speed(n: int = 40, seed: int = 0) -> dict[str, float]:
+    """Wall time [s] per sample of :func:`collect_samples` read at 5 s and when settled, per raw
+    ``env.step`` and the steps per sample, in this process, one after the other (the machine's
+    1-minute load average with them)."""
+    import os
+
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+    from soft_envs.agents.nn import collect_samples
+
+    class Counting(gym.Wrapper):
+        steps = 0
+
+        def step(self, action):
+            Counting.steps += 1
+            return self.env.step(action)
+
+    env = Counting(gym.make(ENV_ID, n_modules=2, realism="realistic"))
+    try:
+        env.reset(seed=seed)
+        out = {"load": os.getloadavg()[0]}
+        for key, read_at in (("at_5s", 5.0), ("settled", None)):
+            Counting.steps = 0
+            start = now()
+            collect_samples(env, n, seed=seed, settle_time=read_at, progress=False)
+            out[key] = (now() - start) / n
+            out[f"{key}_steps"] = Counting.steps / n
+        base = env.unwrapped
+        action = base.model_to_action(np.ones(base.model.n_dof))
+        base.reset(seed=seed)
+        start = now()
+        for _ in range(200):
+            base.step(action)
+        out["step"] = (now() - start) / 200
+        return out
+    finally:
+        env.close()
+
+
+def _robot_run_job(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return robot_run(**kwargs)
+
+
+def _run_jobs(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
+    """:func:`robot_run` of every job's keywords in ``workers`` processes (spawned), in job order."""
+    import multiprocessing as mp
+
+    if workers == 1:
+        return [robot_run(**job) for job in tqdm(jobs, desc="learn-ik robots", leave=False)]
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return list(tqdm(pool.imap(_robot_run_job, jobs), total=len(jobs), desc="learn-ik robots", leave=False))
+
+
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     n_robots, n_goals = (10, 30) if full else (2, 10)
     sizes = (100, 300, 1000, 3000) if full else (100, 300)
-    decomposition_robots, decomposition_size = (5, 300) if full else (1, 100)
-    runs = []
-    for r in tqdm(range(n_robots), desc="learn-ik robots", leave=False):
-        goal_seeds = [seed + 10_000 + 100 * r + k for k in range(n_goals)]
-        runs.append(robot_run("realistic", seed + 1000 + r, goal_seeds, sizes, seed=seed))
+    decomposition_robots, decomposition_size = (4, 300) if full else (1, 100)
+
+    def goals_of(r: int) -> list[int]:
+        return [seed + 10_000 + 100 * r + k for k in range(n_goals)]
+
+    jobs = [dict(realism="realistic", robot_seed=seed + 1000 + r, goal_seeds=goals_of(r), sizes=sizes, seed=seed)
+            for r in range(n_robots)]
+    jobs += [dict(realism=_realism(overrides), robot_seed=seed + 1000 + r, goal_seeds=goals_of(r),
+                  sizes=(decomposition_size,), baselines=("TRR, nominal model",), settle_time=read_at, seed=seed)
+             for _, overrides, read_at in DECOMPOSITION for r in range(decomposition_robots)]
+    speed = collection_speed(40 if full else 10, seed)
+    results = _run_jobs(jobs, WORKERS)
+    runs, decomposed = results[:n_robots], results[n_robots:]
 
     def pooled(name: str) -> np.ndarray:
         return np.concatenate([run_["errors"][name] for run_ in runs])
@@ -205,21 +268,20 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
              f"{max(sizes)} collected on each robot by `collect_samples(env, n, seed=…, settle_time=5.0)` "
              "(random inflation times, each from rest — `reset(options={\"keep_robot\": True})` — the tip "
              "measured with the sensor's noise and latency 5 s after the command, when the task judges it). "
-             f"Collection: {1e3 * seconds / collected:.0f} ms of wall time per sample ({steps / collected:.0f} "
-             f"env steps of soft physics each, {1e3 * seconds / max(steps, 1):.2f} ms per step) in this run. "
-             "Learning: the calibration's least squares plus TRR on the goals, or the fine-tuning (forward "
-             "model and network, one torch thread) plus the network's predictions, per robot.")
+             f"Collection in the runs ({WORKERS} processes): {1e3 * seconds / collected:.0f} ms of wall time per "
+             f"sample, {steps / collected:.0f} env steps of soft physics each. Alone in one process, before them "
+             f"(1-minute load average {speed['load']:.1f} on this machine): {1e3 * speed['at_5s']:.0f} ms per "
+             f"sample read at 5 s ({speed['at_5s_steps']:.0f} steps), {1e3 * speed['settled']:.0f} ms per sample "
+             f"read when settled ({speed['settled_steps']:.1f} steps), {1e3 * speed['step']:.2f} ms per raw "
+             "`env.step`: the collector costs its steps and nothing more. Learning: the calibration's least "
+             "squares plus TRR on the goals, or the fine-tuning (forward model and network, one torch thread) plus "
+             "the network's predictions, per robot.")
 
     text += "\n\n" + _identification_table(runs, max(sizes))
 
     rows = []
-    for label, overrides, read_at in tqdm(DECOMPOSITION, desc="learn-ik decomposition", leave=False):
-        errors = []
-        for r in range(decomposition_robots):
-            goal_seeds = [seed + 10_000 + 100 * r + k for k in range(n_goals)]
-            result = robot_run(_realism(overrides), seed + 1000 + r, goal_seeds, (decomposition_size,),
-                               baselines=("TRR, nominal model",), settle_time=read_at, seed=seed)
-            errors.append(result["errors"])
+    for i, (label, _, _) in enumerate(DECOMPOSITION):
+        errors = [result["errors"] for result in decomposed[i * decomposition_robots:(i + 1) * decomposition_robots]]
         row = [label, _stats(np.concatenate([e["TRR, nominal model"] for e in errors]))]
         for name in LEARNERS:
             row.append(_stats(np.concatenate([e[f"{name}|{decomposition_size}"] for e in errors]), 3))
@@ -239,7 +301,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
              "each episode's robot before the episode, then the episode's goal open loop), next to TRR open loop "
              f"and closed on the measured tip — `soft-envs evaluate --tasks peter-2 --presets realistic --controllers "
              f"trr trr-feedback trr-calibrated nn-finetuned --episodes {episodes}`:\n\n")
-    text += ev.evaluate(jobs, workers=1, progress=False).table()
+    text += ev.evaluate(jobs, workers=WORKERS, progress=False).table()
     if plot_dir is not None:
         flat = {name: pooled(name).mean() for name in BASELINES}
         text += f"\n\n![open-loop error against samples]({_plot(np.array(sizes), curves, flat, plot_dir)})"
