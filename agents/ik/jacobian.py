@@ -46,13 +46,14 @@ then also serves position-only IK; position-only IK works on any
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
 from scipy.linalg.lapack import dposv
 
-from soft_envs.agents.ik.result import IKResult, check_one_target, check_start, check_timeout, check_tol
+from soft_envs import clock
+from soft_envs.agents.ik.result import (IKResult, budget_message, check_one_target, check_start, check_timeout,
+                                        check_tol)
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
 from soft_envs.geometry import check_unit_quaternion, matrix_to_quaternion
 from soft_envs.robots.base import KinematicModel, PoseKinematics
@@ -260,7 +261,7 @@ def jacobian_ik(
         :class:`IKResult` (``error`` [m], ``orientation_error`` [rad] or ``None``, ``restarts``);
         the solution is always within the joint limits.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}")
     position = check_one_target(model, position, "jacobian_ik")
@@ -304,7 +305,7 @@ def jacobian_ik(
             if converged(perr, oerr) or iterations >= max_iterations:
                 done = True
                 break
-            if time.perf_counter() > deadline:
+            if clock.now() > deadline:
                 done = timed_out = True
                 break
             lam2 = mu * cost if adaptive else lam2_fixed
@@ -343,11 +344,11 @@ def jacobian_ik(
     success = converged(perr_best, oerr_best)
     how = f"{iterations} iterations, {attempts} restarts"
     message = (f"converged after {how}" if success else
-               f"not converged: {how}" + (f", time budget of {timeout:g} s spent" if timed_out else ""))
+               f"not converged: {how}" + (f", {budget_message(timeout)}" if timed_out else ""))
     return IKResult(solution=q_best.copy(), error=float(perr_best), success=bool(success),
-                    iterations=int(iterations), seconds=time.perf_counter() - start_time,
+                    iterations=int(iterations), seconds=clock.now() - start_time,
                     orientation_error=float(oerr_best) if with_orientation else None, message=message,
-                    restarts=attempts)
+                    restarts=attempts, timed_out=timed_out and not success)
 
 
 def _damping(method: str, damping: float | str) -> tuple[bool, float]:

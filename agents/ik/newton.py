@@ -26,15 +26,15 @@ the seed's fixed iteration count).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from functools import lru_cache
 from math import cos, sin
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
-                                        check_timeout, check_tol, is_success)
+                                        budget_message, budget_spent, check_timeout, check_tol, is_success)
 from soft_envs.exceptions import (InvalidConfigurationError, InvalidParameterError, InvalidTargetError,
                                   check_integer, check_nonnegative)
 from soft_envs.robots.base import JacobianSolve, KinematicModel, check_target
@@ -47,7 +47,7 @@ DAMPING = 1e-3  # damped-least-squares λ used at singular configurations
 def _check_options(iterations: int, max_step: float | None, tol: float, stop_tol: float,
                    timeout: float) -> tuple[int, float, float]:
     """Check the options shared by the three solvers; returns ``(iterations, tol, deadline)``."""
-    start = time.perf_counter()
+    start = clock.now()
     iterations = check_integer("iterations", iterations, minimum=1)
     if max_step is not None and not (np.isfinite(max_step) and max_step > 0):
         raise InvalidParameterError(f"max_step must be > 0 [m] or None; got {max_step!r}")
@@ -95,7 +95,7 @@ def model_step(model: KinematicModel) -> Callable[[np.ndarray, np.ndarray], np.n
 
 def _newton_core(forward, step, q, targets, iterations, max_step, stop_tol, lower, upper, deadline=math.inf):
     """Vectorised NR with splitting over rows; returns ``(q, iterations per row)``. Past
-    ``deadline`` (``time.perf_counter`` value) it stops between sub-moves."""
+    ``deadline`` (``soft_envs.clock.now()`` value) it stops between sub-moves."""
     start = forward(q)
     move = targets - start
     if max_step is None:
@@ -111,7 +111,7 @@ def _newton_core(forward, step, q, targets, iterations, max_step, stop_tol, lowe
             frac = np.minimum(k / n_seg, 1.0)[:, None]
             goal = np.where((k >= n_seg)[:, None], targets, start + frac * move)
         for _ in range(iterations):
-            if time.perf_counter() > deadline:
+            if clock.now() > deadline:
                 break
             r = goal - forward(q)
             live = active
@@ -167,6 +167,8 @@ def newton_raphson(
     batch = _solve(model, target[None, :], q, iterations, max_step, float(stop_tol), respect_bounds, tol, deadline)
     message = "converged" if batch.success[0] else ("unreachable or singular target: best effort"
                                                     if np.isfinite(batch.errors[0]) else "diverged")
+    if batch.timed_out[0]:
+        message = f"{budget_message(timeout)}; {message}"
     return batch.item(0, message=message)
 
 
@@ -198,14 +200,15 @@ def _solve(model: KinematicModel, targets: np.ndarray, q0: np.ndarray, iteration
            stop_tol: float, respect_bounds: bool, tol: float, deadline: float) -> BatchIKResult:
     """The checked inputs of :func:`newton_raphson` / :func:`newton_raphson_batch` -> the result."""
     q = np.broadcast_to(q0, (len(targets), model.n_dof)).astype(float)
-    start = time.perf_counter()
+    start = clock.now()
     lower, upper = (model.lower, model.upper) if respect_bounds else (None, None)
     q, iters = _newton_core(model.forward, model_step(model), q, targets, iterations, max_step, stop_tol,
                             lower, upper, deadline)
-    seconds = time.perf_counter() - start
+    seconds = clock.now() - start
     errors = np.linalg.norm(targets - model.forward(q), axis=-1)
-    return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iters,
-                         seconds=seconds)
+    success = is_success(errors, tol)
+    return BatchIKResult(solutions=q, errors=errors, success=success, iterations=iters,
+                         seconds=seconds, timed_out=budget_spent(deadline, success))
 
 
 def newton_raphson_legs(
@@ -237,13 +240,14 @@ def newton_raphson_legs(
     if targets.shape != (4, 3):
         raise InvalidTargetError(f"targets must have shape (4, 3); got {targets.shape}")
     q = robot.standing_configuration() if q0 is None else robot.check_joint_vector(q0).copy()
-    start = time.perf_counter()
+    start = clock.now()
     q, iters = legs_solve(robot, q, targets, iterations=iterations, max_step=max_step,
                           stop_tol=float(stop_tol), respect_bounds=respect_bounds, deadline=deadline)
-    seconds = time.perf_counter() - start
+    seconds = clock.now() - start
     errors = np.linalg.norm(targets - robot.legs_forward(q), axis=-1)
-    return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iters,
-                         seconds=seconds)
+    success = is_success(errors, tol)
+    return BatchIKResult(solutions=q, errors=errors, success=success, iterations=iters,
+                         seconds=seconds, timed_out=budget_spent(deadline, success))
 
 
 @lru_cache(maxsize=16)
@@ -262,7 +266,7 @@ def _fused_leg(k0: float, k1: float, k2: float, k3: float, side: float, a0: floa
     a12 = a1 + a2
     gx, gy, gz = target[0], side * target[1], target[2]
     for k in range(iterations):
-        if k and time.perf_counter() > deadline:
+        if k and clock.now() > deadline:
             return None
         s0, c0 = sin(a0), cos(a0)
         s1, c1 = sin(a1) * k2, cos(a1) * k2  # l2 sin q1, l2 cos q1

@@ -16,7 +16,9 @@ in the model's base frame, and returns an :class:`IKResult` (one target) or a
   from :mod:`soft_envs.exceptions` before any work;
 * every solver has a wall-clock budget, its ``timeout`` keyword [s] (a default suited to the
   solver; ``math.inf`` for none): past it the solver returns its best effort so far, with
-  ``success`` true only if that already meets the tolerances.
+  ``success`` true only if that already meets the tolerances, and ``timed_out`` set (and, for
+  one target, ``message`` saying "time budget of … s spent"). Budgets read
+  :mod:`soft_envs.clock`, so tests drive them with a clock they control.
 
 ``tests/agents/test_solver_contract.py`` checks this over every solver.
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_positive
 from soft_envs.robots.base import KinematicModel, check_target
 
@@ -56,6 +59,8 @@ class IKResult:
         message: the solver's own words on how it stopped.
         restarts: random restarts the solver made after its first start (0: the first start
             was enough).
+        timed_out: the wall-clock budget was spent before a success (the solve may have been cut
+            short; ``message`` says so).
     """
 
     solution: np.ndarray
@@ -66,6 +71,7 @@ class IKResult:
     orientation_error: float | None = None
     message: str = ""
     restarts: int = 0
+    timed_out: bool = False
 
 
 @dataclass
@@ -81,6 +87,8 @@ class BatchIKResult:
         extra: solver-specific figures (e.g. how many targets ``trr_batch`` polished).
         orientation_errors: ``(B,)`` orientation error angles [rad] of a full-pose solve, else ``None``.
         restarts: ``(B,)`` random restarts spent on each target, or ``None`` for solvers without restarts.
+        timed_out: ``(B,)`` booleans: the batch's wall-clock budget was spent before that target
+            succeeded (:func:`budget_spent`).
     """
 
     solutions: np.ndarray
@@ -91,6 +99,7 @@ class BatchIKResult:
     extra: dict = field(default_factory=dict)
     orientation_errors: np.ndarray | None = None
     restarts: np.ndarray | None = None
+    timed_out: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.errors.shape[0])
@@ -102,7 +111,22 @@ class BatchIKResult:
                         seconds=self.seconds if seconds is None else float(seconds), message=message,
                         orientation_error=(None if self.orientation_errors is None
                                            else float(self.orientation_errors[index])),
-                        restarts=0 if self.restarts is None else int(self.restarts[index]))
+                        restarts=0 if self.restarts is None else int(self.restarts[index]),
+                        timed_out=False if self.timed_out is None else bool(self.timed_out[index]))
+
+
+def budget_spent(deadline: float, success: bool | np.ndarray) -> bool | np.ndarray:
+    """Whether the budget ending at ``deadline`` (a :func:`soft_envs.clock.now` value) is spent
+    without a success: ``timed_out`` of a result (elementwise for a batch's ``success``)."""
+    expired = clock.now() > deadline
+    if isinstance(success, np.ndarray):
+        return expired & ~success
+    return bool(expired and not success)
+
+
+def budget_message(timeout: float) -> str:
+    """The words every solver's ``message`` carries when its budget ended the work."""
+    return f"time budget of {timeout:g} s spent"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,13 +29,14 @@ the position error is not worse than stage 1's. The model must be a
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from scipy.optimize import minimize
 
+from soft_envs import clock
 from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets,
-                                        check_timeout, check_tol, is_success)
+                                        budget_message, budget_spent, check_timeout, check_tol,
+                                        is_success)
 from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient
@@ -54,9 +55,9 @@ def _constraints(coords: SolveCoordinates) -> list[dict]:
 
 
 def _stop_at(deadline: float):
-    """An optimiser callback that stops the optimiser once ``time.perf_counter()`` passes ``deadline``."""
+    """An optimiser callback that stops the optimiser once ``clock.now()`` passes ``deadline``."""
     def callback(*_) -> None:
-        if time.perf_counter() > deadline:
+        if clock.now() > deadline:
             raise StopIteration
     return callback
 
@@ -127,7 +128,7 @@ def sqp(
         :class:`IKResult`; ``iterations`` counts kinematics evaluations, ``orientation_error``
         is ``|tip_angle(q) − tip_angle|`` [rad] when a tip angle is requested.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     target = check_one_target(model, target, "sqp (use sqp_trajectory for (T, 3))")
     if method not in ("auto", "newton", "slsqp"):
         raise InvalidParameterError(f"method must be 'auto', 'newton' or 'slsqp'; got {method!r}")
@@ -162,9 +163,8 @@ def sqp(
 
     attempt = 0
     for attempt in range(restarts + 1):
-        if attempt and time.perf_counter() > deadline:
+        if attempt and clock.now() > deadline:
             attempt -= 1
-            message = f"time budget of {timeout:g} s spent; " + message
             break
         if attempt:
             rng = np.random.default_rng(seed) if rng is None else rng
@@ -204,9 +204,13 @@ def sqp(
     solution = problem.to_q(best_u, reference=q0)
     error = float(np.linalg.norm(model.forward(solution) - target))
     angle_error = None if tip_angle is None else float(abs(model.tip_angle(solution) - tip_angle))
-    return IKResult(solution=solution, error=error, success=bool(is_success(error, tol)), iterations=evaluations,
-                    seconds=time.perf_counter() - start_time, orientation_error=angle_error, message=message,
-                    restarts=attempt)
+    success = bool(is_success(error, tol))
+    timed_out = budget_spent(deadline, success)
+    if timed_out:
+        message = f"{budget_message(timeout)}; " + message
+    return IKResult(solution=solution, error=error, success=success, iterations=evaluations,
+                    seconds=clock.now() - start_time, orientation_error=angle_error, message=message,
+                    restarts=attempt, timed_out=timed_out)
 
 
 def sqp_trajectory(
@@ -224,30 +228,32 @@ def sqp_trajectory(
     saves one Gauss–Newton step per point; the timing of each point includes it. ``extra`` holds per-point
     ``seconds`` and (with ``tip_angle``) ``tip_angle_errors`` [rad].
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     targets = check_targets(model, targets, "sqp_trajectory")
     tol = check_tol(options.get("tol", 1e-6))
     n = targets.shape[0]
     solutions = np.empty((n, model.n_dof))
     errors, seconds, iterations = np.empty(n), np.empty(n), np.empty(n, dtype=int)
     angle_errors = np.full(n, np.nan)
+    timed_out = np.zeros(n, dtype=bool)
     previous, before = q0, None
     problem = SolveCoordinates(model)
     for i, target in enumerate(targets):
-        t_pred = time.perf_counter()
+        t_pred = clock.now()
         start = previous
         if extrapolate and before is not None:
             # Linear prediction in the smooth coordinates: the start is O(Δt²) from the solution.
             u_prev = problem.to_u(previous)
             predicted = problem.project(2 * u_prev - problem.to_u(before))
             start = problem.to_q(predicted, reference=previous)
-        t0 = time.perf_counter()
+        t0 = clock.now()
         res = sqp(model, target, start, **options)
-        res.seconds = time.perf_counter() - t0 + (t0 - t_pred)
+        res.seconds = clock.now() - t0 + (t0 - t_pred)
         solutions[i], errors[i], seconds[i], iterations[i] = res.solution, res.error, res.seconds, res.iterations
+        timed_out[i] = res.timed_out
         if res.orientation_error is not None:
             angle_errors[i] = res.orientation_error
         before, previous = previous, res.solution
     return BatchIKResult(solutions=solutions, errors=errors, success=errors < tol, iterations=iterations,
-                         seconds=time.perf_counter() - start_time,
+                         seconds=clock.now() - start_time, timed_out=timed_out,
                          extra={"seconds": seconds, "tip_angle_errors": angle_errors})

@@ -25,15 +25,16 @@ to is retried from seeded random starts; an unreachable target returns the best 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
 from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
+from soft_envs import clock
 from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
-                                        check_targets, check_timeout, check_tol, is_success)
+                                        budget_message, budget_spent, check_targets, check_timeout,
+                                        check_tol, is_success)
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel, ModulePoints, check_target
 
@@ -76,7 +77,7 @@ def _bounded_lm(model: KinematicModel, target: np.ndarray, q: np.ndarray, stop_e
 
     Returns the best configuration, its tip error [m] and the evaluations spent. Stops below
     ``stop_error`` [m], after ``max_evaluations`` forward evaluations, past ``deadline``
-    (``time.perf_counter`` value), or when the damping has to grow beyond recovery (stalled).
+    (``soft_envs.clock.now()`` value), or when the damping has to grow beyond recovery (stalled).
     """
     lower, upper = model.lower, model.upper
     e = model.forward(q) - target
@@ -107,7 +108,7 @@ def _bounded_lm(model: KinematicModel, target: np.ndarray, q: np.ndarray, stop_e
             mu *= 10.0
             if mu > 1e6:
                 break
-        if time.perf_counter() > deadline:
+        if clock.now() > deadline:
             break
     return q, math.sqrt(cost), evaluations
 
@@ -147,7 +148,7 @@ def trr(
         :class:`IKResult`; ``iterations`` counts function evaluations over every start,
         ``restarts`` the random starts used.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     target = check_one_target(model, target, "trr")
     lower, upper = model.lower, model.upper
     q0 = np.clip(check_start(model, q0, 0.5 * (lower + upper)), lower, upper)
@@ -183,7 +184,7 @@ def trr(
             if err_fast < best["err"]:
                 best.update(cost=err_fast * err_fast, err=err_fast, q=q_fast)
             message = "bounded LM converged" if err_fast < stop_error else "bounded LM stalled"
-            if err_fast < stop_error or time.perf_counter() > deadline:
+            if err_fast < stop_error or clock.now() > deadline:
                 break
             first = q_fast  # TRF goes on from where the fast path stalled
         else:
@@ -210,7 +211,7 @@ def trr(
             return np.concatenate((J, eye)) if regularization else J
 
         def callback(intermediate_result) -> None:
-            if best["err"] < stop_error or time.perf_counter() > deadline:
+            if best["err"] < stop_error or clock.now() > deadline:
                 raise StopIteration
 
         sol = least_squares(fun, first, jac=jac, bounds=(lower, upper), method="trf",
@@ -218,16 +219,18 @@ def trr(
                             callback=callback)
         evaluations += int(sol.nfev)
         message = "TRF: " + str(sol.message)
-        if best["err"] < tol or time.perf_counter() > deadline:
+        if best["err"] < tol or clock.now() > deadline:
             break
     best_q, best_err = best["q"], best["err"]
-    if time.perf_counter() > deadline and not best_err < tol:
-        message = f"time budget of {timeout:g} s spent; " + message
+    success = is_success(best_err, tol)
+    timed_out = budget_spent(deadline, success)
+    if timed_out:
+        message = f"{budget_message(timeout)}; " + message
 
     best_q = np.clip(best_q, lower, upper)
-    return IKResult(solution=best_q, error=float(best_err), success=is_success(best_err, tol),
-                    iterations=evaluations, seconds=time.perf_counter() - start_time, message=message,
-                    restarts=attempt)
+    return IKResult(solution=best_q, error=float(best_err), success=success,
+                    iterations=evaluations, seconds=clock.now() - start_time, message=message,
+                    restarts=attempt, timed_out=timed_out)
 
 
 def trr_batch(
@@ -261,7 +264,7 @@ def trr_batch(
         timeout: wall-clock budget [s] of the whole batch (``math.inf``: none); targets not
             finished by then keep their best effort.
     """
-    start_time = time.perf_counter()
+    start_time = clock.now()
     targets = check_targets(model, targets, "trr_batch")
     tol = check_tol(tol)
     max_iterations = check_integer("max_iterations", max_iterations, minimum=0)
@@ -283,7 +286,7 @@ def trr_batch(
     active = np.sqrt(cost) >= tol * 1e-2
     for _ in range(max_iterations):
         idx = np.flatnonzero(active)
-        if idx.size == 0 or time.perf_counter() > deadline:
+        if idx.size == 0 or clock.now() > deadline:
             break
         qa, ea = q[idx], e[idx]
         J = model.jacobian(qa)
@@ -306,7 +309,7 @@ def trr_batch(
     polished = 0
     if polish:
         for i in np.flatnonzero(errors >= tol):
-            remaining = deadline - time.perf_counter()
+            remaining = deadline - clock.now()
             if remaining <= 0:
                 break
             res = trr(model, targets[i], q[i], tol=tol, seed=seed, timeout=remaining)
@@ -314,5 +317,7 @@ def trr_batch(
                 q[i], errors[i] = res.solution, res.error
             iterations[i] += res.iterations
             polished += 1
-    return BatchIKResult(solutions=q, errors=errors, success=is_success(errors, tol), iterations=iterations,
-                         seconds=time.perf_counter() - start_time, extra={"polished": polished})
+    success = is_success(errors, tol)
+    return BatchIKResult(solutions=q, errors=errors, success=success, iterations=iterations,
+                         seconds=clock.now() - start_time, extra={"polished": polished},
+                         timed_out=budget_spent(deadline, success))

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets, check_timeout,
-                                        check_tol, is_success)
+                                        budget_message, check_tol, is_success)
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import check_target
@@ -225,28 +225,32 @@ class NeuralIK:
             tol: success threshold on the position error [m].
             timeout: wall-clock budget of the refinement [s] (``math.inf``: none).
         """
-        start = time.perf_counter()
+        start = clock.now()
         target = check_one_target(self.model, target, "NeuralIK.solve")
         res = self.solve_batch(target[None], refine=refine, tol=tol, timeout=timeout)
-        return res.item(0, seconds=time.perf_counter() - start, message="network + TRR" if refine else "network")
+        message = "network + TRR" if refine else "network"
+        if res.timed_out is not None and res.timed_out[0]:
+            message += f"; {budget_message(timeout)}"
+        return res.item(0, seconds=clock.now() - start, message=message)
 
     def solve_batch(self, targets: np.ndarray, *, refine: bool = True, tol: float = TOL,
                     timeout: float = 60.0) -> BatchIKResult:
         """IK of ``(B, 3)`` targets [m]: network prediction, TRR-refined when ``refine`` (within
         ``timeout`` [s] for the whole batch)."""
-        start = time.perf_counter()
+        start = clock.now()
         targets = check_targets(self.model, targets, "NeuralIK.solve_batch")
         tol = check_tol(tol)
         timeout = check_timeout(timeout)
         model = self.model
         guess = self.predict(targets)
         if refine:
-            res = trr_batch(model, targets, guess, tol=tol, timeout=max(timeout - (time.perf_counter() - start), 1e-9))
+            res = trr_batch(model, targets, guess, tol=tol, timeout=max(timeout - (clock.now() - start), 1e-9))
             return BatchIKResult(res.solutions, res.errors, res.success, res.iterations,
-                                 time.perf_counter() - start, dict(res.extra, refined=True))
+                                 clock.now() - start, dict(res.extra, refined=True), timed_out=res.timed_out)
         errors = np.linalg.norm(model.forward(guess) - targets, axis=-1)
-        return BatchIKResult(guess, errors, is_success(errors, tol), np.zeros(len(errors), dtype=int),
-                             time.perf_counter() - start, {"refined": False})
+        success = is_success(errors, tol)
+        return BatchIKResult(guess, errors, success, np.zeros(len(errors), dtype=int),
+                             clock.now() - start, {"refined": False}, timed_out=np.zeros(len(errors), dtype=bool))
 
 
 class NeuralReachAgent:
@@ -283,7 +287,7 @@ class NeuralReachAgent:
         """The normalised action commanding the network's (refined) times for the observed goal."""
         goal = np.asarray(obs["desired_goal"] if isinstance(obs, dict) else np.asarray(obs)[3:6], dtype=float)
         if self._goal is None or not np.array_equal(goal, self._goal):
-            start = time.perf_counter()
+            start = clock.now()
             guess = self.net.predict(goal)
             if self.refine:
                 res = trr_batch(self.model, goal[None], guess, tol=TOL)
@@ -292,7 +296,7 @@ class NeuralReachAgent:
                 solution, iterations = guess, 0
                 error = float(np.linalg.norm(self.model.forward(guess) - goal))
             self.last_result = IKResult(solution, error, is_success(error, TOL), iterations,
-                                        time.perf_counter() - start)
+                                        clock.now() - start)
             self._goal, self._solution = goal, solution
         return self.env.model_to_action(self._solution)
 

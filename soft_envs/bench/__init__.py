@@ -31,6 +31,8 @@ BENCHES: dict[str, str] = {
     "learn": "soft_envs.bench.learn_ik",
     "evaluate": "soft_envs.bench.evaluation",
     "rl": "soft_envs.bench.rl",
+    "batched": "soft_envs.bench.batched",
+    "convergence": "soft_envs.bench.convergence",
 }
 
 

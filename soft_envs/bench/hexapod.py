@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from soft_envs import clock
 from soft_envs.bench import markdown_table
 from soft_envs.exceptions import ConvergenceError
-from soft_envs.robots.cosserat import Hexapod6PFS, Rod
+from soft_envs.robots.cosserat import Hexapod6PFS, Rod, compiled
 from soft_envs.robots.cosserat.elastica import cantilever_tip
 
 TITLE = "6-PFS flexible hexapod — Cosserat rod shooting, forward kinematics, assembly modes, stability"
@@ -58,47 +60,114 @@ def rod_accuracy(steps: tuple[int, ...]) -> str:
     return text
 
 
-def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
-    rows = []
+#: Inputs [m] of the discretisation study and the accuracy checks (the bench's fixed pose).
+TEST_INPUTS = np.array([0.02, -0.02, 0.01, 0.0, -0.015, 0.02])
+
+
+def solve_inputs(hexa: Hexapod6PFS, n_cold: int, n_warm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bench's poses: ``n_cold`` random inputs ``(n_cold, 6)`` [m] in the full box, and a random walk
+    ``(n_warm, 6)`` [m] from zero with 1 mm steps (clipped to the box), from ``seed``."""
     rng = np.random.default_rng(seed)
-    err_rows = []
-    rho_test = np.array([0.02, -0.02, 0.01, 0.0, -0.015, 0.02])
-    fine = Hexapod6PFS(n_steps=256).solve(rho_test)
+    cold = rng.uniform(-1, 1, (n_cold, 6)) * hexa.input_limit
+    steps = rng.normal(0, 0.001, (n_warm, 6))
+    walk = np.zeros((n_warm, 6))
+    rho = np.zeros(6)
+    for k in range(n_warm):
+        rho = walk[k] = np.clip(rho + steps[k], hexa.lower, hexa.upper)
+    return cold, walk
+
+
+def _load() -> str:
+    """The machine's load average over the last minute (other processes share the cores)."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f} at the start"
+    except OSError:
+        return "load average unknown"
+
+
+def _numba_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("numba")
+    except Exception:  # noqa: BLE001 - not installed: the numpy path runs everywhere
+        return "(not installed)"
+
+
+def _timed_solves(hexa: Hexapod6PFS, cold: np.ndarray, walk: np.ndarray, desc: str) -> dict[str, np.ndarray]:
+    """Cold solves (from the zero-input solution) and the warm walk (each from the previous solution):
+    times [ms], Newton iterations, convergence and platform poses."""
+    out: dict[str, list] = {"cold": [], "cold_it": [], "cold_pose": [], "warm": [], "warm_it": [], "warm_ok": [],
+                            "warm_pose": []}
+    for rho in tqdm(cold, desc=f"cold solves ({desc})", leave=False):
+        t = clock.now()
+        sol = hexa.solve(rho)
+        out["cold"].append(clock.now() - t)
+        out["cold_it"].append(sol.iterations)
+        out["cold_pose"].append(sol.pose)
+        assert sol.converged
+    prev = hexa.reference_solution()
+    for rho in tqdm(walk, desc=f"warm solves ({desc})", leave=False):
+        t = clock.now()
+        sol = hexa.solve(rho, prev)
+        out["warm"].append(clock.now() - t)
+        out["warm_it"].append(sol.iterations)
+        out["warm_ok"].append(sol.converged)
+        out["warm_pose"].append(sol.pose)
+        prev = sol
+    res = {k: np.array(v) for k, v in out.items()}
+    res["cold"], res["warm"] = res["cold"] * 1e3, res["warm"] * 1e3
+    return res
+
+
+def _pose_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Max platform position [m] and quaternion differences between two pose arrays ``(..., 7)``."""
+    return float(np.max(np.abs(a[..., :3] - b[..., :3]))), float(np.max(np.abs(a[..., 3:] - b[..., 3:])))
+
+
+def solve_times(n_cold: int, n_warm: int, seed: int) -> str:
+    load = _load()
+    rows, err_rows, same_rows = [], [], []
+    fine = Hexapod6PFS(n_steps=256).solve(TEST_INPUTS)
     for n_steps in (16, 24, 32, 64):
         hexa = Hexapod6PFS(n_steps=n_steps)
-        ref = hexa.reference_solution()
-        s = hexa.solve(rho_test)
+        s = hexa.solve(TEST_INPUTS)
         err_rows.append([n_steps, f"{np.max(np.abs(s.position - fine.position)) * 1e3:.1e}",
                          f"{np.max(np.abs(s.quaternion - fine.quaternion)):.1e}"])
         if n_steps not in (24, 32):
             continue
-        cold, iters = [], []
-        for rho in tqdm(rng.uniform(-1, 1, (n_cold, 6)) * hexa.input_limit, desc="cold solves", leave=False):
-            t = time.perf_counter()
-            sol = hexa.solve(rho)
-            cold.append(time.perf_counter() - t)
-            iters.append(sol.iterations)
-            assert sol.converged
-        warm, witers, ok = [], [], 0
-        prev = ref
-        for _ in tqdm(range(n_warm), desc="warm solves", leave=False):
-            rho = np.clip(prev.inputs + rng.normal(0, 0.001, 6), hexa.lower, hexa.upper)
-            t = time.perf_counter()
-            sol = hexa.solve(rho, prev)
-            warm.append(time.perf_counter() - t)
-            witers.append(sol.iterations)
-            ok += sol.converged
-            prev = sol
-        cold, warm = np.array(cold) * 1e3, np.array(warm) * 1e3
-        rows.append([n_steps, f"{np.median(warm):.1f}", f"{np.percentile(warm, 90):.1f}", f"{np.mean(witers):.1f}",
-                     f"{ok}/{n_warm}", f"{np.median(cold):.0f}", f"{np.mean(iters):.1f}"])
+        cold, walk = solve_inputs(hexa, n_cold, n_warm, seed)
+        paths = {"compiled": _timed_solves(hexa, cold, walk, "compiled")}
+        n_ref_cold, n_ref_warm = max(1, n_cold // 4), max(1, n_warm // 4)
+        with compiled.disabled():  # the numpy reference path, on the first quarter of the same poses
+            paths["numpy reference"] = _timed_solves(hexa, cold[:n_ref_cold], walk[:n_ref_warm], "numpy")
+        for name, r in paths.items():
+            rows.append([n_steps, name, f"{np.median(r['warm']):.2f}", f"{np.percentile(r['warm'], 90):.2f}",
+                         f"{np.mean(r['warm_it']):.1f}", f"{int(np.sum(r['warm_ok']))}/{len(r['warm_ok'])}",
+                         f"{np.median(r['cold']):.1f}", f"{np.mean(r['cold_it']):.1f}"])
+        a, b = paths["compiled"], paths["numpy reference"]
+        dp, dq = _pose_difference(np.concatenate((a["cold_pose"][:n_ref_cold], a["warm_pose"][:n_ref_warm])),
+                                  np.concatenate((b["cold_pose"], b["warm_pose"])))
+        same_rows.append([n_steps, n_ref_cold + n_ref_warm, f"{dp:.1e}", f"{dq:.1e}",
+                          f"{np.median(b['warm']) / np.median(a['warm']):.0f}x",
+                          f"{np.median(b['cold']) / np.median(a['cold'][:n_ref_cold]):.0f}x"])
     text = ("Forward kinematics of the documented hexapod (43 unknowns, tolerance 1e-10 on the scaled "
             "residual, i.e. 2.5e-11 m on the joints). *Warm*: a random walk of the six inputs with 1 mm "
-            "steps, each solve started from the previous solution (tangent predictor + Newton, one "
-            "batched integration of 42 rods per Jacobian). *Cold*: random inputs in the full ±20 mm "
-            "range from the zero-input solution (continuation in ≤ 10 mm steps). Times in ms on the machine named above.\n\n"
-            + markdown_table(["RK4 steps/rod", "warm median [ms]", "warm p90 [ms]", "warm Newton it.", "warm converged",
-                              "cold median [ms]", "cold Newton it."], rows)
+            "steps, each solve started from the previous solution (tangent predictor + Newton; each "
+            "Jacobian integrates 42 rods: 6 nominal, 36 forward differences). *Cold*: random inputs in the "
+            "full ±20 mm range from the zero-input solution (continuation in ≤ 10 mm steps). *compiled*: "
+            f"the numba {_numba_version()} kernels (`soft_envs.robots.cosserat.compiled`, the default); "
+            "*numpy reference*: the "
+            "same solver on the numpy integrator (`compiled.disabled()`), on the first quarter of the same "
+            f"poses, in the same process. Times in ms (wall clock) on the machine named above, {load}; on a "
+            "shared machine the p90 of sub-millisecond solves mostly measures the scheduler (another process "
+            "running for a time slice), not the solver.\n\n"
+            + markdown_table(["RK4 steps/rod", "path", "warm median [ms]", "warm p90 [ms]", "warm Newton it.",
+                              "warm converged", "cold median [ms]", "cold Newton it."], rows)
+            + "\n\nSame equilibria: largest difference of the platform pose between the two paths over the "
+            "poses both solved, and the speed-up (median over median):\n\n"
+            + markdown_table(["RK4 steps/rod", "poses", "position [m]", "quaternion", "warm speed-up",
+                              "cold speed-up"], same_rows)
             + "\n\nFor comparison (other robots, other machines): "
             + "; ".join(f"{k}: {v:g} ms" for k, v in PEERS_MS.items()) + " per solve."
             + "\n\nDiscretisation error of the solution against 256 RK4 steps per rod (inputs "
@@ -218,11 +287,54 @@ def env_bench(n_episodes: int, seed: int) -> str:
                                f"{np.median(times) * 1e3:.0f}"]]))
 
 
+def _steps_per_second(env, actions: np.ndarray) -> float:  # noqa: ANN001 - a Gymnasium env
+    """Env steps per second over ``actions`` (resets after an episode ends are not timed)."""
+    spent = 0.0
+    for action in actions:
+        t = clock.now()
+        _, _, terminated, truncated, _ = env.step(action)
+        spent += clock.now() - t
+        if terminated or truncated:
+            env.reset()
+    return len(actions) / spent
+
+
+def env_throughput(n_steps: int, seed: int, rounds: int = 3) -> str:
+    """Steps/s of ``HexapodPose-v0`` under uniform random actions: the compiled kernels against the
+    numpy reference path, alternating in one process (a tenth of the steps on the slow path)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+
+    load = _load()
+    env = gym.make("soft_envs/HexapodPose-v0")
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    n_slow = max(1, n_steps // 10)
+    rates: dict[str, list[float]] = {"compiled": [], "numpy reference": []}
+    for _ in tqdm(range(rounds), desc="HexapodPose throughput", leave=False):
+        actions = rng.uniform(-1, 1, (n_steps, 6)).astype(np.float32)
+        rates["compiled"].append(_steps_per_second(env, actions))
+        with compiled.disabled():
+            rates["numpy reference"].append(_steps_per_second(env, actions[:n_slow]))
+    env.close()
+    fast, slow = np.array(rates["compiled"]), np.array(rates["numpy reference"])
+    rows = [[name, f"{np.median(r):.0f}", f"{1e3 / np.median(r):.1f}"] for name, r in
+            (("compiled", fast), ("numpy reference", slow))]
+    return (f"`HexapodPose-v0` under uniform random actions (every step a forward-kinematics solve by "
+            f"continuation from the previous equilibrium, over up to 40 mm of guide travel), {rounds} rounds of "
+            f"{n_steps} steps on the compiled path alternating with {n_slow} on the numpy reference path, one "
+            f"env, one process (`gym.make` with its default wrappers; resets not timed), {load}.\n\n"
+            + markdown_table(["path", "env steps/s (median of rounds)", "ms per step"], rows)
+            + f"\n\nSpeed-up: {np.median(fast / slow):.0f}x (median of the per-round ratios).")
+
+
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     parts = [
         "### Rod solver accuracy\n\n" + rod_accuracy((50, 100, 200) if full else (50, 100)),
         "### Solve times\n\n" + solve_times(20 if full else 5, 200 if full else 40, seed),
         "### Assembly modes and stability\n\n" + assembly_modes(full, seed),
-        "### Environment\n\n" + env_bench(20 if full else 5, seed),
+        "### Environment\n\n" + env_bench(20 if full else 5, seed) + "\n\n"
+        + env_throughput(600 if full else 200, seed),
     ]
     return "\n\n".join(parts)

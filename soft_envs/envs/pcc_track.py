@@ -413,7 +413,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         tick = self._physics_steps % self._steps_per_control == 0
         if self.action_type == "configuration":
             if tick:
-                s = (k + 1) / steps
+                # the set-point at the end of the law's hold (independent of the physics step)
+                s = min((k + self._steps_per_control) / steps, 1.0)
                 u_d = (1 - s) * u_from + s * u_to
                 self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
         else:
@@ -442,7 +443,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             with np.errstate(over="ignore", invalid="ignore"):
                 self._actuate(k, steps, u_from, u_to)
                 if self.regulator is not None:
-                    start = self.plant_pressure_map @ self.regulator.pressures
+                    start = self.plant_pressure_map @ self.regulator.acting(self.body.time)
                     end = self.plant_pressure_map @ self.regulator.advance(self.time_step, self.body.time)
                     self.body.step(self.time_step, start, torque_end=end)
                 else:

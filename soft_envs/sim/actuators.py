@@ -197,6 +197,11 @@ class PressureRegulator:
         self.saturated = bool(np.any(clipped != setpoint))
         self._setpoint.give(clipped, now)
 
+    def acting(self, now: float) -> np.ndarray:
+        """Pressures [Pa] at the start of the step from ``now`` [s]: :attr:`pressures`, or with no
+        lag the set-point acting at ``now`` (an ideal regulator's pressure jumps with it)."""
+        return self._setpoint.at(now) if self.time_constant == 0.0 else self.pressures
+
     def advance(self, dt: float, now: float) -> np.ndarray:
         """Pressures [Pa] at ``now + dt`` (exact response to the set-point acting at ``now``)."""
         target = self._setpoint.at(now)

@@ -32,23 +32,42 @@ about their own axis (their frames spin with ``φ``, the material does not; with
 be infinite at ``θ = 0``), and the dynamics terms are evaluated at least ``1e-4`` rad away from
 a straight section (``J`` has ``1/θ`` entries; the error is of order ``1e-8`` of the terms).
 
-Integration (:meth:`SoftArmBody.step`). PyBullet's own integrator cannot keep the body on the
-section subspace, so the core integrates itself, with the generalised-α method (Chung &
-Hulbert 1993; ``ρ∞ = 0.9``, ``ρ∞ = 1`` is the trapezoidal rule): second order, unconditionally
-stable, with a little numerical dissipation only for modes the step does not resolve (their
-amplitude falls by at most 10 % per step when ``ω dt ≫ 1``). The elastic, damping, actuation and
-rest-shape terms are implicit (exactly, they are linear); ``M``, ``C``, ``G`` are taken at the
-step's start. One linear solve per step,
-``((1 − α_m) M + (1 − α_f)(γ dt D + β dt² K)) a_{n+1} = τ − C u̇ − G − α_m M a_n − D ũ̇ − K (ũ − u_rest)``
-(``ũ``, ``ũ̇`` the Newmark predictors at ``t_{n+1−α_f}``). Checked in ``tests/sim`` and the PCC
-bench: an undamped elastic oscillation keeps its amplitude (the four-segment arm's first mode,
-10 periods at 5 ms: 100 %; one segment's 172 rad/s mode, 6 steps per period: 99 %; the
-semi-implicit Euler it replaces removed 96 % within 50–100 ms at 2 ms), halving the step
-changes a 2 s tracking run's tip path by 0.3 % of its span, and a horizontal cantilever sags as
-Euler–Bernoulli's ``w L⁴ / 8 E I`` (within 2 % with four sections; one constant-curvature
-section gives the energy method's ``w L⁴ / 12 E I``). The state is written into PyBullet
-(``resetJointStatesMultiDof``) only when a PyBullet quantity is asked for (tip, frames,
-rendering).
+Integration (:meth:`SoftArmBody.step`, :func:`soft_envs.sim.integrator.generalized_alpha_step`).
+PyBullet's own integrator cannot keep the body on the section subspace, so the core integrates
+itself, with the generalised-α method (Chung & Hulbert 1993, in the form of Arnold & Brüls 2007;
+``ρ∞ = 0.9``, ``ρ∞ = 1`` is the trapezoidal rule): unconditionally stable for the linear part,
+with a little numerical dissipation only for modes the step does not resolve (their amplitude
+falls by at most 10 % per step when ``ω dt ≫ 1``). The elastic, damping, actuation and rest-shape
+terms are implicit (exactly, they are linear; actuation and rest shape at the step's start and
+end); ``M`` and ``G`` are taken at the step's start by a predictor and re-evaluated at its end by
+one corrector pass (:attr:`SoftArmBody.corrector_passes`; two solves, two ``calculateMassMatrix``
+and three ``calculateInverseDynamics`` calls per step); the velocity product ``C u̇`` stays at
+the step's start. The first step after a state is set starts from the true acceleration.
+
+Order, measured (``soft-envs bench convergence``: the envs' tip paths at the default step and its
+halves, against a run at 1/16 of the step). The scheme before (``corrector_passes=0``: ``M``,
+``C u̇ + G`` at the step's start) was first order: the tip path changed by 4.9, 2.6, 1.3 % of its
+span per halving of the PCC study (2 s) and by 0.066, 0.033, 0.016 % on PETER with 0.5 kg (1/240 s).
+Two terms made it so: (1) the PCC env's set-point, sampled for the PD + feed-forward law one
+*physics* step ahead of its tick (a time shift of ``dt``; now the end of the law's hold, the same at
+the 5 ms default) — 4.9 → 1.6 % on the first halving; (2) the gravity torque ``G`` at the step's
+start — PETER's whole first-order error (with ``G`` corrected the changes shrink 4.7×, with only
+``M`` corrected 2.0×). ``M`` at the start is negligible, ``C u̇`` at the start is first order with a
+small constant (the last PCC halving shrinks 3.6× instead of 4×); at the step's end ``C u̇`` makes an
+undamped, feedback-linearised arm (the law's ``+D u̇`` cancelling the damping) unstable at 5 ms, so
+it is left explicit. Now the changes shrink 4.0× and 3.6× (PCC, 1 s), 4.2× and 3.8× (PETER at its
+new 1/120 s step); at the default step the PCC path is 1.9 % of its span from the 1/16 reference
+(the lightly damped first mode's phase error, the law cancels the arm's damping; 0.5 % at 2.5 ms),
+PETER's 0.10 % at 1/120 s (the old scheme: 0.12 % at 1/240 s, so PETER's default step is now
+1/120 s). With ``actuation="direct"`` the PCC arm's unresolved stiff modes, driven by the law's
+5 ms hold, keep the 5 ms path 18 % from the reference (6 % at 2.5 ms, 0.6 % at 1.25 ms).
+Also checked in ``tests/sim``: an undamped elastic oscillation keeps its amplitude (the
+four-segment arm's first mode, 10 periods at 5 ms: 100 %; one segment's 172 rad/s mode, 6 steps
+per period: 99 %; the semi-implicit Euler it replaced removed 96 % within 50–100 ms at 2 ms), and
+a horizontal cantilever sags as Euler–Bernoulli's ``w L⁴ / 8 E I`` (within 2 % with four
+sections; one constant-curvature section gives the energy method's ``w L⁴ / 12 E I``). The state
+is written into PyBullet (``resetJointStatesMultiDof``) only when a PyBullet quantity is asked
+for (tip, frames, rendering).
 
 Parameter sources (``[seed]`` a paper's number, ``[assumed]`` an assumption, ``[derived]``):
 
@@ -68,7 +87,7 @@ regulator lag 10 ms                         [assumed]; dead time 100–150 ms [s
 PD + feed-forward ``k_p = 80``, ``k_v = 3``   [seed 004]; every 5 ms [seed 004: 250 Hz loop]
 Rayleigh ``β = 5e-3 s``                     [assumed]; 17.3 g spread over the ``m`` links
 both
-gravity 9.81 m/s²; ``ρ∞ = 0.9``; 5 ms (PCC) and 1/240 s (PETER) steps  [numerical choices]
+gravity 9.81 m/s²; ``ρ∞ = 0.9``; 5 ms (PCC) and 1/120 s (PETER) steps  [numerical choices]
 ==================================  ==========================================================
 """
 
@@ -80,13 +99,18 @@ import math
 import numpy as np
 import pybullet
 
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
-from soft_envs.sim.urdf import load_chain
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.integrator import (
+    DEFAULT_CORRECTOR_PASSES,
+    DEFAULT_SPECTRAL_RADIUS,
+    AlphaParameters,
+    generalized_alpha_step,
+)
+from soft_envs.sim.urdf import load_chain
 
-DEFAULT_SPECTRAL_RADIUS = 0.9  # generalised-α ρ∞ (see the module docstring)
 MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section
 _SMALL_HALF = 1e-3  # sinc series below this half-angle per link [rad]
 
@@ -269,9 +293,10 @@ class SoftArmBody:
                  gravity: float = STANDARD_GRAVITY, rayleigh_mass: float = 0.0, rayleigh_stiffness: float = 0.0,
                  base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
                  base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
-                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS) -> None:
-        if not (isinstance(spectral_radius, (int, float)) and 0.0 <= spectral_radius <= 1.0):
-            raise InvalidParameterError(f"spectral_radius must be in [0, 1]; got {spectral_radius!r}")
+                 spectral_radius: float = DEFAULT_SPECTRAL_RADIUS,
+                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> None:
+        self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
+        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
         check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
         stiffness = np.asarray(stiffness, dtype=float)
         if stiffness.shape != (sections.n,) or not np.all(np.isfinite(stiffness)) or np.any(stiffness <= 0):
@@ -306,9 +331,6 @@ class SoftArmBody:
         self.a = np.zeros(n)  # the integrator's acceleration state
         self._diagonal = np.diag_indices(n)
         self.spectral_radius = float(spectral_radius)
-        rho = self.spectral_radius
-        am, af = (2.0 * rho - 1.0) / (rho + 1.0), rho / (rho + 1.0)
-        self._alpha_parameters = (am, af, 0.5 - am + af, 0.25 * (1.0 - am + af) ** 2)
         self.c = sections.configuration(self.u)
         self.time = 0.0
         self._zeros = [0.0] * self.n_joints
@@ -338,14 +360,32 @@ class SoftArmBody:
         self.c = self.sections.configuration(self.u, reference)
         self._update()
 
-    def _update(self) -> None:
-        self.c = self.sections.configuration(self.u, self.c)
-        ue = self.sections.evaluation_point(self.u, self.c)
-        ce = self.sections.configuration(ue, self.c) if ue is not self.u else self.c
-        J, acc = self.sections.jacobian(ue, ce, self.w)
-        BJ = self.B @ J
-        self._cache = {"ce": ce, "J": J, "BJ": BJ, "acc": acc, "qb": (self.B @ ce).tolist()}
+    def _kinematics(self, u: np.ndarray, w: np.ndarray, reference: np.ndarray) -> dict:
+        """The maps at ``(u, w)``: ``ce`` (``c̃`` at the evaluation point), ``J``, ``BJ``, ``acc``
+        (``J̇ w``) and the body's joint values ``qb`` (list); ``θ``'s sign nearest ``reference``."""
+        c = self.sections.configuration(u, reference)
+        ue = self.sections.evaluation_point(u, c)
+        ce = self.sections.configuration(ue, c) if ue is not u else c
+        J, acc = self.sections.jacobian(ue, ce, w)
+        return {"c": c, "ce": ce, "J": J, "BJ": self.B @ J, "acc": acc, "qb": (self.B @ ce).tolist()}
+
+    def _update(self, state_set: bool = True) -> None:
+        # a state set from outside: the next step starts from the true acceleration
+        self._state_set = state_set
+        self._cache = self._kinematics(self.u, self.w, self.c)
+        self.c = self._cache["c"]
         self._bullet_stale = True
+
+    def _mass_of(self, kin: dict) -> np.ndarray:
+        BJ, n = kin["BJ"], self.n_joints
+        Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self.body, kin["qb"])),
+                         float, n * n).reshape(n, n)
+        return BJ.T @ Mb @ BJ
+
+    def _bias_of(self, kin: dict, w: np.ndarray) -> np.ndarray:
+        BJ = kin["BJ"]
+        tau = self._inverse_dynamics(self.body, kin["qb"], (BJ @ w).tolist(), (self.B @ kin["acc"]).tolist())
+        return BJ.T @ np.asarray(tau)
 
     def sync_bullet(self) -> None:
         """Write the state into PyBullet (done lazily before any query of the PyBullet body)."""
@@ -398,25 +438,24 @@ class SoftArmBody:
 
     # ------------------------------------------------------------------ dynamics terms (in u)
 
+    def configuration_terms(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``M(u)`` and ``G(u)`` at the smooth configuration ``u`` (the integrator's corrector)."""
+        kin = self._kinematics(u, None, self.c)
+        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        return self._mass_of(kin), kin["BJ"].T @ np.asarray(tau)
+
     def mass_matrix(self) -> np.ndarray:
         """``M(u)`` at the current state."""
         M = self._cache.get("M")
         if M is None:
-            BJ = self._cache["BJ"]
-            n = self.n_joints
-            Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self.body, self._cache["qb"])),
-                             float, n * n).reshape(n, n)
-            M = self._cache["M"] = BJ.T @ Mb @ BJ
+            M = self._cache["M"] = self._mass_of(self._cache)
         return M
 
     def bias(self) -> np.ndarray:
         """``C(u, u̇) u̇ + G(u)`` at the current state."""
         h = self._cache.get("h")
         if h is None:
-            BJ = self._cache["BJ"]
-            tau = self._inverse_dynamics(self.body, self._cache["qb"], (BJ @ self.w).tolist(),
-                                                       (self.B @ self._cache["acc"]).tolist())
-            h = self._cache["h"] = BJ.T @ np.asarray(tau)
+            h = self._cache["h"] = self._bias_of(self._cache, self.w)
         return h
 
     def gravity_torque(self, u: np.ndarray | None = None) -> np.ndarray:
@@ -427,14 +466,9 @@ class SoftArmBody:
                 tau = self._inverse_dynamics(self.body, self._cache["qb"], self._zeros, self._zeros)
                 G = self._cache["G"] = self._cache["BJ"].T @ np.asarray(tau)
             return G
-        u = np.asarray(u, dtype=float)
-        c = self.sections.configuration(u, self.c)
-        ue = self.sections.evaluation_point(u, c)
-        ce = self.sections.configuration(ue, c) if ue is not u else c
-        J, _ = self.sections.jacobian(ue, ce)
-        BJ = self.B @ J
-        tau = self._inverse_dynamics(self.body, (self.B @ ce).tolist(), self._zeros, self._zeros)
-        return BJ.T @ np.asarray(tau)
+        kin = self._kinematics(np.asarray(u, dtype=float), None, self.c)
+        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        return kin["BJ"].T @ np.asarray(tau)
 
     def coriolis(self) -> np.ndarray:
         """``C(u, u̇) u̇`` at the current state."""
@@ -462,45 +496,26 @@ class SoftArmBody:
 
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
              rest_end: np.ndarray | None = None, cancel_damping: bool = False) -> None:
-        """Advance by ``dt`` [s] with the generalised-α method (module docstring).
+        """Advance by ``dt`` [s] with the generalised-α method
+        (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, :attr:`corrector_passes`).
 
         ``torque`` is the generalised actuation in ``u`` at the step's start (and ``torque_end``
         at its end, default the same); ``rest_end`` the rest configuration at the step's end
-        (default unchanged; the rest shape moves linearly over the step). ``cancel_damping``
-        drops the damping force, as a controller's ``+D u̇`` term applied at the same
-        (implicit) velocity does.
+        (default unchanged). ``cancel_damping`` drops the damping force, as a controller's
+        ``+D u̇`` term applied at the same (implicit) velocity does.
         """
-        am, af, gamma, beta = self._alpha_parameters
-        M = self.mass_matrix()
-        k = self.stiffness
-        tau = np.asarray(torque, dtype=float)
-        if torque_end is not None:
-            tau = tau + (1.0 - af) * (np.asarray(torque_end, dtype=float) - tau)
-        rest = self.rest if rest_end is None else self.rest + (1.0 - af) * (np.asarray(rest_end, dtype=float) - self.rest)
-        u, w, a = self.u, self.w, self.a
-        # u, w at the end of the step without a_{n+1}'s share
-        u_pred = u + dt * w + ((0.5 - beta) * dt * dt) * a
-        w_pred = w + ((1.0 - gamma) * dt) * a
-        force = tau - self.bias() - am * (M @ a) - k * (af * u + (1.0 - af) * u_pred - rest)
-        A = (1.0 - am) * M
-        diagonal = ((1.0 - af) * beta * dt * dt) * k
-        damped = not (cancel_damping or (self.alpha == 0.0 and self.beta == 0.0))
-        if damped and self.alpha == 0.0:  # D = β K, diagonal
-            force -= (self.beta * k) * (af * w + (1.0 - af) * w_pred)
-            diagonal += ((1.0 - af) * gamma * dt * self.beta) * k
-        elif damped:
-            D = self.damping_matrix()
-            force -= D @ (af * w + (1.0 - af) * w_pred)
-            A += ((1.0 - af) * gamma * dt) * D
-        A[self._diagonal] += diagonal
-        a_next = np.linalg.solve(A, force)
-        self.u = u_pred + (beta * dt * dt) * a_next
-        self.w = w_pred + (gamma * dt) * a_next
-        self.a = a_next
+        out = generalized_alpha_step(
+            self.u, self.w, self.a, dt, self.stiffness, self.configuration_terms,
+            start_terms=(self.mass_matrix(), self.gravity_torque()), coriolis=self.coriolis(),
+            torque_start=torque, torque_end=torque_end, rest_start=self.rest, rest_end=rest_end,
+            rayleigh_mass=self.alpha, rayleigh_stiffness=self.beta, cancel_damping=cancel_damping,
+            parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
+            consistent_start=self._state_set and self.corrector_passes > 0)
+        self.u, self.w, self.a = out.u, out.w, out.a
         if rest_end is not None:
             self.rest = np.array(rest_end, dtype=float)
         self.time += dt
-        self._update()
+        self._update(state_set=False)
 
     # ------------------------------------------------------------------ measurements
 

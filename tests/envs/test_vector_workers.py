@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 import warnings
 
 import gymnasium as gym
@@ -39,7 +38,7 @@ def _call_with_deadline(fn, seconds: float):
 @pytest.mark.parametrize("when", ["before_step", "during_step"])
 def test_killed_worker_raises_and_close_terminates(when):
     # "during_step": a physics step long enough (thousands of substeps) that the kill lands inside it
-    kwargs = {"kinematic": True} if when == "before_step" else {"frame_skip": 5000}
+    kwargs = {"kinematic": True} if when == "before_step" else {"frame_skip": 10_000}
     envs = gym.make_vec("soft_envs/PeterReach-v0", num_envs=2, vectorization_mode="async", **kwargs)
     envs.reset(seed=0)
     victim = envs.processes[1]
@@ -51,15 +50,15 @@ def test_killed_worker_raises_and_close_terminates(when):
     def step():
         if when == "before_step":
             envs.step_async(envs.action_space.sample())
-        return envs.step_wait(timeout=10.0)
+        return envs.step_wait(timeout=30.0)
 
-    start = time.perf_counter()
-    outcome = _call_with_deadline(step, 20.0)
+    # The dead worker's pipe gives the error (an OSError or EOFError, not step_wait's own
+    # multiprocessing.TimeoutError); the thread's deadline only guards the suite against a hang.
+    outcome = _call_with_deadline(step, 60.0)
     assert isinstance(outcome.get("error"), (OSError, EOFError)), outcome
-    assert time.perf_counter() - start < 10.0
     with warnings.catch_warnings():  # gymnasium warns about closing during a pending step
         warnings.simplefilter("ignore")
-        closed = _call_with_deadline(lambda: envs.close(terminate=True), 20.0)
+        closed = _call_with_deadline(lambda: envs.close(terminate=True), 60.0)
     assert "error" not in closed, closed
     assert not any(p.is_alive() for p in envs.processes)
 

@@ -17,6 +17,8 @@ private detail converted at the boundary.
 Modules:
 
 * :mod:`.integrator` — the rod ODE and RK4 (the scalar-first quaternion internals).
+* :mod:`.compiled` — the same RK4 and the hexapod's equations and Jacobian as numba kernels,
+  used by default (``compiled.disabled()`` switches back to the numpy path).
 * :mod:`.newton` — the one damped-Newton routine every solve below uses.
 * :mod:`.rod` — :class:`Rod`, :class:`RodState`: the clamped rod under a tip load, buckling.
 * :mod:`.elastica` — closed-form references (the cantilever elastica).

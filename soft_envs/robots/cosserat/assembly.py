@@ -10,12 +10,12 @@ inputs and looks for more by radial propagation of the platform pose. Functions 
 from __future__ import annotations
 
 import itertools
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross, quaternion_from_rotation_vector, quaternion_multiply
 from soft_envs.robots.cosserat.equations import (
@@ -345,7 +345,7 @@ def search(model: Hexapod6PFS, rho: Any = None, *, max_mode: int = 3, max_combin
     ``stability`` (both criteria) when ``stability``, with the count of each stage. The method
     is numerical, not certified: it finds many solutions, not provably all.
     """
-    start = time.perf_counter()
+    start = clock.now()
     eq = model.equations
     rho = np.zeros(6) if rho is None else model.check_inputs(rho)
     if not (isinstance(input_steps, (int, np.integer)) and input_steps >= 1):
@@ -396,7 +396,7 @@ def search(model: Hexapod6PFS, rho: Any = None, *, max_mode: int = 3, max_combin
         model.rod_states(s)
         sols.append(s)
     sols.sort(key=lambda s: s.energy)
-    seconds = time.perf_counter() - start
+    seconds = clock.now() - start
     for s in sols:
         s.seconds = seconds
     return AssemblySearch(solutions=sols, stage1_symmetric=len(symmetric), stage1_configurations=len(Z1),

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from soft_envs.geometry import cross, skew
+from soft_envs.geometry import cross
+from soft_envs.robots.cosserat import compiled
 from soft_envs.robots.cosserat.integrator import integrate_rods, rotation_matrix_wxyz, to_wxyz, to_xyzw
 from soft_envs.robots.cosserat.newton import LineSearch, NewtonResult, damped_newton
 from soft_envs.robots.cosserat.rod import RodState
@@ -40,6 +41,10 @@ FK_ROWS = np.arange(43)
 POSE_FIXED_FREE = np.concatenate((np.arange(36), np.arange(43, 49)))
 POSE_FIXED_ROWS = np.arange(42)
 #: Weights of the step-length limit: forces (the stiff, inextensible direction) may move further.
+#: The rod of each rod column of :data:`FK_FREE` (``u_i(0)`` columns, then ``n_i`` columns).
+_FK_ROD_OF = np.concatenate((np.repeat(np.arange(6), 3), np.repeat(np.arange(6), 3)))
+# Rows and columns of ∂g/∂ρ's tip-position block: rod i's three rows, column i.
+_TIP_ROWS, _TIP_RODS = np.arange(18), np.repeat(np.arange(6), 3)
 STEP_WEIGHT = np.concatenate((np.ones(18), np.full(18, 0.05), np.ones(7), np.full(6, 0.05)))
 
 #: Many starts at once: sequential halving, a non-monotone full step, and after five halvings a
@@ -123,6 +128,7 @@ class HexapodEquations:
         self.platform_points = np.asarray(platform_points, float)
         self.guide_directions = np.asarray(guide_directions, float)
         self.base_q = to_wxyz(base_quaternions)  # (w, x, y, z), the integrator's order
+        self._geometry = compiled.arrays(self.base_points, self.guide_directions, self.base_q, self.platform_points)
 
     # ------------------------------------------------------------------ scaling and packing
     def scale_load(self, load: np.ndarray) -> np.ndarray:
@@ -204,8 +210,15 @@ class HexapodEquations:
         g[:, 42] = np.sum(e * e, axis=1) - 1.0
         return g
 
+    def _kernel_args(self, Z: np.ndarray, rho: np.ndarray) -> tuple:
+        """Arguments of the compiled kernels for variables ``Z (P, 49)`` at inputs ``rho (P, 6)``."""
+        Z, rho = compiled.arrays(Z, np.broadcast_to(rho, (len(Z), 6)))
+        return (Z, rho, *self._geometry, self.L, self.EI, self.GJ, self.n_steps)
+
     def residual(self, Z: np.ndarray, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(g (P, 43), tips (P, 6, 11))`` for variables ``Z (P, 49)`` and inputs ``rho (P, 6)`` [m]."""
+        if compiled.enabled():
+            return compiled.fk_residuals(*self._kernel_args(Z, rho))
         count = len(Z)
         Y = self.integrate(self.rod_vars(Z).reshape(count * 6, 6), self.base_positions(rho).reshape(count * 6, 3),
                            np.broadcast_to(self.base_q, (count, 6, 4)).reshape(count * 6, 4))
@@ -219,10 +232,14 @@ class HexapodEquations:
         ``nc`` perturbed rod columns, with ``store`` the ``trajectory`` ``(N+1, 11, P·(6+nc))``.
 
         Rod columns are finite differences (only the perturbed rod is re-integrated); pose and
-        load columns are finite differences of the algebraic assembly.
+        load columns are finite differences of the algebraic assembly. For the forward-kinematics
+        unknowns (``free`` = :data:`FK_FREE`) without ``store`` one compiled call does it all.
         """
         count = len(Z)
         free = np.asarray(free)
+        if not store and compiled.enabled() and np.array_equal(free, FK_FREE):
+            g, J, tips, tips_p = compiled.fk_jacobians(*self._kernel_args(Z, rho), float(h))
+            return g, J, tips, {"tips_perturbed": tips_p, "rod_of": _FK_ROD_OF}
         rod_cols = free[free < 36]
         other_cols = free[free >= 36]
         nc = len(rod_cols)
@@ -260,10 +277,8 @@ class HexapodEquations:
         L, EI = self.L, self.EI
         G = np.zeros((43, 6))
         n = z[N].reshape(6, 3) * (EI / L**2)
-        for i in range(6):
-            d = self.guide_directions[i]
-            G[3 * i:3 * i + 3, i] = d / L
-            G[39:42, i] = -skew(n[i]) @ d * (L / EI)  # ∂(p_tip × n)/∂ρ = d × n
+        G[_TIP_ROWS, _TIP_RODS] = (self.guide_directions / L).reshape(18)
+        G[39:42] = (-cross(n, self.guide_directions) * (L / EI)).T  # ∂(p_tip × n)/∂ρ = d × n
         return G
 
     @staticmethod
@@ -271,7 +286,8 @@ class HexapodEquations:
         """``∂g/∂(scaled load)`` ``(43, 6)`` at ``z``."""
         G = np.zeros((43, 6))
         G[36:39, 0:3] = -np.eye(3)
-        G[39:42, 0:3] = -skew(z[P])  # −p × F, both scaled by L
+        x, y, w = z[P]
+        G[39:42, 0:3] = -np.array([[0.0, -w, y], [w, 0.0, -x], [-y, x, 0.0]])  # −[p]× F, both scaled by L
         G[39:42, 3:6] = -np.eye(3)
         return G
 

@@ -7,11 +7,11 @@ in their own modules.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.exceptions import ConvergenceError, InvalidConfigurationError, InvalidParameterError
 from soft_envs.geometry import cross, quaternion_from_rotation_vector
 from soft_envs.robots.cosserat import assembly as _assembly
@@ -159,7 +159,7 @@ class Hexapod6PFS:
             self._reference = eq.solution(cached[0], np.zeros(6), cached[1], True, 0, 0.0, (0,) * 6, cached[2],
                                           jacobian=cached[3])
         if self._reference is None:
-            start = time.perf_counter()
+            start = clock.now()
             rho = np.zeros(6)
             # rods at a fixed, level platform first (the load that holds it there is unknown) ...
             first = eq.newton(self.centered_pose_guess()[None], rho, POSE_FIXED_FREE, POSE_FIXED_ROWS)
@@ -171,7 +171,7 @@ class Hexapod6PFS:
                 raise ConvergenceError("the reference configuration did not converge; check the parameters")
             jacobian = eq.jacobian(second.x[:1], rho[None], FK_FREE)[1][0]
             self._reference = eq.solution(second.x[0], rho, second.residual[0], True,
-                                          first.iterations[0] + second.iterations[0], time.perf_counter() - start,
+                                          first.iterations[0] + second.iterations[0], clock.now() - start,
                                           modes=(0,) * 6, jacobian=jacobian)
             r = self._reference
             _REFERENCE_CACHE[self._cache_key()] = (r.z.copy(), r.residual, r.energy, r.jacobian.copy())
@@ -195,7 +195,7 @@ class Hexapod6PFS:
         Returns the solution with ``converged=False`` (the last converged point of the path, at
         its own inputs) when the path cannot be followed, e.g. past a fold where the branch ends.
         """
-        start = time.perf_counter()
+        start = clock.now()
         eq = self.equations
         rho = self.check_inputs(rho)
         load = self._check_load(load)
@@ -216,7 +216,7 @@ class Hexapod6PFS:
         span = max(float(np.max(np.abs(rho - rho0))) / max_input_step, 1e-300)
         dt = min(1.0, 1.0 / span)
         if np.array_equal(rho, rho0) and np.array_equal(load, load0) and J is not None:
-            return eq.solution(z, rho, guess.residual, guess.converged, 0, time.perf_counter() - start,
+            return eq.solution(z, rho, guess.residual, guess.converged, 0, clock.now() - start,
                                guess.modes, guess.energy, jacobian=J)
         res, energy = np.inf, guess.energy
         while t < 1.0:
@@ -244,7 +244,7 @@ class Hexapod6PFS:
                     break
         done = t >= 1.0
         rho_done = rho0 + t * (rho - rho0)
-        return eq.solution(z, rho_done, res, done, total_it, time.perf_counter() - start, guess.modes, energy,
+        return eq.solution(z, rho_done, res, done, total_it, clock.now() - start, guess.modes, energy,
                            jacobian=J)
 
     # ------------------------------------------------------------------ rods of a solution
@@ -253,10 +253,8 @@ class Hexapod6PFS:
         steps = self.n_steps if n_steps is None else int(n_steps)
         if sol.rods is not None and len(sol.rods[0].s) == steps + 1:
             return sol.rods
-        A = self.base_positions(sol.inputs)
-        sol.rods = [self.rod.state(sol.base_curvatures[i], sol.forces[i], base_position=A[i],
-                                   base_quaternion=self.base_quaternions[i],
-                                   n_steps=steps) for i in range(6)]
+        sol.rods = self.rod.states(sol.base_curvatures, sol.forces, base_positions=self.base_positions(sol.inputs),
+                                   base_quaternions=self.base_quaternions, n_steps=steps)
         return sol.rods
 
     def tip_forces(self, sol: HexapodSolution) -> np.ndarray:

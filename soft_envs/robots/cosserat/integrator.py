@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from soft_envs.geometry import quaternion_conjugate, quaternion_multiply
+from soft_envs.robots.cosserat import compiled
 
 #: Rows of the stacked state ``(p, q, u, E)`` (``q`` scalar first).
 POSITION, QUATERNION, CURVATURE, ENERGY = slice(0, 3), slice(3, 7), slice(7, 10), 10
@@ -95,8 +96,12 @@ def integrate_rods(p0: np.ndarray, q0: np.ndarray, u0: np.ndarray, n: np.ndarray
         EI, GJ: bending and torsional stiffness [N m²]; length [m]; n_steps: RK4 steps (>= 1).
         store: return every station (``(n_steps + 1, 11, B)``) instead of the tip only (``(11, B)``).
 
-    The state rows are ``p (0:3), q (3:7) (w, x, y, z), u (7:10), E (10)``.
+    The state rows are ``p (0:3), q (3:7) (w, x, y, z), u (7:10), E (10)``. Without ``store`` the
+    compiled kernel (:mod:`~soft_envs.robots.cosserat.compiled`, the same arithmetic) runs when enabled.
     """
+    if not store and compiled.enabled():
+        return compiled.integrate_tips(*compiled.arrays(p0, q0, u0, n), float(EI), float(GJ), float(length),
+                                       int(n_steps))
     B = p0.shape[0]
     Y = np.empty((11, B))
     Y[0:3] = p0.T

@@ -11,12 +11,12 @@ residual that is not finite (NaN or inf) never counts as a decrease and ends tha
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError
 
 #: ``residual(X, idx) -> (g, aux)``: residuals ``(k, m)`` of the points ``X`` ``(k, n)`` of
@@ -141,7 +141,7 @@ def damped_newton(x0: np.ndarray, residual: Residual, *, line_search: LineSearch
         singular: a singular Jacobian gives the least-squares step (``"lstsq"``) or ends the
             problem (``"stop"``).
         keep_jacobian: return the Jacobian at every final point.
-        deadline: a ``time.perf_counter()`` value after which no new step is started (the
+        deadline: a ``clock.now()`` value after which no new step is started (the
             problems still running end unconverged, ``timed_out``).
 
     Every active problem is evaluated in one batch per stage (Jacobian, each line-search round),
@@ -209,7 +209,7 @@ def damped_newton(x0: np.ndarray, residual: Residual, *, line_search: LineSearch
         active = active[~done & np.isfinite(r)]
         if step == max_iter or not len(active):
             break
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and clock.now() > deadline:
             timed_out[active] = True
             break
         step += 1

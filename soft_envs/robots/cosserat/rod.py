@@ -7,12 +7,12 @@ are ``(x, y, z, w)``; the integrator's scalar-first state stays inside
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross
 from soft_envs.robots.cosserat.integrator import (
@@ -59,6 +59,7 @@ class RodState:
         potential_energy: of a converged clamped solve, ``energy − F·p(L)`` [J]: the elastic energy
             plus the potential of the dead tip force (the branch with the lowest is preferred);
             None when not assessed.
+        timed_out: the solve's wall-clock budget (``max_seconds``) was spent before it converged.
     """
 
     s: np.ndarray
@@ -74,6 +75,7 @@ class RodState:
     iterations: int = 0
     stable: bool | None = None
     potential_energy: float | None = None
+    timed_out: bool = False
 
     @property
     def tip_position(self) -> np.ndarray:
@@ -192,19 +194,28 @@ class Rod:
               base_quaternion: np.ndarray | None = None, n_steps: int | None = None, **extra: Any) -> RodState:
         """The :class:`RodState` of one rod integrated from ``u(0)`` with force ``n`` (``base_quaternion``
         ``(x, y, z, w)``, default the identity); ``extra`` fills the outcome fields."""
-        if base_quaternion is not None:
-            base_quaternion = to_wxyz(np.asarray(base_quaternion, float))
-        Y = self._integrate_wxyz(np.asarray(base_curvature, float)[None], np.asarray(force, float)[None],
-                                 base_position=None if base_position is None else np.asarray(base_position, float)[None],
-                                 base_quaternion=None if base_quaternion is None else base_quaternion[None],
-                                 n_steps=n_steps, store=True)[0]
-        q = Y[:, 3:7] / np.linalg.norm(Y[:, 3:7], axis=1, keepdims=True)
+        one = None if base_position is None else np.asarray(base_position, float)[None]
+        quat = None if base_quaternion is None else np.asarray(base_quaternion, float)[None]
+        return self.states(np.asarray(base_curvature, float)[None], np.asarray(force, float)[None], base_positions=one,
+                           base_quaternions=quat, n_steps=n_steps, **extra)[0]
+
+    def states(self, base_curvatures: np.ndarray, forces: np.ndarray, *, base_positions: np.ndarray | None = None,
+               base_quaternions: np.ndarray | None = None, n_steps: int | None = None, **extra: Any) -> list[RodState]:
+        """:meth:`state` of ``B`` rods at once (one batched integration): ``u(0)`` ``(B, 3)`` [1/m], forces
+        ``(B, 3)`` [N], bases ``(B, 3)`` [m] and clamp quaternions ``(B, 4)`` ``(x, y, z, w)``."""
+        u0 = np.asarray(base_curvatures, float)
+        F = np.broadcast_to(np.asarray(forces, float), u0.shape)
+        Y = self._integrate_wxyz(u0, F, base_position=base_positions,
+                                 base_quaternion=None if base_quaternions is None else to_wxyz(base_quaternions),
+                                 n_steps=n_steps, store=True)  # (B, N+1, 11)
+        q = Y[..., 3:7] / np.linalg.norm(Y[..., 3:7], axis=-1, keepdims=True)
         R = rotation_matrix_wxyz(q)
-        u = Y[:, 7:10]
-        m = np.einsum("kij,kj->ki", R, u * np.array([self.EI, self.EI, self.GJ]))
-        s = np.linspace(0.0, self.length, Y.shape[0])
-        return RodState(s=s, positions=Y[:, 0:3].copy(), rotations=R, quaternions=to_xyzw(q), curvatures=u.copy(),
-                        force=np.asarray(force, float).copy(), moments=m, energy=float(Y[-1, 10]), **extra)
+        u = Y[..., 7:10]
+        m = np.einsum("bkij,bkj->bki", R, u * np.array([self.EI, self.EI, self.GJ]))
+        s = np.linspace(0.0, self.length, Y.shape[1])
+        return [RodState(s=s.copy(), positions=Y[b, :, 0:3].copy(), rotations=R[b], quaternions=to_xyzw(q[b]),
+                         curvatures=u[b].copy(), force=F[b].copy(), moments=m[b], energy=float(Y[b, -1, 10]), **extra)
+                for b in range(len(u0))]
 
     # ------------------------------------------------------------------ clamped rod, dead tip load
     def solve_clamped(self, tip_force: Sequence[float] = (0.0, 0.0, 0.0), tip_moment: Sequence[float] = (0.0, 0.0, 0.0),
@@ -224,13 +235,14 @@ class Rod:
         stable solution of lowest ``potential_energy`` found (the unstable one only if no stable
         one is reached; ``stable`` says which).
 
-        ``max_seconds`` [s] bounds the wall-clock time of the whole solve: past it the best point
-        so far is returned (``converged=False`` unless it had converged). A tip moment that turns
+        ``max_seconds`` [s] bounds the wall-clock time of the whole solve (:mod:`soft_envs.clock`):
+        past it the best point so far is returned (``converged=False`` and ``timed_out=True`` unless
+        it had converged). A tip moment that turns
         the tip by more than half a turn per RK4 step cannot be resolved and raises
         :class:`~soft_envs.exceptions.InvalidParameterError`. Non-convergence returns ``converged=False``
         with ``residual`` the shooting residual of the returned shape under the full load.
         """
-        start = time.perf_counter()
+        start = clock.now()
         F = np.asarray(tip_force, dtype=float).reshape(-1)
         M = np.asarray(tip_moment, dtype=float).reshape(-1)
         if F.shape != (3,) or M.shape != (3,) or not (np.all(np.isfinite(F)) and np.all(np.isfinite(M))):
@@ -272,7 +284,7 @@ class Rod:
                 candidate = self._clamped_candidate(x, done >= 1.0, F, M, tol, steps)
                 if best is None or candidate.key < best.key:
                     best = candidate
-                if candidate.converged or time.perf_counter() > deadline:
+                if candidate.converged or clock.now() > deadline:
                     break
             if not (best.converged and best.stable):  # follow the load from the unloaded rod
                 x, done, it = self._follow_load(linear * self.length, F, M, tol, max_iter, steps, deadline)
@@ -281,8 +293,10 @@ class Rod:
                 if candidate.key < best.key:
                     best = candidate
         c = best
+        timed_out = not c.converged and clock.now() > deadline
         return self.state(c.x / self.length, F, n_steps=steps, residual=c.residual, converged=c.converged,
-                          iterations=total_it, stable=c.stable, potential_energy=c.potential_energy)
+                          iterations=total_it, stable=c.stable, potential_energy=c.potential_energy,
+                          timed_out=timed_out)
 
     def _clamped_candidate(self, x: np.ndarray, converged: bool, F: np.ndarray, M: np.ndarray, tol: float,
                            steps: int) -> _Candidate:
@@ -302,7 +316,7 @@ class Rod:
         """Natural continuation of the load from 0, the first step straight to the full load
         (the step halved when Newton fails). Returns ``(x, load fraction reached, Newton steps)``."""
         total_it, done, inc = 0, 0.0, 1.0
-        while done < 1.0 and time.perf_counter() < deadline:
+        while done < 1.0 and clock.now() < deadline:
             target = min(1.0, done + inc)
             x_new, it, ok, _ = self._newton_clamped(x, target * F, target * M, tol, max_iter, steps, deadline)
             total_it += it
@@ -329,7 +343,7 @@ class Rod:
         x, t, dt, total_it = np.zeros(3), 0.0, 1.0, 0
         tip = np.zeros(11)  # tip state (integrator rows) of the unloaded straight rod
         tip[2], tip[3] = self.length, 1.0
-        while t < 1.0 and time.perf_counter() < deadline:
+        while t < 1.0 and clock.now() < deadline:
             rate = float(np.max(np.abs(tangent)))
             dt = min(dt, 1.0 - t, _FOLLOW_PREDICTOR / rate if rate > 0 else 1.0)
             t1 = 1.0 if dt >= 1.0 - t else t + dt

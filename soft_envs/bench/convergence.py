@@ -1,0 +1,210 @@
+"""Convergence of the soft arms' integration in time (``soft-envs bench convergence``): halving
+studies of the physics step on the PCC arm (``PCCTrack-v0``) and PETER (``PeterReach-v0``), the
+scheme before (no corrector pass: ``M`` and ``C u̇ + G`` at the step's start) and now, which term
+made the old scheme first order, and what the corrector costs in steps/s.
+
+A study runs the same episode at a physics step ``dt₀, dt₀/2, dt₀/4, …`` (the control period
+fixed, ``frame_skip`` scaled; for the PCC arm also the PD + feed-forward law's 5 ms period) and a
+reference at ``dt₀/16``, and compares the true tip paths (float64, one point per ``env.step``):
+the largest distance between the paths of two steps, in % of the reference path's span (the
+largest distance of its points from its start).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from soft_envs.bench import markdown_table
+
+TITLE = "Convergence of the soft arms' integration in time"
+PCC_STEP, PETER_STEP = 5e-3, 1.0 / 120.0  # s, the envs' default physics steps
+PCC_CONTROL, PETER_CONTROL = 0.05, 0.1  # s, the envs' control periods
+PCC_CONTROLLER_PERIOD = 5e-3  # s, the PD + feed-forward law's period, fixed in the study
+REFERENCE_FACTOR = 16  # the reference runs at the default step over this
+
+
+def pcc_path(time_step: float, *, duration: float = 2.0, actuation: str = "pressure",
+             corrector_passes: int | None = None, seed: int = 0,
+             terms_variant: Callable | None = None, **env_kwargs) -> np.ndarray:
+    """The tip path ``(T, 3)`` [m] of ``PCCTrack-v0`` (2 segments, soft physics, from the straight
+    arm at the trajectory's start) tracking its spiral with :class:`PCCTrackingAgent`'s set-points
+    through the PD + feed-forward law every 5 ms, for ``duration`` [s] at physics step ``time_step``.
+
+    ``corrector_passes`` sets the integrator's passes (default: the body's); ``terms_variant(body)``
+    may replace the body's ``configuration_terms`` (the diagnosis of :func:`diagnosis_table`)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the envs)
+    from soft_envs.agents.pcc_control import PCCTrackingAgent
+
+    env = gym.make("soft_envs/PCCTrack-v0", max_episode_steps=100_000, start_straight=True, random_start=False,
+                   actuation=actuation, time_step=time_step, frame_skip=int(round(PCC_CONTROL / time_step)),
+                   controller_period=PCC_CONTROLLER_PERIOD, **env_kwargs)
+    _configure(env.unwrapped.body, corrector_passes, terms_variant)
+    agent = PCCTrackingAgent(env)
+    obs, info = env.reset(seed=seed)
+    agent.reset(obs, info)
+    tips = []
+    for _ in range(int(round(duration / PCC_CONTROL))):
+        obs, _, terminated, _, _ = env.step(agent.act(obs))
+        tips.append(env.unwrapped.tip.copy())
+        if terminated:
+            break
+    env.close()
+    return np.array(tips)
+
+
+def peter_path(time_step: float, *, duration: float = 2.0, payload: float = 0.5, corrector_passes: int | None = None,
+               seed: int = 0, terms_variant: Callable | None = None, **env_kwargs) -> np.ndarray:
+    """The tip path ``(T, 3)`` [m] of ``PeterReach-v0`` (2 modules, soft physics, ``payload`` [kg])
+    under uniformly random actions (seeded by ``seed``) for ``duration`` [s] at physics step ``time_step``."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+
+    env = gym.make("soft_envs/PeterReach-v0", max_episode_steps=100_000, payload=payload, time_step=time_step,
+                   frame_skip=int(round(PETER_CONTROL / time_step)), **env_kwargs)
+    _configure(env.unwrapped.body, corrector_passes, terms_variant)
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    tips = []
+    for _ in range(int(round(duration / PETER_CONTROL))):
+        env.step(rng.uniform(-1.0, 1.0, env.action_space.shape).astype(np.float32))
+        tips.append(env.unwrapped.tip.copy())
+    env.close()
+    return np.array(tips)
+
+
+def _configure(body, corrector_passes: int | None, terms_variant: Callable | None) -> None:
+    if corrector_passes is not None:
+        body.corrector_passes = corrector_passes
+    if terms_variant is not None:
+        body.configuration_terms = terms_variant(body)
+
+
+def halving_study(path: Callable[..., np.ndarray], base_step: float, *, halvings: int = 3,
+                  reference_factor: int = REFERENCE_FACTOR, **kwargs) -> dict:
+    """Run ``path(time_step, **kwargs)`` at ``base_step / 2**k`` (``k = 0 … halvings``) and at
+    ``base_step / reference_factor``; the steps [s], the changes from each step to its half
+    (``halvings`` values) and every step's distance to the reference, in % of the reference's span,
+    and the ratios of successive changes (4 for a second-order scheme, 2 for first order)."""
+    steps = [base_step / 2**k for k in range(halvings + 1)]
+    paths = [path(dt, **kwargs) for dt in steps]
+    reference = path(base_step / reference_factor, **kwargs)
+    span = float(np.linalg.norm(reference - reference[0], axis=1).max())
+
+    def distance(p, q):
+        n = min(len(p), len(q))
+        return float(np.linalg.norm(p[:n] - q[:n], axis=1).max()) / span * 100.0
+
+    changes = [distance(paths[k], paths[k + 1]) for k in range(halvings)]
+    return {"steps": steps, "span": span, "changes": changes,
+            "ratios": [changes[k] / changes[k + 1] for k in range(halvings - 1)],
+            "to_reference": [distance(p, reference) for p in paths], "reference_step": base_step / reference_factor}
+
+
+def halving_rows(study: dict, label: str) -> list[list]:
+    """Table rows of a :func:`halving_study`: step, change to its half, ratio, distance to the reference."""
+    rows = []
+    for k, dt in enumerate(study["steps"]):
+        change = f"{study['changes'][k]:.4f} %" if k < len(study["changes"]) else "—"
+        ratio = f"{study['ratios'][k - 1]:.1f}×" if 0 < k <= len(study["ratios"]) else "—"
+        rows.append([label if k == 0 else "", f"{dt * 1e3:.4g}", change, ratio, f"{study['to_reference'][k]:.4f} %"])
+    return rows
+
+
+HALVING_HEADERS = ["case", "step [ms]", "change to the half step (% span)", "shrink of the change",
+                   "distance to the dt/16 reference (% span)"]
+
+
+def _cases(full: bool) -> list[tuple[str, Callable, float, dict]]:
+    duration = 2.0
+    return [("PCC, configuration actions (chambers)", pcc_path, PCC_STEP, {"duration": duration}),
+            ("PCC, `actuation=\"direct\"`", pcc_path, PCC_STEP, {"duration": duration, "actuation": "direct"}),
+            ("PETER, 0.5 kg payload, random actions", peter_path, PETER_STEP, {"duration": duration})]
+
+
+def halving_table(passes: int | None, full: bool, seed: int) -> str:
+    """The halving studies of every case with ``passes`` corrector passes (None: the default)."""
+    rows = []
+    for label, path, step, kwargs in tqdm(_cases(full), desc=f"halving, passes={passes}", leave=False):
+        study = halving_study(path, step, corrector_passes=passes, seed=seed, **kwargs)
+        rows += halving_rows(study, f"{label} ({study['span'] * 1e3:.1f} mm span)")
+    return markdown_table(HALVING_HEADERS, rows)
+
+
+def _variant(which: str) -> Callable:
+    """``configuration_terms`` that correct only ``which`` ("M" or "G") at the step's end."""
+    def make(body):
+        full = body.configuration_terms
+
+        def terms(u):
+            M, G = full(u)
+            return (M, body.gravity_torque()) if which == "M" else (body.mass_matrix(), G)
+        return terms
+    return make
+
+
+def diagnosis_table(seed: int) -> str:
+    """Which start-of-step term made the old scheme first order: the PCC (chambers) and PETER
+    studies with only ``M`` or only ``G`` corrected at the step's end."""
+    rows = []
+    cases = [("PCC, configuration actions", pcc_path, PCC_STEP), ("PETER, 0.5 kg", peter_path, PETER_STEP)]
+    variants = [("none (before)", {"corrector_passes": 0}), ("M only", {"terms_variant": _variant("M")}),
+                ("G only", {"terms_variant": _variant("G")}), ("M and G (now)", {})]
+    for label, path, step in tqdm(cases, desc="diagnosis", leave=False):
+        for name, kwargs in variants:
+            study = halving_study(path, step, duration=1.0, seed=seed, **kwargs)
+            rows.append([label, name, " / ".join(f"{c:.3f}" for c in study["changes"]),
+                         " / ".join(f"{r:.1f}×" for r in study["ratios"])])
+    return markdown_table(["case (1 s)", "terms at the step's end", "changes per halving (% span)", "shrink"], rows)
+
+
+def step_rates(n_steps: int, seed: int) -> str:
+    """``env.step`` rates (uniform random actions, one process, the same actions) of the scheme
+    before (no corrector pass, PETER at its old 1/240 s step) and now."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+
+    def rate(env_id: str, passes: int | None, **kwargs) -> float:
+        env = gym.make(env_id, max_episode_steps=100_000, **kwargs)
+        _configure(env.unwrapped.body, passes, None)
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+        actions = [env.action_space.sample() for _ in range(n_steps)]
+        cpu = time.process_time()
+        for action in actions:
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+        cpu = time.process_time() - cpu
+        env.close()
+        return n_steps / cpu
+
+    rows = []
+    for label, env_id, before, now in (
+            ("`PCCTrack-v0` (chambers, configuration actions)", "soft_envs/PCCTrack-v0", {}, {}),
+            ("`PeterReach-v0` (soft, 2 modules)", "soft_envs/PeterReach-v0",
+             {"time_step": 1.0 / 240.0}, {})):
+        old, new = rate(env_id, 0, **before), rate(env_id, None, **now)
+        rows.append([label, f"{old:.0f}", f"{new:.0f}", f"{new / old:.2f}"])
+    return markdown_table(["env", "steps/s before (no corrector)", "steps/s now", "now / before"], rows)
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
+    """The convergence section: halving tables before and now, the diagnosis and the step rates."""
+    return (
+        "Halving studies (module `soft_envs.bench.convergence`): the same 2 s episode at the default physics "
+        "step and its halves, the control period fixed (PCC: the set-points of `PCCTrackingAgent` from the "
+        "straight arm, the PD + feed-forward law every 5 ms; PETER: 0.5 kg payload, uniformly random actions, "
+        "halvings from its 1/120 s step in both tables; the old default was 1/240 s), the tip paths compared with a reference at 1/16 of the "
+        "default step. *Before*: `M` and `C u̇ + G` at the step's start (`corrector_passes=0`; the PCC env's "
+        "set-point fix below is in both). *Now*: `M` and `G` corrected at the step's end, `C u̇` at its start.\n\n"
+        "**Before**\n\n" + halving_table(0, full, seed) + "\n\n**Now**\n\n" + halving_table(None, full, seed)
+        + "\n\nWhich term made it first order (1 s episodes):\n\n" + diagnosis_table(seed)
+        + "\n\nSpeed, one process, the same uniformly random actions:\n\n" + step_rates(400 if full else 100, seed))

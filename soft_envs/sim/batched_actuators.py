@@ -1,0 +1,326 @@
+"""The soft arms' actuators and the PCC arm's PD + feed-forward law for ``B`` arms at once:
+:mod:`soft_envs.sim.actuators` and :class:`~soft_envs.sim.pcc_body.PDFeedforward` batched, each
+arm with its own parameters (fill and vent rates, gains, offsets, leaks, regulator lag and
+dead time — what ``realism=`` draws) and its own clock.
+
+Every quantity is a ``(B, …)`` array; times ``now`` are ``(B,)`` (every arm keeps its own time,
+reset by index). A dead time is per arm: :class:`BatchedDeadTime` keeps each arm's pending
+commands in a small queue (grown when needed) and releases, at ``at(now)``, the latest one due
+(``DeadTime``'s rule: a command given at ``t`` acts from the first step starting at or after
+``t + delay``, with the same ``1e-9`` s tolerance). Checked against the single classes in
+``tests/sim/test_batched_actuators.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.pcc_arm import PCCArm
+from soft_envs.sim.actuators import MIN_VENT_RATE
+from soft_envs.sim.batched_arm import _rows
+
+
+def _per_arm(value, B: int, name: str, *, positive: bool = False) -> np.ndarray:
+    v = np.array(np.broadcast_to(np.asarray(value, dtype=float), (B,)))
+    if not np.all(np.isfinite(v)) or np.any(v <= 0 if positive else v < 0):
+        raise InvalidParameterError(f"{name} must be {'> 0' if positive else '>= 0'} and finite; got {value!r}")
+    return v
+
+
+class BatchedDeadTime:
+    """Commands ``(B, n)`` that act ``delay`` ``(B,)`` [s] after they are given (``DeadTime`` batched)."""
+
+    EPS = 1e-9
+
+    def __init__(self, delay: np.ndarray, initial: np.ndarray) -> None:
+        initial = np.asarray(initial, dtype=float)
+        B, n = initial.shape
+        self.delay = _per_arm(delay, B, "delay")
+        self.current = initial.copy()
+        self._values = np.zeros((B, 4, n))
+        self._due = np.full((B, 4), np.inf)
+        self._order = np.zeros((B, 4), dtype=np.int64)
+        self._count = 0
+
+    def set_delay(self, index, delay) -> None:
+        """The dead time [s] of the arms ``index`` (their pending commands are dropped)."""
+        rows = _rows(index, self.current.shape[0])
+        self.delay[rows] = _per_arm(delay, rows.size, "delay")
+        self._due[rows] = np.inf
+
+    def reset(self, index, value: np.ndarray) -> None:
+        """Forget the arms' pending commands; ``value`` acts now."""
+        rows = _rows(index, self.current.shape[0])
+        self.current[rows] = value
+        self._due[rows] = np.inf
+
+    def give(self, value: np.ndarray, now: np.ndarray, mask: np.ndarray | None = None) -> None:
+        """Command ``value`` ``(B, n)`` at times ``now`` ``(B,)`` [s] (to the arms in ``mask``)."""
+        B = self.current.shape[0]
+        mask = np.ones(B, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        value = np.asarray(value, dtype=float)
+        at_once = mask & (self.delay == 0.0)
+        self.current[at_once] = value[at_once]
+        later = np.flatnonzero(mask & (self.delay != 0.0))
+        if later.size == 0:
+            return
+        free = np.isinf(self._due[later])
+        if not free.any(axis=1).all():
+            self._grow()
+            free = np.isinf(self._due[later])
+        slot = free.argmax(axis=1)
+        self._values[later, slot] = value[later]
+        self._due[later, slot] = np.asarray(now, dtype=float)[later] + self.delay[later]
+        self._count += 1
+        self._order[later, slot] = self._count
+
+    def _grow(self) -> None:
+        B, q, n = self._values.shape
+        self._values = np.concatenate((self._values, np.zeros((B, q, n))), axis=1)
+        self._due = np.concatenate((self._due, np.full((B, q), np.inf)), axis=1)
+        self._order = np.concatenate((self._order, np.zeros((B, q), dtype=np.int64)), axis=1)
+
+    def at(self, now: np.ndarray) -> np.ndarray:
+        """The commands acting at times ``now`` ``(B,)`` [s], ``(B, n)``."""
+        due = self._due <= np.asarray(now, dtype=float)[:, None] + self.EPS
+        arms = np.flatnonzero(due.any(axis=1))
+        if arms.size:
+            order = np.where(due[arms], self._order[arms], -1)
+            latest = order.argmax(axis=1)
+            self.current[arms] = self._values[arms, latest]
+            self._due[arms] = np.where(due[arms], np.inf, self._due[arms])
+        return self.current
+
+
+class BatchedPneumaticLegs:
+    """PETER's legs for ``B`` arms (:class:`~soft_envs.sim.actuators.PneumaticLegs` batched).
+
+    Args:
+        n_arms, n_legs: ``B`` and legs per arm (``3N``).
+        rest_length: leg length at zero inflation [m] (eq. 1).
+        fill_rate: growth rate while filling [m/s] (eq. 1; the inflation-time scale).
+        vent_rate: shortening rate while venting [m/s], a number or ``(B,)``.
+        delay: command delay [s], a number or ``(B,)``.
+        instant: rest lengths jump to their targets.
+        allow_slow_venting: accept vent rates below 5 mm/s.
+
+    State: :attr:`lengths` ``(B, 3N)`` [m] (nominal progress) and :attr:`actual_lengths`.
+    """
+
+    def __init__(self, n_arms: int, n_legs: int, *, rest_length: float, fill_rate: float,
+                 vent_rate: float | np.ndarray = 0.010, delay: float | np.ndarray = 0.0, instant: bool = False,
+                 allow_slow_venting: bool = False) -> None:
+        B = int(n_arms)
+        self.rest_length = float(rest_length)
+        self.fill_rate = float(_per_arm(fill_rate, 1, "fill_rate", positive=True)[0])
+        self.vent_rate = _per_arm(vent_rate, B, "vent_rate", positive=True)
+        if np.any(self.vent_rate < MIN_VENT_RATE) and not allow_slow_venting:
+            raise InvalidParameterError(f"vent_rate below {MIN_VENT_RATE * 1e3:g} mm/s needs allow_slow_venting=True")
+        self.instant = bool(instant)
+        self.lengths = np.full((B, int(n_legs)), self.rest_length)
+        self.command_delay = BatchedDeadTime(delay, self.lengths)
+        self.gain = np.ones_like(self.lengths)
+        self.offset = np.zeros_like(self.lengths)
+        self.leak_rate = np.zeros_like(self.lengths)
+        self.perfect = np.ones(B, dtype=bool)
+        self._extension = np.zeros_like(self.lengths)
+
+    def set_imperfections(self, index, gain: np.ndarray, offset: np.ndarray, leak_rate: np.ndarray) -> None:
+        """Per-leg gains [1], offsets [m] and leak rates [m/s] of the arms ``index`` (take effect at
+        their next :meth:`reset`; :meth:`PneumaticLegs.set_imperfections`)."""
+        rows = _rows(index, self.lengths.shape[0])
+        shape = (rows.size, self.lengths.shape[1])
+        values = [np.broadcast_to(np.asarray(v, dtype=float), shape) for v in (gain, offset, leak_rate)]
+        if not all(np.all(np.isfinite(v)) for v in values) or np.any(values[0] <= 0) or np.any(values[2] < 0):
+            raise InvalidParameterError("leg gains must be > 0, leak rates >= 0 [m/s], all finite")
+        self.gain[rows], self.offset[rows], self.leak_rate[rows] = values
+        self.perfect[rows] = (np.all(values[0] == 1.0, axis=1) & ~np.any(values[1], axis=1)
+                              & ~np.any(values[2], axis=1))
+
+    def set_delay(self, index, delay) -> None:
+        """Command delay [s] of the arms ``index`` (pending commands dropped; reset them next)."""
+        self.command_delay.set_delay(index, delay)
+
+    @property
+    def delay(self) -> np.ndarray:
+        return self.command_delay.delay
+
+    @property
+    def actual_lengths(self) -> np.ndarray:
+        """The legs' true rest lengths ``(B, 3N)`` [m]."""
+        return np.where(self.perfect[:, None], self.lengths, self.rest_length + self.offset + self._extension)
+
+    @property
+    def inflation(self) -> np.ndarray:
+        """The legs' true state as inflation times ``(B, 3N)`` [s]."""
+        return (self.actual_lengths - self.rest_length) / self.fill_rate
+
+    def length_of(self, t: np.ndarray) -> np.ndarray:
+        """Eq. 1: ``l(t) = l₀ + v t`` [m]."""
+        return self.rest_length + self.fill_rate * np.asarray(t, dtype=float)
+
+    def reset(self, index, t: np.ndarray) -> None:
+        """The arms' legs at rest at the lengths of inflation times ``t`` [s]; no pending command."""
+        rows = _rows(index, self.lengths.shape[0])
+        self.lengths[rows] = self.length_of(np.broadcast_to(t, (rows.size, self.lengths.shape[1])))
+        self.command_delay.reset(rows, self.lengths[rows])
+        self._extension[rows] = self.gain[rows] * (self.lengths[rows] - self.rest_length)
+
+    def command(self, t: np.ndarray, now: np.ndarray, mask: np.ndarray | None = None) -> None:
+        """Command inflation times ``t`` ``(B, 3N)`` [s] at times ``now`` ``(B,)`` [s]."""
+        self.command_delay.give(self.length_of(t), now, mask)
+
+    def advance(self, dt: float, now: np.ndarray) -> np.ndarray:
+        """Rest lengths ``(B, 3N)`` [m] at ``now + dt`` (:meth:`PneumaticLegs.advance`)."""
+        target = self.command_delay.at(now)
+        if self.instant:
+            change = target - self.lengths
+            self.lengths = target.copy()
+        else:
+            change = np.clip(target - self.lengths, (-self.vent_rate * dt)[:, None], self.fill_rate * dt)
+            self.lengths = self.lengths + change
+        if not self.perfect.all():
+            self._extension = np.maximum(self._extension + self.gain * change - self.leak_rate * dt, 0.0)
+        return self.actual_lengths
+
+
+class BatchedPressureRegulator:
+    """Chamber pressures ``(B, n)`` [Pa] of ``B`` arms (:class:`~soft_envs.sim.actuators.PressureRegulator`
+    batched): bounded set-points through a first-order lag ``time_constant`` ``(B,)`` [s] after a
+    dead time ``delay`` ``(B,)`` [s]. :attr:`saturated` ``(B,)``: the last set-point was clipped."""
+
+    def __init__(self, n_arms: int, n: int, *, max_pressure: float, time_constant: float | np.ndarray = 0.01,
+                 delay: float | np.ndarray = 0.0) -> None:
+        B = int(n_arms)
+        if not np.isfinite(max_pressure) or max_pressure <= 0:
+            raise InvalidParameterError(f"max_pressure must be > 0 Pa; got {max_pressure!r}")
+        self.max_pressure = float(max_pressure)
+        self.time_constant = _per_arm(time_constant, B, "time_constant")
+        self.pressures = np.zeros((B, int(n)))
+        self.saturated = np.zeros(B, dtype=bool)
+        self.setpoint = BatchedDeadTime(delay, self.pressures)
+
+    def set_delay(self, index, delay) -> None:
+        """Dead time [s] of the arms ``index`` (pending set-points dropped; reset them next)."""
+        self.setpoint.set_delay(index, delay)
+
+    def reset(self, index, pressures: np.ndarray) -> None:
+        """The arms' pressures at ``pressures`` [Pa] (clipped), held; no pending set-point."""
+        rows = _rows(index, self.pressures.shape[0])
+        p = np.clip(np.broadcast_to(np.asarray(pressures, dtype=float), (rows.size, self.pressures.shape[1])),
+                    -self.max_pressure, self.max_pressure)
+        self.pressures[rows] = p
+        self.setpoint.reset(rows, p)
+
+    def command(self, setpoint: np.ndarray, now: np.ndarray, mask: np.ndarray | None = None) -> None:
+        """Set-points ``(B, n)`` [Pa] given at ``now`` ``(B,)`` [s] to the arms in ``mask``, clipped."""
+        setpoint = np.asarray(setpoint, dtype=float)
+        clipped = np.clip(setpoint, -self.max_pressure, self.max_pressure)
+        mask = np.ones(setpoint.shape[0], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        self.saturated = np.where(mask, np.any(clipped != setpoint, axis=1), self.saturated)
+        self.setpoint.give(clipped, now, mask)
+
+    def acting(self, now: np.ndarray) -> np.ndarray:
+        """Pressures ``(B, n)`` [Pa] at the start of the step from ``now`` ``(B,)`` [s]: :attr:`pressures`,
+        or for arms with no lag the set-point acting at ``now`` (:meth:`PressureRegulator.acting`)."""
+        lagged = self.time_constant > 0.0
+        if lagged.all():
+            return self.pressures
+        return np.where(lagged[:, None], self.pressures, self.setpoint.at(now))
+
+    def advance(self, dt: float, now: np.ndarray) -> np.ndarray:
+        """Pressures ``(B, n)`` [Pa] at ``now + dt`` (exact response to the set-points acting at ``now``)."""
+        target = self.setpoint.at(now)
+        lagged = self.time_constant > 0.0
+        decay = np.exp(-dt / np.where(lagged, self.time_constant, 1.0))[:, None]
+        self.pressures = np.where(lagged[:, None], target + (self.pressures - target) * decay, target)
+        return self.pressures
+
+
+class BatchedPDFeedforward:
+    """The paper's PD + feed-forward law for ``B`` PCC arms (:class:`~soft_envs.sim.pcc_body.PDFeedforward`
+    batched; the same arguments, shared by the batch). The body's per-arm payload minus
+    ``known_payload`` is the unknown tip mass the law's model leaves out."""
+
+    def __init__(self, model: PCCArm, kp: float = 80.0, kv: float = 3.0, *, compensate_damping: bool = True,
+                 stiffness_error: float = 0.0, known_payload: float = 0.0) -> None:
+        from soft_envs.sim.pcc_body import PDFeedforward
+
+        self._single = PDFeedforward(model, kp, kv, compensate_damping=compensate_damping,
+                                     stiffness_error=stiffness_error, known_payload=known_payload)
+        self.model = model
+        self.kp, self.kv = self._single.kp, self._single.kv
+        self.compensate_damping = self._single.compensate_damping
+        self.stiffness_error, self.known_payload = self._single.stiffness_error, self._single.known_payload
+
+    def _segments(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        s = np.asarray(u, dtype=float).reshape(-1, self.model.n_segments, self.model.per_segment)
+        return s, self.model.segment_lengths + s[..., 0]
+
+    def state(self, u: np.ndarray) -> np.ndarray:
+        """``q = h(u)`` ``(B, n)``: ``(ΔL/L, a/ℓ, b/ℓ)`` per segment."""
+        s, ell = self._segments(u)
+        q = s / ell[..., None]
+        q[..., 0] = s[..., 0] / self.model.segment_lengths
+        return q.reshape(s.shape[0], -1)
+
+    def state_rate(self, u: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``q̇ = H u̇`` ``(B, n)``."""
+        s, ell = self._segments(u)
+        v = np.asarray(w, dtype=float).reshape(s.shape)
+        rate = (v - s * (v[..., :1] / ell[..., None])) / ell[..., None]
+        rate[..., 0] = v[..., 0] / self.model.segment_lengths
+        return rate.reshape(s.shape[0], -1)
+
+    def smooth_acceleration(self, u: np.ndarray, w: np.ndarray, q_acc: np.ndarray) -> np.ndarray:
+        """``ü = H⁻¹ (q̈ − Ḣ u̇)`` ``(B, n)``."""
+        s, ell = self._segments(u)
+        v = np.asarray(w, dtype=float).reshape(s.shape)
+        qa = np.asarray(q_acc, dtype=float).reshape(s.shape)
+        ldot = v[..., :1]
+        hdot_w = (-2.0 * v * ldot + 2.0 * s * ldot**2 / ell[..., None]) / ell[..., None] ** 2
+        out = np.empty_like(s)
+        out[..., 0] = self.model.segment_lengths * qa[..., 0]
+        out[..., 1:] = ell[..., None] * (qa[..., 1:] - hdot_w[..., 1:]) + s[..., 1:] * (out[..., :1] / ell[..., None])
+        return out.reshape(s.shape[0], -1)
+
+    def torque_smooth(self, body, u_d: np.ndarray, *, include_damping: bool = False) -> np.ndarray:
+        """Generalised actuation ``τ`` ``(B, n)`` for the set-points ``u_d`` ``(B, n)`` (smooth coordinates)
+        of a :class:`~soft_envs.sim.batched_bodies.BatchedPCCBody` (:meth:`PDFeedforward.torque_smooth`)."""
+        u, w = body.state.u, body.state.w
+        q_acc = -self.kv * self.state_rate(u, w) - self.kp * (self.state(u) - self.state(u_d))
+        u_acc = self.smooth_acceleration(u, w, q_acc)
+        M, G_d = body.mass_matrix(), body.gravity_torque(u_d)
+        unknown = body.payload - self.known_payload
+        if np.any(unknown):
+            M, G_d = self._without_payload(unknown, u, u_d, M, G_d, body.gravity)
+        tau = np.einsum("bij,bj->bi", M, u_acc) + body.coriolis() + (1 + self.stiffness_error) * \
+            body.elastic_torque(u_d) + G_d
+        if include_damping and self.compensate_damping:
+            tau = tau + body.damping_torque()
+        return tau
+
+    def _without_payload(self, mass: np.ndarray, u: np.ndarray, u_d: np.ndarray, M: np.ndarray, G_d: np.ndarray,
+                         gravity: float) -> tuple[np.ndarray, np.ndarray]:
+        """``M`` and ``G(u_d)`` without tip point masses ``mass`` ``(B,)`` (``m JᵀJ``, ``m g ∂z/∂u``)."""
+        rows = np.flatnonzero(mass)
+        J = self._tip_jacobian(u[rows])
+        J_d = self._tip_jacobian(u_d[rows])
+        M, G_d = M.copy(), G_d.copy()
+        m = mass[rows]
+        M[rows] -= m[:, None, None] * np.einsum("bki,bkj->bij", J, J)
+        G_d[rows] -= (m * gravity)[:, None] * J_d[:, 2]
+        return M, G_d
+
+    def _tip_jacobian(self, u: np.ndarray) -> np.ndarray:
+        """``d tip / d u`` ``(k, 3, n)`` of the arm's kinematics (:meth:`PCCArm.smooth_kinematics`)."""
+        model = self.model
+        s = u.reshape(u.shape[0], model.n_segments, model.per_segment)
+        if model.planar:
+            s = np.concatenate((s, np.zeros(s.shape[:-1] + (1,))), axis=-1)
+        _, jac, _ = model._kinematics.series(s, with_jacobian=True)
+        if model.planar:
+            keep = np.sort(np.concatenate((np.arange(model.n_segments) * 3, np.arange(model.n_segments) * 3 + 1)))
+            jac = jac[..., keep]
+        return jac

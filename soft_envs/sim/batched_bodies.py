@@ -1,0 +1,215 @@
+"""PETER and the PCC arm on the batched soft-arm core: :class:`SoftPeterBody` and :class:`PCCBody`
+for ``B`` arms, each with its own parameters (what ``realism=`` draws).
+
+:class:`BatchedSoftPeter` — per arm: leg radius, module mass and leg stiffness (a
+:class:`~soft_envs.robots.Peter` per arm, :meth:`~BatchedSoftPeter.set_model`), payload, base
+tilt. The legs-to-arc map depends on the radius, so it is kept per arm.
+:class:`BatchedPCCBody` — per arm: segment mass, payload, stiffness; :meth:`~BatchedPCCBody.model_violation`
+is ``PCCTrackEnv.model_violation`` for every arm (a reason code, :data:`VIOLATIONS`).
+
+Both are checked step for step against the single PyBullet bodies in ``tests/sim/test_batched_arm.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.pcc_arm import PCCArm
+from soft_envs.robots.peter import Peter
+from soft_envs.sim.batched_arm import BatchedSoftArm, _rows
+from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS as PCC_RAYLEIGH_STIFFNESS
+from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS as PETER_RAYLEIGH_STIFFNESS
+from soft_envs.sim.soft_arm import SectionMap
+
+#: ``BatchedPCCBody.model_violation`` codes (0: valid) and the reasons ``PCCTrackEnv`` gives.
+VIOLATIONS = (None, "the state is not finite", "a segment bent by more than 180°: beyond the PCC model",
+              "a segment stretched by more than half its length: beyond the PCC model",
+              "a rate above 1e4 /s: the arm is driven beyond its model")
+
+
+class BatchedSoftPeter(BatchedSoftArm):
+    """``B`` PETER arms with compliant legs (:class:`~soft_envs.sim.peter_soft.SoftPeterBody` batched).
+
+    Args:
+        model: the nominal arm (its PCC realisation is simulated).
+        n_arms: ``B``.
+        payload: tip mass [kg] of every arm (per arm: :meth:`set_model`).
+        gravity, rayleigh_mass, rayleigh_stiffness, base_orientation: as :class:`BatchedSoftArm`.
+    """
+
+    def __init__(self, model: Peter, n_arms: int, *, payload: float = 0.0, gravity: float = STANDARD_GRAVITY,
+                 rayleigh_mass: float = 0.0, rayleigh_stiffness: float = PETER_RAYLEIGH_STIFFNESS,
+                 base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0)) -> None:
+        self.model = model.with_kinematics("pcc")
+        self.reference_length = self.model.leg_length_at_rest
+        n = self.model.n_modules
+        sections = SectionMap(self.model.links_per_module, np.full(n, self.reference_length), chord=True)
+        super().__init__(self.model.chain(payload), sections, self.model.stiffness().ravel(), n_arms,
+                         gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
+                         base_orientation=base_orientation)
+        self.payload = np.full(self.n_arms, float(payload))
+        #: Per-arm ``(L, a, b) = Q l`` of each module's legs, ``(B, 3, 3)`` (depends on the radius).
+        self.legs_to_arc = np.tile(self.model._q_from_l, (self.n_arms, 1, 1))
+        self.radius = np.full(self.n_arms, self.model.radius)
+
+    def set_model(self, index, models: Peter | list[Peter], payload: float | np.ndarray = 0.0) -> None:
+        """Simulate ``models`` (one, or one per arm of ``index``) with ``payload`` [kg]: the same arm
+        with another leg radius, module mass or leg stiffness (:meth:`SoftPeterBody.set_model`)."""
+        rows = _rows(index, self.n_arms)
+        models = [models] * rows.size if isinstance(models, Peter) else list(models)
+        if len(models) != rows.size:
+            raise InvalidParameterError(f"one model, or one per arm of the index ({rows.size}); got {len(models)}")
+        payloads = np.broadcast_to(np.asarray(payload, dtype=float), (rows.size,))
+        mine = self.model
+        chains = []
+        for row, model, load in zip(rows.tolist(), models, payloads.tolist(), strict=False):
+            model = model.with_kinematics("pcc")
+            if (model.n_modules, model.links_per_module, model.leg_length_at_rest, model.gap) != \
+                    (mine.n_modules, mine.links_per_module, mine.leg_length_at_rest, mine.gap):
+                raise InvalidParameterError("set_model takes the same arm with other radius, mass or stiffness")
+            self.params.stiffness[row] = model.stiffness().ravel()
+            self.legs_to_arc[row] = model._q_from_l
+            self.radius[row] = model.radius
+            self.payload[row] = load
+            chains.append(model.chain(load))
+        self.set_link_dynamics(rows, chains)
+
+    def arc_of_legs(self, legs: np.ndarray, index=None) -> np.ndarray:
+        """Smooth coordinates ``u`` ``(k, n)`` of leg lengths ``(k, 3N)`` [m] of the arms ``index``."""
+        rows = _rows(index, self.n_arms)
+        legs = np.asarray(legs, dtype=float).reshape(rows.size, self.model.n_modules, 3)
+        arc = np.einsum("bij,bmj->bmi", self.legs_to_arc[rows], legs)
+        arc[:, :, 0] -= self.reference_length
+        return arc.reshape(rows.size, -1)
+
+    def legs_of_arc(self, u: np.ndarray, index=None) -> np.ndarray:
+        """Leg lengths ``(k, 3N)`` [m] of smooth coordinates ``u`` ``(k, n)`` of the arms ``index``."""
+        rows = _rows(index, self.n_arms)
+        arc = np.array(u, dtype=float).reshape(rows.size, self.model.n_modules, 3)
+        arc[:, :, 0] += self.reference_length
+        angles = self.model.leg_angles
+        r = self.radius[rows][:, None, None]
+        return (arc[..., :1] - r * (arc[..., 1:2] * np.cos(angles) + arc[..., 2:3] * np.sin(angles))).reshape(
+            rows.size, -1)
+
+    rest_of_legs = arc_of_legs
+
+    def reset_inflation(self, index, t: np.ndarray) -> None:
+        """The arms ``index`` at rest with every leg at its rest length for inflation times ``t``
+        ``(3N,)`` or ``(k, 3N)`` [s] (:meth:`SoftPeterBody.reset`)."""
+        rows = _rows(index, self.n_arms)
+        t = np.broadcast_to(np.asarray(t, dtype=float), (rows.size, self.n_dof))
+        for row in t:
+            self.model.check_configuration(row)
+        legs = self.model.leg_length_at_rest + self.model.leg_rate * t
+        u = self.arc_of_legs(legs, rows)
+        self.reset(rows, u, reference=np.zeros(3 * self.model.n_modules), rest=u)
+
+    def leg_lengths(self) -> np.ndarray:
+        """Current (deflected) leg lengths ``(B, 3N)`` [m]."""
+        return self.legs_of_arc(self.state.u)
+
+
+class BatchedPCCBody(BatchedSoftArm):
+    """``B`` PCC arms (:class:`~soft_envs.sim.pcc_body.PCCBody` batched).
+
+    Args:
+        model: the arm (3-D or planar).
+        n_arms: ``B``.
+        payload: tip mass [kg] of every arm (per arm: :meth:`set_model`).
+        gravity, rayleigh_mass, rayleigh_stiffness, base_orientation: as :class:`BatchedSoftArm`.
+    """
+
+    def __init__(self, model: PCCArm, n_arms: int, *, gravity: float = STANDARD_GRAVITY, rayleigh_mass: float = 0.0,
+                 rayleigh_stiffness: float = PCC_RAYLEIGH_STIFFNESS, payload: float = 0.0,
+                 base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0)) -> None:
+        self.model = model
+        sections = SectionMap(model.links_per_segment, model.segment_lengths, planar=model.planar)
+        super().__init__(model.chain(payload), sections, self.stiffness_of(model), n_arms, gravity=gravity,
+                         rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
+                         base_orientation=base_orientation)
+        self.payload = np.full(self.n_arms, float(payload))
+        self._max_stretch = 0.5 * model.segment_lengths
+
+    @staticmethod
+    def stiffness_of(model: PCCArm) -> np.ndarray:
+        """``K``'s diagonal of ``model`` in the smooth coordinates (as :class:`PCCBody`)."""
+        k = model.stiffness()
+        return k[:, :2].ravel() if model.planar else np.stack((k[:, 0], k[:, 1], k[:, 1]), axis=-1).ravel()
+
+    def set_model(self, index, models: PCCArm | list[PCCArm], payload: float | np.ndarray = 0.0) -> None:
+        """Simulate ``models`` (one, or one per arm of ``index``) with ``payload`` [kg]: the same arm with
+        another segment mass (:meth:`PCCBody.set_model`; the stiffness is kept)."""
+        rows = _rows(index, self.n_arms)
+        models = [models] * rows.size if isinstance(models, PCCArm) else list(models)
+        if len(models) != rows.size:
+            raise InvalidParameterError(f"one model, or one per arm of the index ({rows.size}); got {len(models)}")
+        payloads = np.broadcast_to(np.asarray(payload, dtype=float), (rows.size,))
+        mine = self.model
+        for model in models:
+            if (model.n_segments, model.links_per_segment, model.planar) != \
+                    (mine.n_segments, mine.links_per_segment, mine.planar) or \
+                    not np.array_equal(model.segment_lengths, mine.segment_lengths):
+                raise InvalidParameterError("set_model takes the same arm with another mass")
+        self.payload[rows] = payloads
+        chains = [model.chain(load) for model, load in zip(models, payloads.tolist(), strict=True)]
+        self.set_link_dynamics(rows, chains)
+
+    def reset_configuration(self, index, c: np.ndarray, velocity: np.ndarray | None = None) -> None:
+        """The arms ``index`` in configurations ``c`` (``(ΔL, θ, φ)`` per segment, the given ``(θ, φ)``
+        kept) at rest or with smooth-coordinate rates ``velocity`` (:meth:`PCCBody.reset`)."""
+        rows = _rows(index, self.n_arms)
+        c = np.broadcast_to(np.asarray(c, dtype=float), (rows.size, self.n_dof))
+        c = self.model.check_configuration(np.array(c))
+        u = self.model.to_smooth(c)
+        reference = None if self.model.planar else c
+        self.reset(rows, u, velocity, reference=reference)
+
+    @property
+    def configuration(self) -> np.ndarray:
+        """``(ΔL, θ, φ)`` per segment ``(B, n)`` (``φ`` wrapped into ``[−π, π]``; planar ``(ΔL, θ)``)."""
+        if self.model.planar:
+            return self.state.u.copy()
+        c = self.state.c.copy()
+        c[:, 2::3] = np.angle(np.exp(1j * c[:, 2::3]))
+        return c
+
+    @property
+    def pcc_state(self) -> np.ndarray:
+        """The paper's state ``(ε, κx, κy)`` per segment ``(B, n)`` (planar ``(ε, κ)``)."""
+        return self.model.pcc_state(self.configuration)
+
+    def model_violation(self, u: np.ndarray | None = None, w: np.ndarray | None = None) -> np.ndarray:
+        """Per arm, the first reason the state is outside the PCC model's validity as an index of
+        :data:`VIOLATIONS` (0: valid), in ``PCCTrackEnv.model_violation``'s order."""
+        u = self.state.u if u is None else np.asarray(u, dtype=float)
+        w = self.state.w if w is None else np.asarray(w, dtype=float)
+        per = self.model.per_segment
+        s = u.reshape(u.shape[0], self.model.n_segments, per)
+        finite = np.isfinite(u).all(axis=1) & np.isfinite(w).all(axis=1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            bend = np.abs(s[..., 1]) if per == 2 else np.hypot(s[..., 1], s[..., 2])
+            # per segment, the bend test comes before the stretch test (the single env's loop)
+            bent = bend > np.pi
+            stretched = np.abs(s[..., 0]) > self._max_stretch
+            first_bent = np.where(bent.any(axis=1), bent.argmax(axis=1), np.inf)
+            first_stretched = np.where(stretched.any(axis=1), stretched.argmax(axis=1), np.inf)
+            fast = np.abs(w).max(axis=1) > 1e4
+        code = np.zeros(u.shape[0], dtype=np.int64)
+        code[fast] = 4
+        code[first_stretched < np.inf] = 3
+        code[(first_bent < np.inf) & (first_bent <= first_stretched)] = 2
+        code[~finite] = 1
+        return code
+
+    def violation_reason(self, code: int, u: np.ndarray) -> str | None:
+        """The single env's ``termination_reason`` text of ``code`` for one arm's ``u`` ``(n,)``."""
+        if code != 2:
+            return VIOLATIONS[code]
+        per = self.model.per_segment
+        s = np.asarray(u, dtype=float).reshape(self.model.n_segments, per)
+        bend = np.abs(s[:, 1]) if per == 2 else np.hypot(s[:, 1], s[:, 2])
+        first = float(bend[np.argmax(bend > np.pi)])
+        return f"a segment bent by {np.degrees(first):.0f}° > 180°: beyond the PCC model"
