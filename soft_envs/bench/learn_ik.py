@@ -163,7 +163,7 @@ def _identification_table(runs: list[dict[str, Any]], size: int) -> str:
         truth = np.concatenate([np.atleast_1d(r["truth"][name]) for r in runs]) * scale
         spread = truth.std()
         rows.append([f"`{name}` [{unit}]", f"{np.mean(np.abs(fitted - truth)):.3g}", f"{spread:.3g}",
-                     f"{np.corrcoef(fitted, truth)[0, 1]:.3f}" if spread > 0 else "—"])
+                     f"{np.corrcoef(fitted, truth)[0, 1]:.3f}" if spread > 0 and fitted.std() > 0 else "—"])
     return (f"What the calibration identifies ({size} samples, every robot): the fitted parameters against the "
             "robot's drawn ones, as the calibrated model has them (gains times the supply's, the length the leaks "
             "take by 5 s after the valves open, loads — the module masses lumped at the module tops plus the "
