@@ -223,7 +223,10 @@ def _run_jobs(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
     if workers == 1:
         return [robot_run(**job) for job in tqdm(jobs, desc="learn-ik robots", leave=False)]
     with mp.get_context("spawn").Pool(workers) as pool:
-        return list(tqdm(pool.imap(_robot_run_job, jobs), total=len(jobs), desc="learn-ik robots", leave=False))
+        results = list(tqdm(pool.imap(_robot_run_job, jobs), total=len(jobs), desc="learn-ik robots", leave=False))
+        pool.close()
+        pool.join()
+    return results
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
