@@ -133,7 +133,7 @@ def _stats(values_m: np.ndarray, digits: int = 2) -> str:
 
 def _plot(sizes, curves: dict[str, tuple[np.ndarray, np.ndarray]], flat: dict[str, float], plot_dir: str) -> str:
     plt = pyplot()
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     fig, ax = plt.subplots(figsize=(7.4, 3.9))
     for (name, (mean, p95)), colour in zip(curves.items(), ("C0", "C1"), strict=False):
@@ -145,6 +145,7 @@ def _plot(sizes, curves: dict[str, tuple[np.ndarray, np.ndarray]], flat: dict[st
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
     ax.set_xlabel("samples of the robot")
     ax.set_ylabel("open-loop error [mm]")
