@@ -16,7 +16,9 @@ Jordan and Rumelhart's *distal teacher* (Cognitive Science 16, 1992):
    network's: TRR's from the middle of the bounds). ``f``'s gradient is its analytic Jacobian.
 
 Inference stays numpy (the result is a plain :class:`~soft_envs.agents.nn.NeuralIK`); the
-recipe and its figures are in the new network's ``metadata["finetune"]``.
+recipe and its figures are in the new network's ``metadata["finetune"]``. Use its prediction
+as it is (``NeuralReachAgent(env, net, refine=False)``): the hybrid's TRR refinement runs on the
+kinematic model, which is not the robot, and would undo what the network learnt.
 """
 
 from __future__ import annotations
