@@ -11,6 +11,7 @@ split at 0.6 cm).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from soft_envs.agents.ik.newton import legs_solve
 from soft_envs.exceptions import InvalidParameterError
@@ -18,7 +19,7 @@ from soft_envs.geometry import rpy_to_matrix
 from soft_envs.robots.quadruped import Quadruped
 
 
-def body_pose_foot_targets(robot: Quadruped, rpy: np.ndarray, translation: np.ndarray = (0.0, 0.0, 0.0),
+def body_pose_foot_targets(robot: Quadruped, rpy: np.ndarray, translation: ArrayLike = (0.0, 0.0, 0.0),
                            height: float | None = None) -> np.ndarray:
     """``(4, 3)`` foot targets [m] in the leg base frames for a body pose (eq. 5).
 
@@ -49,7 +50,7 @@ def _rotation_y(angles: np.ndarray) -> np.ndarray:
     return out
 
 
-def foot_orientations(robot: Quadruped, q: np.ndarray, rpy: np.ndarray = (0.0, 0.0, 0.0)) -> np.ndarray:
+def foot_orientations(robot: Quadruped, q: np.ndarray, rpy: ArrayLike = (0.0, 0.0, 0.0)) -> np.ndarray:
     """``(4, 3, 3)`` orientation of each foot (rigid with its shin) for body ``rpy`` [rad] and
     joints ``q`` (4, 3): ``R_body · Rx(−side · q0) · Ry(q1 + q2)`` (the URDF's joint axes)."""
     q = np.asarray(q, dtype=float).reshape(4, 3)
@@ -94,7 +95,7 @@ class BodyPoseController:
     """
 
     def __init__(self, env, *, rate: float = 0.4, integral_gain: float = 2.0,
-                 translation: np.ndarray = (0.0, 0.0, 0.0), roll_feet: bool = True, iterations: int = 5,
+                 translation: ArrayLike = (0.0, 0.0, 0.0), roll_feet: bool = True, iterations: int = 5,
                  max_step: float = 0.006) -> None:
         if not (rate > 0 and integral_gain >= 0):
             raise InvalidParameterError("rate must be > 0 [rad/s] and integral_gain >= 0")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from soft_envs.agents.ik.result import IKResult
 from soft_envs.agents.ik.sqp import sqp
 from soft_envs.exceptions import InvalidParameterError
 
@@ -59,7 +60,7 @@ class PCCTrackingAgent:
         self.feedback_gain, self.max_correction = float(feedback_gain), float(max_correction)
         self.sqp_options = sqp_options
         self._correction = np.zeros(3)
-        self.last_result = None
+        self.last_result: IKResult | None = None
         self._solution: np.ndarray | None = None
         self._goal: np.ndarray | None = None
 
@@ -84,8 +85,8 @@ class PCCTrackingAgent:
         options = dict(self.sqp_options)
         if self.tip_angle is not None:
             options.setdefault("tip_angle", self.tip_angle)
-        self.last_result = sqp(self.model, target, self._solution, **options)
-        self._solution = self.last_result.solution
+        result = sqp(self.model, target, self._solution, **options)
+        self.last_result, self._solution = result, result.solution
         return self.env.model_to_action(self._solution)
 
 
@@ -99,7 +100,7 @@ def track(env, agent: PCCTrackingAgent, n_steps: int, seed: int = 0) -> dict[str
         desired.append(obs[3:6].astype(float))
         tracked.append(obs[0:3].astype(float))
         errors.append(info["tracking_error"])
-        ik_errors.append(agent.last_result.error)
+        ik_errors.append(agent.last_result.error if agent.last_result is not None else np.nan)
         if terminated or truncated:
             break
     return {"desired": np.array(desired), "tracked": np.array(tracked), "errors": np.array(errors),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from soft_envs.agents.ik.result import IKResult
 from soft_envs.agents.ik.trust_region import trr
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import KinematicModel
@@ -51,7 +52,7 @@ class TRRReachAgent:
         self.settle_speed = settle_speed
         self.hold_time = hold_time
         self.trr_options = trr_options
-        self.last_result = None
+        self.last_result: IKResult | None = None
         self._goal: np.ndarray | None = None
         self._aim: np.ndarray | None = None
         self._solution: np.ndarray | None = None
@@ -63,8 +64,8 @@ class TRRReachAgent:
         self._since_plan = 0.0
 
     def _plan(self, aim: np.ndarray) -> None:
-        self.last_result = trr(self.model, aim, self._solution, **self.trr_options)
-        self._aim, self._solution = aim, self.last_result.solution
+        result = trr(self.model, aim, self._solution, **self.trr_options)
+        self.last_result, self._aim, self._solution = result, aim, result.solution
         self._since_plan = 0.0
 
     @staticmethod

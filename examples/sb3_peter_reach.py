@@ -86,9 +86,12 @@ def main() -> None:
 
 
 def _has_progress_bar() -> bool:
+    """SB3's bar (rich + tqdm), only on a terminal, as the package's own bars."""
     import importlib.util
+    import sys
 
-    return importlib.util.find_spec("rich") is not None and importlib.util.find_spec("tqdm") is not None
+    installed = importlib.util.find_spec("rich") is not None and importlib.util.find_spec("tqdm") is not None
+    return installed and sys.stderr.isatty()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ with _quiet_native_output():  # PyBullet prints its build banner on import
 
 from soft_envs.envs import register_all as _register_all  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = "0.4.0.dev0"  # the one place the version is written (pyproject reads it); CHANGELOG.md
 
 ENV_IDS = _register_all()
 

@@ -51,7 +51,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import soft_envs
-
     from soft_envs.trajectories import TRAJECTORIES
 
     print("Environments (gym.make(id, **variant)):")
@@ -100,6 +99,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from soft_envs.demos import DEMOS
     from soft_envs.sim.bullet import has_display
 
+    if args.gallery:
+        from soft_envs.demos import write_gallery
+
+        for path, size in write_gallery(args.gallery, seed=args.seed).items():
+            print(f"wrote {path} ({size / 1e3:.0f} kB)")
+        return 0
     if args.name not in DEMOS:
         print(f"unknown demo {args.name!r}; choose from {', '.join(DEMOS)}", file=sys.stderr)
         return 2
@@ -131,9 +136,25 @@ def _cmd_train_rl(args: argparse.Namespace) -> int:
     return train_rl.main(args)
 
 
+def _tasks_text() -> str:
+    """Every evaluation task with its environment and its controllers (``evaluate --help`` and ``--list``)."""
+    from soft_envs import evaluate as ev
+
+    lines = ["tasks (env and keywords) and their controllers:"]
+    for task in ev.TASKS.values():
+        kwargs = " ".join(f"{k}={v}" for k, v in task.kwargs)
+        lines.append(f"  {task.name:20s} {task.env_id.split('/')[-1]} {kwargs}".rstrip())
+        lines.append(f"  {'':20s}   controllers: {', '.join(task.controllers)}")
+    lines.append(f"presets: {', '.join(ev.PRESETS)}; any task also takes a Stable-Baselines3 policy, sb3:ALGO:PATH")
+    return "\n".join(lines)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from soft_envs import evaluate as ev
 
+    if args.list:
+        print(_tasks_text())
+        return 0
     jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or tuple(ev.PRESETS),
                        episodes=args.episodes, seed=args.seed, learn_samples=args.learn_samples)
     result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray)
@@ -149,14 +170,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from soft_envs import __version__
+
     parser = argparse.ArgumentParser(prog="soft-envs", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="list environments, benchmarks and demos").set_defaults(func=_cmd_list)
 
     b = sub.add_parser("bench", help="compare the IK controllers with the papers' figures")
     b.add_argument("names", nargs="*", help="benches to run (default: peter nn; 'all' for every one)")
-    b.add_argument("--full", action="store_true", help="the papers' sizes (e.g. 1000 targets) instead of small defaults")
+    b.add_argument("--full", action="store_true",
+                   help="the papers' sizes (e.g. 1000 targets) instead of small defaults")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--update", metavar="FILE", help="rewrite this bench's section of FILE (e.g. BENCHMARKS.md)")
     b.add_argument("--plot", metavar="DIR", help="also write figures (needs the 'plot' extra)")
@@ -170,10 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--output", help="write frames here (.gif or .mp4) instead of opening a window")
     d.add_argument("--frame-time", type=float, default=0.05, help="seconds per frame in the file")
+    d.add_argument("--gallery", metavar="DIR", help="write the README's pictures instead: every demo as a looping "
+                   "GIF (DIR/demos/NAME.gif, at most 1 MB) and the sim-to-real figure from BENCHMARKS.md")
     d.set_defaults(func=_cmd_demo)
 
-    e = sub.add_parser("evaluate", help="run controllers through env.step over seeded episodes and compare them")
-    e.add_argument("--tasks", nargs="*", help="tasks (default: every one; see soft_envs.evaluate.TASKS)")
+    e = sub.add_parser("evaluate", help="run controllers through env.step over seeded episodes and compare them",
+                       epilog=_tasks_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("--list", action="store_true", help="list the tasks and their controllers, then exit")
+    e.add_argument("--tasks", nargs="*", help="tasks (default: every one; listed below)")
     e.add_argument("--controllers", nargs="*",
                    help="controllers (default: each task's own); a Stable-Baselines3 policy as sb3:ALGO:PATH")
     e.add_argument("--presets", nargs="*", help="realism presets (default: every one: ideal, realistic)")

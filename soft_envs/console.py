@@ -1,4 +1,7 @@
-"""Console hygiene: keep PyBullet's C-level banners out of the user's output.
+"""Console hygiene: PyBullet's C-level banners kept out of the user's output; progress bars.
+
+Progress bars (:func:`progress`, the one place the package makes a tqdm bar) go to ``stderr``
+and show only when ``stderr`` is a terminal, so piped or logged output stays clean.
 
 PyBullet's C++ code prints with ``printf`` straight to file descriptor 1: its build banner on
 import, ``argv[0]=`` on connect, ``PyBullet: Constraint Solver: MLCP + Dantzig`` and
@@ -19,10 +22,25 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
+
+
+def progress(iterable: Any = None, *, enabled: bool = True, **kwargs: Any):
+    """A tqdm progress bar over ``iterable`` (or a manual one with ``total=``) on ``stderr``.
+
+    Shown only when ``enabled`` and ``stderr`` is a terminal (tqdm's ``disable=None``): a pipe, a
+    log file or a test run gets no bar. ``kwargs`` go to ``tqdm`` (``desc``, ``total``, ``leave``…).
+    """
+    from tqdm import tqdm
+
+    kwargs.setdefault("file", sys.stderr)
+    return tqdm(iterable, disable=None if enabled else True, **kwargs)
+
 
 #: Lines PyBullet prints that carry no information for a user.
 NOISE = re.compile(r"^(pybullet build time:.*|argv\[\d+\]=.*|PyBullet: Constraint Solver:.*|switched solver)\s*$")
 
+_LIBC: ctypes.CDLL | None
 _LOCK = threading.RLock()  # the descriptor is process-wide: one redirection at a time
 try:
     _LIBC = ctypes.CDLL(None)

@@ -1,16 +1,23 @@
 """Demos behind ``soft-envs demo``: a controller acting in a registered environment.
 
 Harness code on top of the layers (it uses the env registry and the agents). Each demo takes
-``(render_mode, steps, seed)`` and returns the ``rgb_array`` frames (none in a GUI window).
+``(render_mode, steps, seed, **env_kwargs)`` and returns the ``rgb_array`` frames (none in a GUI
+window). :func:`write_gallery` (``soft-envs demo --gallery docs/_static``) writes the pictures of
+the README and the documentation: a looping GIF of every robot and the sim-to-real figure.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import gymnasium as gym
 
 import soft_envs  # noqa: F401  (registers the environments)
+from soft_envs.exceptions import InvalidParameterError
 
 
 def run_demo(env, agent, *, steps: int, seed: int, new_goal_every: int | None = None) -> list:
@@ -41,38 +48,135 @@ def run_demo(env, agent, *, steps: int, seed: int, new_goal_every: int | None = 
     return frames
 
 
-def peter(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, n_modules: int = 3) -> list:
-    """TRR reaching a new random goal every 30 steps in ``PeterReach-v0``."""
+def peter(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, n_modules: int = 3, **env_kwargs) -> list:
+    """TRR reaching a new random goal every 30 steps in ``PeterReach-v0`` (``env_kwargs`` to ``gym.make``)."""
     from soft_envs.agents.reach import TRRReachAgent
 
-    env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, render_mode=render_mode)
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, render_mode=render_mode, **env_kwargs)
     return run_demo(env, TRRReachAgent(env), steps=steps, seed=seed, new_goal_every=30)
 
 
 def pcc(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, n_segments: int = 2,
-        trajectory: str = "spiral") -> list:
+        trajectory: str = "spiral", **env_kwargs) -> list:
     """The IK + PD/feed-forward pipeline following a trajectory in ``PCCTrack-v0``."""
     from soft_envs.agents.pcc_control import PCCTrackingAgent
 
-    env = gym.make("soft_envs/PCCTrack-v0", n_segments=n_segments, trajectory=trajectory, render_mode=render_mode)
+    env = gym.make("soft_envs/PCCTrack-v0", n_segments=n_segments, trajectory=trajectory, render_mode=render_mode,
+                   **env_kwargs)
     return run_demo(env, PCCTrackingAgent(env), steps=steps, seed=seed)
 
 
-def quadruped(render_mode: str = "rgb_array", steps: int = 300, seed: int = 0) -> list:
+def quadruped(render_mode: str = "rgb_array", steps: int = 300, seed: int = 0, **env_kwargs) -> list:
     """The Bézier trot walking in ``QuadrupedWalk-v0``."""
     from soft_envs.agents.gait import TrotController
 
-    env = gym.make("soft_envs/QuadrupedWalk-v0", render_mode=render_mode)
+    env = gym.make("soft_envs/QuadrupedWalk-v0", render_mode=render_mode, **env_kwargs)
     return run_demo(env, TrotController(env), steps=steps, seed=seed)
 
 
-def hexapod(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0) -> list:
+def hexapod(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, **env_kwargs) -> list:
     """The Jacobian agent reaching a new random goal pose every 30 steps in ``HexapodPose-v0``."""
     from soft_envs.agents.hexapod_control import HexapodJacobianAgent
 
-    env = gym.make("soft_envs/HexapodPose-v0", render_mode=render_mode, max_episode_steps=max(steps, 1))
+    env = gym.make("soft_envs/HexapodPose-v0", render_mode=render_mode, max_episode_steps=max(steps, 1),
+                   **env_kwargs)
     return run_demo(env, HexapodJacobianAgent(env), steps=steps, seed=seed, new_goal_every=30)
 
 
 #: demo name -> function
-DEMOS = {"peter": peter, "pcc": pcc, "quadruped": quadruped, "hexapod": hexapod}
+DEMOS: dict[str, Callable[..., list]] = {"peter": peter, "pcc": pcc, "quadruped": quadruped, "hexapod": hexapod}
+
+
+# ---------------------------------------------------------------------------------------------
+# The pictures of the README and the documentation: `soft-envs demo --gallery docs/_static`
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Clip:
+    """How a demo becomes a looping GIF: ``steps`` control steps, every ``every``-th frame kept,
+    ``frame_time`` [s] per kept frame (real time is ``every · env.dt``)."""
+
+    steps: int
+    every: int = 1
+    frame_time: float = 0.1
+
+
+#: demo name -> its clip in the gallery (real time or close to it)
+GALLERY: dict[str, Clip] = {
+    "peter": Clip(steps=120),  # 10 Hz control: four goals, 3 s each
+    "pcc": Clip(steps=200, every=2),  # 20 Hz control: 10 s of the spiral
+    "quadruped": Clip(steps=300, every=3, frame_time=0.03),  # 100 Hz control: 3 s of trot
+    "hexapod": Clip(steps=120, frame_time=0.08),  # four goal poses
+}
+MAX_GIF_BYTES = 1_000_000  # the README shows four of them at once
+
+
+def write_gif(path: str | os.PathLike, frames: list, frame_time: float, max_bytes: int = MAX_GIF_BYTES) -> int:
+    """Write ``frames`` as a looping GIF of ``frame_time`` [s] per frame; while it is larger than
+    ``max_bytes``, drop every other frame (same duration). Returns its size [bytes]."""
+    import imageio.v2 as imageio
+
+    while True:
+        imageio.mimsave(os.fspath(path), frames, duration=1000 * frame_time, loop=0)
+        size = os.path.getsize(path)
+        if size <= max_bytes or len(frames) < 2:
+            return size
+        frames, frame_time = frames[::2], 2 * frame_time
+
+
+def realism_figure(benchmarks: str | os.PathLike, output: str | os.PathLike) -> str:
+    """The README's figure of the sim-to-real gap, drawn from the ``realism`` section of
+    ``benchmarks`` (BENCHMARKS.md, ``soft-envs bench realism``): mean error [mm] of TRR and the
+    network open loop and of TRR closed on the measured tip, per perturbation stage, next to the
+    paper's simulator and real robot (the ``plot`` extra). Returns the file written."""
+    from soft_envs.report import pyplot, save_figure
+
+    text = open(benchmarks, encoding="utf-8").read()
+    match = re.search(r"<!-- bench:realism -->(.*?)<!-- /bench:realism -->", text, re.S)
+    if match is None:
+        raise InvalidParameterError(f"{benchmarks} has no realism section (soft-envs bench realism --update)")
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in match.group(1).splitlines() if line.startswith("| ") and not line.startswith("| perturb")]
+
+    def mean(cell: str) -> float:
+        number = re.match(r"[\d.]+", cell)
+        return float(number.group()) if number else float("nan")
+
+    rows = rows[-1:] + rows[:-1]  # the paper's simulator first, its real robot last
+    labels = [row[0].split(" (")[0].replace('"', "") for row in rows]
+    series = {"TRR, open loop": [mean(r[2]) for r in rows], "network, open loop": [mean(r[3]) for r in rows],
+              "TRR closed on the measured tip": [mean(r[5]) for r in rows]}
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    height = 0.26
+    for k, (name, values) in enumerate(series.items()):
+        ax.barh([i + (k - 1) * height for i in range(len(rows))], values, height=height, label=name)
+    ax.set_yticks(range(len(rows)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="0.5", lw=0.8, ls="--")
+    ax.set_xlabel("mean final error [mm] (log scale; dashed: 1 mm, the success threshold)")
+    ax.set_title('PETER, 2 modules, soft physics: realism="realistic" reproduces the real robot\'s\n'
+                 "open-loop error; TRR closed on the measured tip: mean below 1 mm", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+    directory, filename = os.path.split(os.fspath(output))
+    return save_figure(fig, directory or ".", filename, dpi=100)
+
+
+def write_gallery(directory: str | os.PathLike, *, width: int = 400, height: int = 300, seed: int = 0,
+                  benchmarks: str | os.PathLike | None = "BENCHMARKS.md") -> dict[str, int]:
+    """Write every demo of :data:`GALLERY` as ``directory/demos/<name>.gif`` (``width`` × ``height``
+    px, looping, at most :data:`MAX_GIF_BYTES`) and, if ``benchmarks`` exists, the README's
+    :func:`realism_figure` as ``directory/realism_gap.png``. Returns path -> size [bytes]."""
+    from soft_envs.console import progress
+
+    os.makedirs(os.path.join(directory, "demos"), exist_ok=True)
+    sizes = {}
+    for name in progress(GALLERY, desc="gallery"):
+        clip = GALLERY[name]
+        frames = DEMOS[name](render_mode="rgb_array", steps=clip.steps, seed=seed, width=width, height=height)
+        path = os.path.join(directory, "demos", f"{name}.gif")
+        sizes[path] = write_gif(path, frames[::clip.every], clip.frame_time)
+    if benchmarks is not None and os.path.exists(benchmarks):
+        path = realism_figure(benchmarks, os.path.join(directory, "realism_gap.png"))
+        sizes[path] = os.path.getsize(path)
+    return sizes

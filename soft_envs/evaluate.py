@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs import console
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 
 
@@ -174,7 +175,7 @@ class SB3Policy:
         return {key: saved[key] for key in cls.OBSERVATION_KEYWORDS if key in saved}
 
     @classmethod
-    def from_spec(cls, spec: str, env=None) -> "SB3Policy":
+    def from_spec(cls, spec: str, env=None) -> SB3Policy:
         """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra);
         with ``env``, checks that the policy's spaces are the env's."""
         from soft_envs.train_rl import load_model
@@ -236,7 +237,7 @@ def run_episode(job: Job) -> EpisodeResult:
             agent.learn(seed=job.seed)
             obs, info = env.reset(seed=job.seed, options={"keep_robot": True})
         agent.reset(obs, info)
-        dt = env.unwrapped.dt
+        dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]  # every soft_envs env has dt
         time_to_goal, steps = float("nan"), 0
         while True:
             obs, _, terminated, truncated, info = env.step(agent.act(obs))
@@ -286,11 +287,12 @@ class Evaluation:
 
     def table(self) -> str:
         """The summary as a markdown table (lengths in mm, angles in degrees)."""
-        from soft_envs.bench import markdown_table
+        from soft_envs.report import markdown_table
 
         rows = []
         for r in self.summary():
-            scale, unit = (1e3, "mm") if r["unit"] == "m" else ((np.degrees(1.0), "°") if r["unit"] == "rad" else (1, ""))
+            scale, unit = ((1e3, "mm") if r["unit"] == "m"
+                           else ((np.degrees(1.0), "°") if r["unit"] == "rad" else (1, "")))
             label = "distance walked" if TASKS.get(r["task"]) and TASKS[r["task"]].metric == "x" else "final error"
             ttg = "—" if np.isnan(r["time_to_goal"]) else f"{r['time_to_goal']:.2f}"
             rows.append([r["task"], r["controller"], r["preset"], r["episodes"], f"{100 * r['success_rate']:.0f} %",
@@ -350,15 +352,13 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
     """Run ``jobs`` in ``workers`` processes (or Ray workers at ``ray_address``: an address,
     ``"auto"`` for a running cluster, or ``"local"`` to start one here) with a progress bar;
     episodes come back in the order of ``jobs`` whatever finished first."""
-    from tqdm.auto import tqdm
-
     if int(workers) != workers or workers < 1:
         raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
     jobs = list(jobs)
     results: list[EpisodeResult | None] = [None] * len(jobs)
     with _pool(int(workers), ray_address) as pool:
         indexed = pool.imap_unordered(_run_indexed, [(i, job, run) for i, job in enumerate(jobs)])
-        for item in tqdm(indexed, total=len(jobs), desc="episodes", disable=not progress):
+        for item in console.progress(indexed, total=len(jobs), desc="episodes", enabled=progress):
             if isinstance(item, BaseException):  # Ray's pool hands a failed task back as its error
                 raise item
             i, result = item
@@ -374,7 +374,7 @@ def _run_indexed(item: tuple[int, Job, Callable[[Job], EpisodeResult]]) -> tuple
 def plot(evaluation: Evaluation, plot_dir: str) -> str:
     """Empirical CDFs of the episode metric, one panel per task, one line per controller and
     preset (the ``plot`` extra); returns the file written."""
-    from soft_envs.bench import pyplot, save_figure
+    from soft_envs.report import pyplot, save_figure
 
     plt = pyplot()
     cols = evaluation.columns()

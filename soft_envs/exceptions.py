@@ -46,8 +46,8 @@ class ClosedEnvironmentError(SoftEnvsError, RuntimeError):
 def check_integer(name: str, value, *, minimum: int = 0, maximum: int | None = None) -> int:
     """``value`` as an ``int`` if it is an integer (``int`` or a numpy integer; not ``bool``, not a
     float) in ``[minimum, maximum]``, else :class:`InvalidParameterError` naming ``name``."""
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum \
-        and (maximum is None or value <= maximum)
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= minimum \
+        and (maximum is None or int(value) <= maximum)
     if not ok:
         bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
         raise InvalidParameterError(f"{name} must be an integer {bound}; got {value!r}")
@@ -57,7 +57,7 @@ def check_integer(name: str, value, *, minimum: int = 0, maximum: int | None = N
 def check_positive(name: str, value, maximum: float = math.inf) -> float:
     """``value`` as a ``float`` if it is a finite number in ``(0, maximum]``, else :class:`InvalidParameterError`."""
     try:
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value <= maximum \
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < float(value) <= maximum \
             and math.isfinite(value)
     except TypeError:
         ok = False

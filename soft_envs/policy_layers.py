@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 

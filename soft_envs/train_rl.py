@@ -78,7 +78,7 @@ class Recipe:
     action_noise: float = 0.1
     standardize: bool = True
 
-    def validate(self) -> "Recipe":
+    def validate(self) -> Recipe:
         """Raise :class:`InvalidParameterError` on a bad value; return ``self``."""
         if self.algo.upper() not in ALGORITHMS:
             raise InvalidParameterError(f"algo must be one of {ALGORITHMS}; got {self.algo!r}")
@@ -137,7 +137,8 @@ class TrainResult:
     path: str | None = None
 
 
-def observation_statistics(env_kwargs: dict[str, Any], samples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def observation_statistics(env_kwargs: dict[str, Any], samples: int = 2000,
+                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of the flattened observations of ``env_kwargs``'s env under
     uniformly random actions (a constant entry gets std 1)."""
     import gymnasium as gym
@@ -149,7 +150,7 @@ def observation_statistics(env_kwargs: dict[str, Any], samples: int = 2000, seed
     rows = []
     try:
         obs, _ = env.reset(seed=seed)
-        for k in range(int(samples)):
+        for _ in range(int(samples)):
             obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
             rows.append(gym.spaces.flatten(env.observation_space, obs))
             if terminated or truncated:
@@ -327,7 +328,8 @@ def _budget_callback(seconds: float | None, steps: int | None, eval_every: int, 
     progress bar (in seconds with a time budget, else in steps). Its ``history`` lists the
     evaluations as ``(steps, seconds, summary)``."""
     from stable_baselines3.common.callbacks import BaseCallback
-    from tqdm.auto import tqdm
+
+    from soft_envs.console import progress as progress_bar
 
     class BudgetCallback(BaseCallback):
         history: list[tuple[int, float, dict[str, float]]] = []
@@ -336,8 +338,9 @@ def _budget_callback(seconds: float | None, steps: int | None, eval_every: int, 
             self.history = []
             self.start = time.perf_counter()
             self.next_eval = eval_every
-            self.bar = tqdm(total=round(seconds) if seconds is not None else steps, desc="train-rl",
-                            unit="s" if seconds is not None else "step", disable=not progress, dynamic_ncols=True)
+            self.bar = progress_bar(total=round(seconds) if seconds is not None else steps, desc="train-rl",
+                                    unit="s" if seconds is not None else "step", enabled=progress,
+                                    dynamic_ncols=True)
 
         def _on_step(self) -> bool:
             elapsed = time.perf_counter() - self.start

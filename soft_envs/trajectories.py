@@ -87,14 +87,14 @@ class Trajectory:
         times = np.linspace(0.0, self.period, int(n_points), endpoint=False)
         return times, self.position(times)
 
-    def slowed(self, time_scale: float) -> "Trajectory":
+    def slowed(self, time_scale: float) -> Trajectory:
         """The same path run ``time_scale`` times slower."""
         if not np.isfinite(time_scale) or time_scale <= 0:
             raise InvalidParameterError(f"time_scale must be > 0; got {time_scale!r}")
         return Trajectory(self.name, self.n_segments, self.planar, self.duration, self._fn, self.tip_angle,
                           self.scale, float(time_scale), self.paper)
 
-    def rescaled(self, scale: float) -> "Trajectory":
+    def rescaled(self, scale: float) -> Trajectory:
         """The same trajectory scaled by ``scale`` about the base (replacing the default scale)."""
         if not np.isfinite(scale) or scale <= 0:
             raise InvalidParameterError(f"scale must be > 0; got {scale!r}")

@@ -40,3 +40,24 @@ def test_help_exits_cleanly():
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
     assert exc.value.code == 0
+
+
+def test_version(capsys):
+    import soft_envs
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"soft-envs {soft_envs.__version__}"
+
+
+def test_evaluate_help_and_list_name_every_task_and_controller(capsys):
+    from soft_envs.evaluate import TASKS
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    helptext = capsys.readouterr().out
+    assert main(["evaluate", "--list"]) == 0
+    listing = capsys.readouterr().out
+    for text in (helptext, listing):
+        for task in TASKS.values():
+            assert task.name in text and all(c in text for c in task.controllers)

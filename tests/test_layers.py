@@ -34,6 +34,7 @@ LAYER = {
     "train_rl": "top",
     "policy_layers": "top",  # torch layers of saved RL policies
     "cli": "top",
+    "report": "top",  # markdown tables and figures of the harness
     "": "top",  # soft_envs/__init__.py registers the environments
 }
 # What each layer may import (besides itself).

@@ -1,4 +1,5 @@
-"""``soft-envs train-rl``: a tiny budget end to end, the saved policy in ``soft-envs evaluate``, HER on the Dict form."""
+"""``soft-envs train-rl``: a tiny budget end to end, the saved policy in ``soft-envs evaluate``, HER on the Dict
+form."""
 
 from __future__ import annotations
 

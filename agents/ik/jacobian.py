@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from scipy.linalg.lapack import dposv
 
 from soft_envs import clock
-from soft_envs.agents.ik.result import (IKResult, budget_message, check_one_target, check_start, check_timeout,
-                                        check_tol)
+from soft_envs.agents.ik.result import IKResult, budget_message, check_one_target, check_start, check_timeout, check_tol
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
 from soft_envs.geometry import check_unit_quaternion, matrix_to_quaternion
 from soft_envs.robots.base import KinematicModel, PoseKinematics
@@ -97,7 +97,9 @@ def orientation_error(R_desired: list[float], R: list[float]) -> tuple[float, fl
     """
     d00, d01, d02, d10, d11, d12, d20, d21, d22 = R_desired
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
-    e00, e11, e22 = d00 * r00 + d01 * r01 + d02 * r02, d10 * r10 + d11 * r11 + d12 * r12, d20 * r20 + d21 * r21 + d22 * r22
+    e00 = d00 * r00 + d01 * r01 + d02 * r02
+    e11 = d10 * r10 + d11 * r11 + d12 * r12
+    e22 = d20 * r20 + d21 * r21 + d22 * r22
     e01, e10 = d00 * r10 + d01 * r11 + d02 * r12, d10 * r00 + d11 * r01 + d12 * r02
     e02, e20 = d00 * r20 + d01 * r21 + d02 * r22, d20 * r00 + d21 * r01 + d22 * r02
     e12, e21 = d10 * r20 + d11 * r21 + d12 * r22, d20 * r10 + d21 * r11 + d22 * r12
@@ -129,11 +131,12 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                gain: np.ndarray) -> _Evaluator:
     """The error, Jacobian and the cost ``‖e_p‖² + angle²`` at ``q``, for this model and target."""
     has_pose = has_capability(model, PoseKinematics)
+    posed = cast(PoseKinematics, model)  # used only where has_pose
     px, py, pz = position.tolist()
     if quat is None:
         if has_pose:
             def evaluate(q: np.ndarray):
-                p, _, J = model.pose_and_jacobian(q[None])
+                p, _, J = posed.pose_and_jacobian(q[None])
                 x, y, z = p[0].tolist()
                 ex, ey, ez = px - x, py - y, pz - z
                 err2 = ex * ex + ey * ey + ez * ez
@@ -154,7 +157,7 @@ def _evaluator(model: KinematicModel, position: np.ndarray, quat: np.ndarray | N
                  2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)]  # row-major
 
     def evaluate_pose(q: np.ndarray):
-        p, R, J = model.pose_and_jacobian(q[None])
+        p, R, J = posed.pose_and_jacobian(q[None])
         x, y, z = p[0].tolist()
         ex, ey, ez = px - x, py - y, pz - z
         ox, oy, oz, angle = orientation_error(R_desired, R[0].ravel().tolist())

@@ -16,17 +16,16 @@ Quaternions are ``(x, y, z, w)``; positions [m] and orientations in the model's 
 
 from __future__ import annotations
 
+from typing import cast
 
 import numpy as np
 
 from soft_envs import clock
 from soft_envs.agents.ik.jacobian import jacobian_ik
-from soft_envs.agents.ik.result import (BatchIKResult, budget_spent, check_start, check_targets, check_timeout,
-                                        check_tol)
+from soft_envs.agents.ik.result import BatchIKResult, budget_spent, check_start, check_targets, check_timeout, check_tol
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, InvalidTargetError, check_integer
-from soft_envs.geometry import matrix_to_quaternion, quaternion_to_matrix
+from soft_envs.geometry import quaternion_errors, quaternion_to_matrix
 from soft_envs.robots.base import KinematicModel, PoseKinematics
-
 
 TAIL = 16  # targets still running when the batch hands them to the one-target solver
 
@@ -46,22 +45,6 @@ def check_quaternions(quaternions: np.ndarray, batch: int) -> np.ndarray:
         raise InvalidTargetError(f"orientations (x, y, z, w) must have unit norm (within 1e-6); row {bad[0]} "
                                  f"has norm {norms[bad[0]]:.9g}")
     return arr
-
-
-def _orientation_errors(R_desired: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Batched quaternion error: ``ε`` ``(k, 3)`` (vector part of ``Q_d ∗ Q⁻¹``, ``w ≥ 0``) and the
-    angle ``(k,)`` [rad] (Shepperd's method near a half turn)."""
-    E = R_desired @ R.transpose(0, 2, 1)
-    flat = E.reshape(len(E), 9)
-    trace = flat[:, 0] + flat[:, 4] + flat[:, 8]
-    vex = flat[:, [7, 2, 3]] - flat[:, [5, 6, 1]]  # (E21 − E12, E02 − E20, E10 − E01)
-    w = 0.5 * np.sqrt(np.maximum(1.0 + trace, 0.0))
-    far = trace <= -0.5
-    eps = vex / (4.0 * np.where(far, 1.0, w))[:, None]
-    if far.any():
-        quat = matrix_to_quaternion(E[far])
-        eps[far], w[far] = quat[:, :3], quat[:, 3]
-    return eps, 2.0 * np.arctan2(np.sqrt(np.einsum("ki,ki->k", eps, eps)), w)
 
 
 def _dls_steps(J: np.ndarray, ke: np.ndarray, lam2: np.ndarray) -> np.ndarray:
@@ -122,13 +105,13 @@ def jacobian_ik_batch(
     positions = check_targets(model, positions, "jacobian_ik_batch")
     batch = positions.shape[0]
     with_orientation = orientations is not None
-    if with_orientation:
+    R_desired: np.ndarray | None = None  # position only
+    if orientations is not None:
         if not isinstance(model, PoseKinematics):
             raise InvalidParameterError(f"{type(model).__name__} has no end-effector orientation (PoseKinematics): "
                                         "it supports position-only IK (orientations=None)")
         R_desired = quaternion_to_matrix(check_quaternions(orientations, batch))
-    else:
-        R_desired = None
+    posed = cast(PoseKinematics, model)  # used only with orientations
     tol = check_tol(tol)
     orientation_tol = check_tol(orientation_tol, "orientation_tol")
     max_iterations = check_integer("max_iterations", max_iterations, minimum=1)
@@ -155,8 +138,9 @@ def jacobian_ik_batch(
     def evaluate(qs: np.ndarray, idx: np.ndarray):
         """Gain-scaled error ``(k, rows)``, Jacobian, position error, orientation error, cost."""
         if with_orientation:
-            p, R, J = model.pose_and_jacobian(qs)
-            eps, angle = _orientation_errors(R_desired[idx], R)
+            p, R, J = posed.pose_and_jacobian(qs)
+            assert R_desired is not None  # with_orientation
+            eps, angle = quaternion_errors(R_desired[idx], R)
             ep = positions[idx] - p
             e = np.concatenate((ep, eps), axis=1)
         else:

@@ -33,10 +33,24 @@ from math import cos, sin
 import numpy as np
 
 from soft_envs import clock
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
-                                        budget_message, budget_spent, check_timeout, check_tol, is_success)
-from soft_envs.exceptions import (InvalidConfigurationError, InvalidParameterError, InvalidTargetError,
-                                  check_integer, check_nonnegative)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    budget_message,
+    budget_spent,
+    check_one_target,
+    check_start,
+    check_timeout,
+    check_tol,
+    is_success,
+)
+from soft_envs.exceptions import (
+    InvalidConfigurationError,
+    InvalidParameterError,
+    InvalidTargetError,
+    check_integer,
+    check_nonnegative,
+)
 from soft_envs.robots.base import JacobianSolve, KinematicModel, check_target
 from soft_envs.robots.quadruped import Quadruped, leg_forward_components, leg_newton_step
 
@@ -260,7 +274,8 @@ def _leg_constants(lengths: tuple, sides: tuple, lower: tuple, upper: tuple) -> 
 
 
 def _fused_leg(k0: float, k1: float, k2: float, k3: float, side: float, a0: float, a1: float, a2: float,
-               target: list[float], iterations: int, limit: float, deadline: float) -> tuple[float, float, float] | None:
+               target: list[float], iterations: int, limit: float,
+               deadline: float) -> tuple[float, float, float] | None:
     """The fused Newton loop of one leg in floats, or ``None`` when the general core must take over
     (the move must be split, a singular step, out of time)."""
     a12 = a1 + a2

@@ -29,16 +29,25 @@ the position error is not worse than stage 1's. The model must be a
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 from scipy.optimize import minimize
 
 from soft_envs import clock
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets,
-                                        budget_message, budget_spent, check_timeout, check_tol,
-                                        is_success)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    budget_message,
+    budget_spent,
+    check_one_target,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.exceptions import InvalidParameterError, check_integer
-from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.base import KinematicModel, SmoothCoordinates, TipAngle
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient
 
 
@@ -46,7 +55,7 @@ def _constraints(coords: SolveCoordinates) -> list[dict]:
     """SLSQP's inequality constraints of the smooth coordinates (the PCC bend disk), if any."""
     if not coords.smooth:
         return []
-    model = coords.model
+    model = cast(SmoothCoordinates, coords.model)
     n_con = model.smooth_constraint(coords.lower)[0].shape[0]
     if n_con == 0:
         return []
@@ -140,14 +149,17 @@ def sqp(
     deadline = start_time + check_timeout(timeout)
     q0 = clipped_start(model, q0)
     angle_grad = tip_angle_gradient(model, tip_angle)
-    angle_fn = None
-    if angle_grad is not None:
-        angle_fn = lambda u: float(angle_grad @ u)  # noqa: E731 - linear in the (smooth = plain) planar coordinates
+    gradient = np.zeros(model.n_dof) if angle_grad is None else angle_grad
+
+    def angle_fn(u: np.ndarray) -> float:  # used only with a tip angle: linear in the planar coordinates
+        return float(gradient @ u)
+
+    if tip_angle is not None:
         tip_angle = float(tip_angle)
 
     problem = SolveCoordinates(model)
     u0 = problem.project(problem.to_u(q0))
-    rng = None  # the restarts' generator, made at the first restart
+    rng: np.random.Generator | None = None  # the restarts' generator, made at the first restart
     evaluations, message = 0, ""
     best_u, best_err = u0, np.inf
 
@@ -168,7 +180,7 @@ def sqp(
             break
         if attempt:
             rng = np.random.default_rng(seed) if rng is None else rng
-        start_u = u0 if attempt == 0 else problem.project(problem.to_u(model.sample(rng)))
+        start_u = u0 if rng is None else problem.project(problem.to_u(model.sample(rng)))
         if method in ("auto", "newton"):
             u, err, n_eval = gauss_newton(problem, target, start_u, precision=precision, max_steps=newton_steps,
                                          angle_target=tip_angle, angle_grad=angle_grad)
@@ -190,7 +202,7 @@ def sqp(
         if tip_angle is not None and best_err < tol and abs(angle_fn(best_u) - tip_angle) > 1e-9:
             # Lexicographic stage 2: the tip angle subject to the position equality, then a
             # task-priority Newton polish; kept only if the position is as good as stage 1's.
-            u2, n_eval = _slsqp_angle(problem, target, best_u, tip_angle, angle_fn, angle_grad, max_iterations,
+            u2, n_eval = _slsqp_angle(problem, target, best_u, tip_angle, angle_fn, gradient, max_iterations,
                                       deadline)
             evaluations += n_eval
             u2, err2, n_eval = gauss_newton(problem, target, u2, precision=precision, max_steps=newton_steps,
@@ -203,7 +215,7 @@ def sqp(
 
     solution = problem.to_q(best_u, reference=q0)
     error = float(np.linalg.norm(model.forward(solution) - target))
-    angle_error = None if tip_angle is None else float(abs(model.tip_angle(solution) - tip_angle))
+    angle_error = None if tip_angle is None else float(abs(cast(TipAngle, model).tip_angle(solution) - tip_angle))
     success = bool(is_success(error, tol))
     timed_out = budget_spent(deadline, success)
     if timed_out:
@@ -241,7 +253,7 @@ def sqp_trajectory(
     for i, target in enumerate(targets):
         t_pred = clock.now()
         start = previous
-        if extrapolate and before is not None:
+        if extrapolate and before is not None and previous is not None:
             # Linear prediction in the smooth coordinates: the start is O(Δt²) from the solution.
             u_prev = problem.to_u(previous)
             predicted = problem.project(2 * u_prev - problem.to_u(before))

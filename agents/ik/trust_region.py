@@ -26,15 +26,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
 from soft_envs import clock
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_start,
-                                        budget_message, budget_spent, check_targets, check_timeout,
-                                        check_tol, is_success)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    budget_message,
+    budget_spent,
+    check_one_target,
+    check_start,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.exceptions import InvalidConfigurationError, InvalidParameterError, check_integer
 from soft_envs.robots.base import KinematicModel, ModulePoints, check_target
 
@@ -59,9 +69,10 @@ def _residual_function(
         return evaluate
 
     n_inter = intermediate_targets.shape[0]
+    modules = cast(ModulePoints, model)  # trr checks it before asking for a shape task
 
     def evaluate_shape(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        points, jac = model.module_points_jacobian(q)
+        points, jac = modules.module_points_jacobian(q)
         tip_res = points[-1] - target
         inter_res = shape_weight * (points[:n_inter] - intermediate_targets)
         res = np.concatenate((tip_res, inter_res.ravel()))
@@ -170,14 +181,17 @@ def trr(
         raise InvalidParameterError(f"regularization must be a finite number >= 0; got {regularization!r}")
 
     stop_error = tol * 1e-2 if intermediate_targets is None else 0.0
-    evaluate, eye, rng = None, None, None  # TRF's residual, Tikhonov rows and the restarts' generator: when needed
+    # TRF's residual, Tikhonov rows and the restarts' generator: made when needed
+    evaluate: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, float]] | None = None
+    eye = np.empty((0, model.n_dof))
+    rng: np.random.Generator | None = None
     evaluations, message, attempt = 0, "", 0
 
     best = {"cost": np.inf, "err": np.inf, "q": q0}  # over every start
     for attempt in range(restarts + 1):
         if attempt:
             rng = np.random.default_rng(seed) if rng is None else rng
-        start = q0 if attempt == 0 else model.sample(rng)
+        start = q0 if rng is None else model.sample(rng)
         if intermediate_targets is None:
             q_fast, err_fast, n_fast = _bounded_lm(model, target, start, stop_error, max_iterations, deadline)
             evaluations += n_fast

@@ -27,8 +27,16 @@ from typing import Any
 import numpy as np
 
 from soft_envs import clock
-from soft_envs.agents.ik.result import (BatchIKResult, IKResult, check_one_target, check_targets, check_timeout,
-                                        budget_message, check_tol, is_success)
+from soft_envs.agents.ik.result import (
+    BatchIKResult,
+    IKResult,
+    budget_message,
+    check_one_target,
+    check_targets,
+    check_timeout,
+    check_tol,
+    is_success,
+)
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import check_target
@@ -58,7 +66,7 @@ def weights_path(n_modules: int, variant: str | None = None) -> str:
     """Path of the shipped weights for an ``n_modules`` arm (tilted-plane model); ``variant``
     names one of the shipped training-recipe ablations (``peter_<n>_<variant>.npz``)."""
     name = f"peter_{n_modules}.npz" if variant is None else f"peter_{n_modules}_{variant}.npz"
-    return str(resources.files("soft_envs.agents.nn").joinpath("weights", name))
+    return str(resources.files("soft_envs.agents.nn") / "weights" / name)
 
 
 class NeuralIK:
@@ -115,14 +123,14 @@ class NeuralIK:
 
     # ------------------------------------------------------------------ files
     @classmethod
-    def pretrained(cls, n_modules: int = 2) -> "NeuralIK":
+    def pretrained(cls, n_modules: int = 2) -> NeuralIK:
         """The shipped network for an ``n_modules`` PETER arm (2, 3 or 4; tilted-plane model)."""
         if n_modules not in (2, 3, 4):
             raise InvalidParameterError(f"shipped networks exist for 2, 3 and 4 modules; got {n_modules!r}")
         return cls.load(weights_path(n_modules))
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "NeuralIK":
+    def load(cls, path: str | os.PathLike) -> NeuralIK:
         """Read a weights file written by :meth:`save` (or ``soft-envs train-ik``)."""
         with np.load(path, allow_pickle=False) as data:
             try:
@@ -131,19 +139,19 @@ class NeuralIK:
                     raise InvalidParameterError(f"{path}: unknown weights format {metadata.get('format_version')!r}")
                 n_layers = int(metadata["n_layers"])
                 weights = [(data[f"weight_{k}"], data[f"bias_{k}"]) for k in range(n_layers)]
-                arrays = [data[k] for k in ("x_mean", "x_std", "t_low", "t_high")]
+                x_mean, x_std, t_low, t_high = (data[k] for k in ("x_mean", "x_std", "t_low", "t_high"))
             except (KeyError, json.JSONDecodeError) as exc:
                 raise InvalidParameterError(f"{path} is not a NeuralIK weights file (missing {exc})") from exc
-        return cls(weights, *arrays, metadata)
+        return cls(weights, x_mean, x_std, t_low, t_high, metadata)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the network, its scalers and metadata to an ``.npz`` file (no pickle).
 
         numpy appends ``.npz`` to a ``path`` without that suffix."""
         metadata = dict(self.metadata, format_version=FORMAT_VERSION, n_layers=len(self.weights))
-        arrays: dict[str, np.ndarray] = {"x_mean": self.x_mean, "x_std": self.x_std,
-                                         "t_low": self.t_low, "t_high": self.t_high,
-                                         "metadata": np.array(json.dumps(metadata))}
+        arrays: dict[str, Any] = {"x_mean": self.x_mean, "x_std": self.x_std,
+                                  "t_low": self.t_low, "t_high": self.t_high,
+                                  "metadata": np.array(json.dumps(metadata))}
         for k, (W, b) in enumerate(self.weights):
             arrays[f"weight_{k}"], arrays[f"bias_{k}"] = W, b
         directory = os.path.dirname(os.fspath(path))

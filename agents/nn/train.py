@@ -175,7 +175,7 @@ def tip_errors(net: NeuralIK, targets: np.ndarray) -> np.ndarray:
 
 def train(
     model: Peter,
-    recipe: Recipe = Recipe(),
+    recipe: Recipe = Recipe(),  # noqa: B008 (read, never changed)
     n_samples: int = 10_000,
     seed: int = 0,
     *,
@@ -195,7 +195,7 @@ def train(
         progress: show a tqdm bar over epochs.
     """
     torch = _torch()
-    from tqdm.auto import tqdm
+    from soft_envs.console import progress as progress_bar
 
     start = time.perf_counter()
     if threads:
@@ -234,8 +234,8 @@ def train(
 
     generator = torch.Generator().manual_seed(seed)
     best_state, best_val, best_epoch, history = None, np.inf, -1, []
-    bar = tqdm(range(recipe.max_epochs), desc=f"train-ik {model.n_modules} modules", leave=False,
-               disable=not progress)
+    bar = progress_bar(range(recipe.max_epochs), desc=f"train-ik {model.n_modules} modules", leave=False,
+                       enabled=progress)
     for epoch in bar:
         net.train()
         order = torch.randperm(len(x_tr), generator=generator)

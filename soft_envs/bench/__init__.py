@@ -16,7 +16,10 @@ import platform
 import re
 import time
 
-from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+from soft_envs.exceptions import InvalidParameterError
+
+# The report helpers live in soft_envs.report (evaluate and demos use them too); re-exported for the benches.
+from soft_envs.report import markdown_table, pyplot, save_figure  # noqa: F401
 
 # name -> module; a bench whose module is not installed is listed but skipped.
 BENCHES: dict[str, str] = {
@@ -72,13 +75,6 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; {versions}"
 
 
-def markdown_table(headers: list[str], rows: list[list]) -> str:
-    """A GitHub markdown table; floats are written as given (format them before)."""
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
 def section(name: str, title: str, body: str, command: str, seconds: float) -> str:
     """A bench section with its markers, the command that made it and the machine."""
     stamp = time.strftime("%Y-%m-%d")
@@ -104,25 +100,3 @@ def update_file(path: str, name: str, text: str) -> None:
     order = [n for n in BENCHES if n in sections] + [n for n in sections if n not in BENCHES]
     with open(path, "w") as fh:
         fh.write(head + "".join("\n" + sections[n] + "\n" for n in order))
-
-
-def pyplot():
-    """``matplotlib.pyplot`` on the headless Agg backend (the ``plot`` extra), or a clear error."""
-    try:
-        import matplotlib
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise MissingDependencyError("--plot needs matplotlib: pip install 'soft_envs[plot]'") from exc
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(fig, plot_dir: str, filename: str, dpi: int = 120) -> str:
-    """Lay out, write ``plot_dir/filename`` and close ``fig``; returns the path."""
-    os.makedirs(plot_dir, exist_ok=True)
-    path = os.path.join(plot_dir, filename)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    pyplot().close(fig)
-    return path

@@ -17,12 +17,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
 from soft_envs.agents.ik.jacobian_batch import jacobian_ik_batch
-from soft_envs.bench import ik_peers
+from soft_envs.bench import ik_peers, markdown_table, pyplot, save_figure
+from soft_envs.console import progress
 from soft_envs.robots.bullet_chain import BulletChain
 
 TITLE = "Jacobian IK (pinv / DLS / transpose) on KUKA iiwa and Franka Panda, vs pybullet and TRAC-IK"
@@ -51,7 +50,8 @@ def random_targets(chain: BulletChain, n: int, seed: int) -> tuple[np.ndarray, n
     return q, positions, quats
 
 
-def _errors(chain: BulletChain, q: np.ndarray, positions: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _errors(chain: BulletChain, q: np.ndarray, positions: np.ndarray,
+            quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Position errors [m] and orientation error angles [rad] (no arccos: exact near 0); rows of
     ``q`` that are NaN (a solver's failure) get infinite errors."""
     pos_err, ori_err = np.full(len(q), np.inf), np.full(len(q), np.inf)
@@ -88,7 +88,7 @@ def run_ours(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, metho
              desc: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Solve every target with ``jacobian_ik``; ``(solutions, seconds)``."""
     sols, secs = np.empty((len(positions), chain.n_dof)), np.empty(len(positions))
-    for i in tqdm(range(len(positions)), desc=desc or method, leave=False):
+    for i in progress(range(len(positions)), desc=desc or method, leave=False):
         res = jacobian_ik(chain, positions[i], quats[i], method=method, seed=seed)
         sols[i], secs[i] = res.solution, res.seconds
     return sols, secs
@@ -100,18 +100,20 @@ def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, l
     looped: set the joints to the answer and call again until the pose is within the
     tolerances or ``max_calls`` calls. ``(solutions, seconds)``."""
     import pybullet
+
     from soft_envs.sim.bullet import connect
 
     client = connect()
     try:
         body = client.loadURDF(chain.urdf_path, useFixedBase=True)
-        movable = [j for j in range(client.getNumJoints(body)) if client.getJointInfo(body, j)[2] != pybullet.JOINT_FIXED]
+        movable = [j for j in range(client.getNumJoints(body))
+                   if client.getJointInfo(body, j)[2] != pybullet.JOINT_FIXED]
         end_index = next(j for j in range(client.getNumJoints(body))
                          if client.getJointInfo(body, j)[12].decode() == chain.end_link)
         columns = [movable.index(j) for j in chain.joint_indices]
         start = 0.5 * (chain.lower + chain.upper)
         sols, secs = np.empty((len(positions), chain.n_dof)), np.empty(len(positions))
-        for i in tqdm(range(len(positions)), desc="pybullet looped" if looped else "pybullet", leave=False):
+        for i in progress(range(len(positions)), desc="pybullet looped" if looped else "pybullet", leave=False):
             for j, v in zip(chain.joint_indices, start):
                 client.resetJointState(body, j, v)
             t0 = time.perf_counter()

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 
 TITLE = "Convergence of the soft arms' integration in time"
 PCC_STEP, PETER_STEP = 5e-3, 1.0 / 120.0  # s, the envs' default physics steps
@@ -131,7 +131,7 @@ def _cases(full: bool) -> list[tuple[str, Callable, float, dict]]:
 def halving_table(passes: int | None, full: bool, seed: int) -> str:
     """The halving studies of every case with ``passes`` corrector passes (None: the default)."""
     rows = []
-    for label, path, step, kwargs in tqdm(_cases(full), desc=f"halving, passes={passes}", leave=False):
+    for label, path, step, kwargs in progress(_cases(full), desc=f"halving, passes={passes}", leave=False):
         study = halving_study(path, step, corrector_passes=passes, seed=seed, **kwargs)
         rows += halving_rows(study, f"{label} ({study['span'] * 1e3:.1f} mm span)")
     return markdown_table(HALVING_HEADERS, rows)
@@ -156,7 +156,7 @@ def diagnosis_table(seed: int) -> str:
     cases = [("PCC, configuration actions", pcc_path, PCC_STEP), ("PETER, 0.5 kg", peter_path, PETER_STEP)]
     variants = [("none (before)", {"corrector_passes": 0}), ("M only", {"terms_variant": _variant("M")}),
                 ("G only", {"terms_variant": _variant("G")}), ("M and G (now)", {})]
-    for label, path, step in tqdm(cases, desc="diagnosis", leave=False):
+    for label, path, step in progress(cases, desc="diagnosis", leave=False):
         for name, kwargs in variants:
             study = halving_study(path, step, duration=1.0, seed=seed, **kwargs)
             rows.append([label, name, " / ".join(f"{c:.3f}" for c in study["changes"]),
@@ -202,7 +202,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         "Halving studies (module `soft_envs.bench.convergence`): the same 2 s episode at the default physics "
         "step and its halves, the control period fixed (PCC: the set-points of `PCCTrackingAgent` from the "
         "straight arm, the PD + feed-forward law every 5 ms; PETER: 0.5 kg payload, uniformly random actions, "
-        "halvings from its 1/120 s step in both tables; the old default was 1/240 s), the tip paths compared with a reference at 1/16 of the "
+        "halvings from its 1/120 s step in both tables; the old default was 1/240 s), the tip paths compared "
+        "with a reference at 1/16 of the "
         "default step. *Before*: `M` and `C u̇ + G` at the step's start (`corrector_passes=0`; the PCC env's "
         "set-point fix below is in both). *Now*: `M` and `G` corrected at the step's end, `C u̇` at its start.\n\n"
         "**Before**\n\n" + halving_table(0, full, seed) + "\n\n**Now**\n\n" + halving_table(None, full, seed)

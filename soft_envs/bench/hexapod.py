@@ -6,10 +6,10 @@ import os
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from soft_envs import clock
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 from soft_envs.exceptions import ConvergenceError
 from soft_envs.robots.cosserat import Hexapod6PFS, Rod, compiled
 from soft_envs.robots.cosserat.elastica import cantilever_tip
@@ -99,7 +99,7 @@ def _timed_solves(hexa: Hexapod6PFS, cold: np.ndarray, walk: np.ndarray, desc: s
     times [ms], Newton iterations, convergence and platform poses."""
     out: dict[str, list] = {"cold": [], "cold_it": [], "cold_pose": [], "warm": [], "warm_it": [], "warm_ok": [],
                             "warm_pose": []}
-    for rho in tqdm(cold, desc=f"cold solves ({desc})", leave=False):
+    for rho in progress(cold, desc=f"cold solves ({desc})", leave=False):
         t = clock.now()
         sol = hexa.solve(rho)
         out["cold"].append(clock.now() - t)
@@ -107,7 +107,7 @@ def _timed_solves(hexa: Hexapod6PFS, cold: np.ndarray, walk: np.ndarray, desc: s
         out["cold_pose"].append(sol.pose)
         assert sol.converged
     prev = hexa.reference_solution()
-    for rho in tqdm(walk, desc=f"warm solves ({desc})", leave=False):
+    for rho in progress(walk, desc=f"warm solves ({desc})", leave=False):
         t = clock.now()
         sol = hexa.solve(rho, prev)
         out["warm"].append(clock.now() - t)
@@ -201,7 +201,8 @@ def assembly_modes(full: bool, seed: int) -> str:
     for s in sols:
         if s.stable:
             stable_rows.append([str(s.modes), f"({s.position[0] * 1e3:.1f}, {s.position[1] * 1e3:.1f}, "
-                                f"{s.position[2] * 1e3:.1f})", f"{np.degrees(2 * np.arccos(min(1, s.quaternion[3]))):.1f}",
+                                f"{s.position[2] * 1e3:.1f})",
+                                f"{np.degrees(2 * np.arccos(min(1, s.quaternion[3]))):.1f}",
                                 f"{s.energy:.4f}"])
     neg = [int(np.sum(s.stability["energy_hessian_eigenvalues"] < 0)) for s in sols
            if s.stability["stiffness_criterion"] and not s.stability["energy_criterion"]]
@@ -233,7 +234,8 @@ def assembly_modes(full: bool, seed: int) -> str:
                f"{len(diffs)} solutions: max relative difference {max(diffs):.1e}." if diffs else "")
             + f"\n\n{n_stiff - n_stable} solutions pass the paper's stiffness test but not the energy test: "
             f"their energy Hessian has negative eigenvalues ({neg_text}), and for {confirmed} of them adjacent "
-            "configurations along those directions were computed to have lower energy — the platform stiffness (rods condensed onto the six pose "
+            "configurations along those directions were computed to have lower energy — the platform stiffness "
+            "(rods condensed onto the six pose "
             "coordinates) cannot see rods that would snap at fixed platform pose, which is why the paper asks "
             "for both criteria."
             + "\n\nWhy not 112 / 9: the paper gives neither its rod lengths nor its joint layout; ours "
@@ -262,7 +264,7 @@ def env_bench(n_episodes: int, seed: int) -> str:
     env = gym.make("soft_envs/HexapodPose-v0")
     agent = HexapodJacobianAgent(env)
     succ, steps_needed, pos, ang, times = 0, [], [], [], []
-    for ep in tqdm(range(n_episodes), desc="HexapodPose episodes", leave=False):
+    for ep in progress(range(n_episodes), desc="HexapodPose episodes", leave=False):
         obs, info = env.reset(seed=seed + ep)
         agent.reset(obs, info)
         for k in range(20):
@@ -312,7 +314,7 @@ def env_throughput(n_steps: int, seed: int, rounds: int = 3) -> str:
     rng = np.random.default_rng(seed)
     n_slow = max(1, n_steps // 10)
     rates: dict[str, list[float]] = {"compiled": [], "numpy reference": []}
-    for _ in tqdm(range(rounds), desc="HexapodPose throughput", leave=False):
+    for _ in progress(range(rounds), desc="HexapodPose throughput", leave=False):
         actions = rng.uniform(-1, 1, (n_steps, 6)).astype(np.float32)
         rates["compiled"].append(_steps_per_second(env, actions))
         with compiled.disabled():

@@ -11,12 +11,12 @@ import os
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from soft_envs.bench import markdown_table, pyplot, save_figure
-from soft_envs.bench.peter import PAPER_TRR, table1_targets
 from soft_envs.agents.ik.trust_region import trr, trr_batch
 from soft_envs.agents.nn import NeuralIK, weights_path
+from soft_envs.bench import markdown_table, pyplot, save_figure
+from soft_envs.bench.peter import PAPER_TRR, table1_targets
+from soft_envs.console import progress
 
 TITLE = "PETER soft arm — neural-network IK, the NN→TRR hybrid and TRR (paper Table 1, Figure 3)"
 
@@ -44,7 +44,8 @@ def _row(label: str, n_modules: int, errors: np.ndarray, seconds: np.ndarray | N
             "—" if rate is None else f"{rate:,.0f}"]
 
 
-def _network_row(net: NeuralIK, label: str, n_modules: int, targets: np.ndarray, n_single: int) -> tuple[list, np.ndarray]:
+def _network_row(net: NeuralIK, label: str, n_modules: int, targets: np.ndarray,
+                 n_single: int) -> tuple[list, np.ndarray]:
     model = net.model
     times = net.predict(targets)
     best = np.inf
@@ -72,7 +73,7 @@ def table1(n_targets: int, seed: int, plot_dir: str | None) -> str:
 
         # Hybrid, one target at a time (network + trr_batch from its answer), then batched.
         errors, seconds = np.empty(n_targets), np.empty(n_targets)
-        for i, target in enumerate(tqdm(targets, desc=f"hybrid, {n_modules} modules", leave=False)):
+        for i, target in enumerate(progress(targets, desc=f"hybrid, {n_modules} modules", leave=False)):
             res = net.solve(target)
             errors[i], seconds[i] = res.error, res.seconds
         batch = net.solve_batch(targets)
@@ -80,7 +81,7 @@ def table1(n_targets: int, seed: int, plot_dir: str | None) -> str:
         hybrid_errors = errors
 
         errors, seconds = np.empty(n_targets), np.empty(n_targets)
-        for i, target in enumerate(tqdm(targets, desc=f"TRR, {n_modules} modules", leave=False)):
+        for i, target in enumerate(progress(targets, desc=f"TRR, {n_modules} modules", leave=False)):
             res = trr(model, target)
             errors[i], seconds[i] = res.error, res.seconds
         batch = trr_batch(model, targets)
@@ -133,7 +134,8 @@ def _training_info() -> dict[int, str]:
             err = meta.get("test_tip_error_mm", {})
             out[n_modules] = (f"trained {meta['training_seconds']:.0f} s on CPU ({meta['threads']} torch thread, "
                               f"shared busy machine), {meta['epochs']} epochs (best {meta['best_epoch']}), "
-                              f"{meta['n_samples']} samples, test-split mean error {err.get('mean', float('nan')):.3f} mm.")
+                              f"{meta['n_samples']} samples, test-split mean error "
+                              f"{err.get('mean', float('nan')):.3f} mm.")
     return out
 
 

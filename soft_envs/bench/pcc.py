@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from soft_envs.bench import markdown_table, pcc_physics, pyplot, save_figure
 from soft_envs.agents.ik.sqp import sqp, sqp_trajectory
 from soft_envs.agents.ik.trust_region import trr
+from soft_envs.bench import markdown_table, pcc_physics, pyplot, save_figure
+from soft_envs.console import progress
 from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
 from soft_envs.trajectories import get_trajectory
 
@@ -77,7 +77,7 @@ def _naive_trajectory(model: PCCArm, targets: np.ndarray, c0: np.ndarray) -> tup
 
 def ik_table(n_points: int, n_peer: int) -> str:
     rows = []
-    for name, n_seg in tqdm(IK_CASES, desc="IK trajectories", leave=False):
+    for name, n_seg in progress(IK_CASES, desc="IK trajectories", leave=False):
         model = _arm(name, n_seg)
         _, targets = get_trajectory(name).sample(n_points)
         res = sqp_trajectory(model, targets)
@@ -187,7 +187,7 @@ def physics_table(full: bool, seed: int, plot_dir: str | None) -> str:
 
     cases = PHYSICS_CASES if full else PHYSICS_CASES[:2]
     rows, paths = [], {}
-    for name, n_seg, time_scale, extra in tqdm(cases, desc="physics tracking", leave=False):
+    for name, n_seg, time_scale, extra in progress(cases, desc="physics tracking", leave=False):
         env = gym.make("soft_envs/PCCTrack-v0", n_segments=n_seg, trajectory=name, time_scale=time_scale,
                        time_step=1e-3, frame_skip=50, max_episode_steps=100000, **extra)
         unwrapped = env.unwrapped

@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 import scipy.linalg
-from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 
 PAYLOADS = (0.0, 0.005, 0.01, 0.25)  # kg: the arm weighs 35 g (see the intro)
 DELAY = 0.125  # s, the paper's regulators: 100–150 ms
@@ -53,7 +53,7 @@ def _track(env_kwargs: dict, agent_kwargs: dict, n_steps: int, seed: int) -> dic
 def controllers_table(n_steps: int, seeds: list[int]) -> str:
     rows = []
     cases = [(p, d, name) for p in PAYLOADS for d in (0.0, DELAY) for name in CONTROLLERS]
-    for payload, delay, name in tqdm(cases, desc="PCC soft physics", leave=False):
+    for payload, delay, name in progress(cases, desc="PCC soft physics", leave=False):
         env_kwargs, agent_kwargs = CONTROLLERS[name]
         outs = [_track(dict(env_kwargs, payload=payload, regulator_delay=delay), agent_kwargs, n_steps, s)
                 for s in seeds]
@@ -75,7 +75,7 @@ def figure5_table() -> str:
              ("paper's controller, direct actuation (no chambers)", {"actuation": "direct"}),
              (f"paper's controller, {DELAY:g} s regulator delay", {"regulator_delay": DELAY}),
              (f"feed-forward only, {DELAY:g} s regulator delay", {"regulator_delay": DELAY, "kp": 0.0, "kv": 0.0})]
-    for label, kwargs in tqdm(cases, desc="Figure 5", leave=False):
+    for label, kwargs in progress(cases, desc="Figure 5", leave=False):
         out = _track(dict(kwargs, n_segments=4, trajectory="planar_circle", start_straight=True, random_start=False),
                      {}, int(round(2 * np.pi / 0.05)), 0)
         normed = np.linalg.norm(out["desired"] - out["tracked"], axis=1) / np.linalg.norm(out["desired"], axis=1)

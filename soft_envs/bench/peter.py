@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 from scipy.optimize import least_squares
-from tqdm.auto import tqdm
 
-from soft_envs.bench import markdown_table, peter_physics, pyplot, save_figure
 from soft_envs.agents.ik.trust_region import trr, trr_batch
+from soft_envs.bench import markdown_table, peter_physics, pyplot, save_figure
+from soft_envs.console import progress
 from soft_envs.robots.peter import Peter
 
 TITLE = "PETER soft arm — TRR inverse kinematics (paper Table 1) and execution in PyBullet"
@@ -42,11 +42,11 @@ def table1(n_targets: int, n_naive: int, seed: int, plot_dir: str | None) -> str
     for n_modules in (2, 3, 4):
         model, targets = table1_targets(n_modules, n_targets, seed)
         errors, seconds = np.empty(n_targets), np.empty(n_targets)
-        for i, target in enumerate(tqdm(targets, desc=f"TRR, {n_modules} modules", leave=False)):
+        for i, target in enumerate(progress(targets, desc=f"TRR, {n_modules} modules", leave=False)):
             res = trr(model, target)
             errors[i], seconds[i] = res.error, res.seconds
         all_errors[n_modules] = errors
-        naive = np.array([naive_trr(model, x) for x in tqdm(targets[:n_naive], desc="naive TRR", leave=False)])
+        naive = np.array([naive_trr(model, x) for x in progress(targets[:n_naive], desc="naive TRR", leave=False)])
         ours_naive_targets = seconds[:n_naive]  # the same targets, same run
         rows.append([
             n_modules, n_targets, f"{errors.mean() * 1e3:.2e}", f"{np.median(errors) * 1e3:.2e}",
@@ -142,7 +142,7 @@ def physics(n_episodes: int, seed: int, n_modules: int = 2, settle_steps: int = 
     ]
     names = {"pcc": "PCC model", "tilted": "tilted-plane (paper) model"}
     rows = []
-    for kinematics, feedback, env_kwargs in tqdm(cases, desc=f"physics, {n_modules} modules", leave=False):
+    for kinematics, feedback, env_kwargs in progress(cases, desc=f"physics, {n_modules} modules", leave=False):
         env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, **env_kwargs)
         model = env.unwrapped.model.with_kinematics(kinematics)
         agent = TRRReachAgent(env, model=model, feedback=feedback)

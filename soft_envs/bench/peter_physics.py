@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 
 PAYLOADS = (0.0, 0.25, 0.5)  # kg (the real arm's rated load is 0.5 kg)
 DELAY = 0.2  # s, valve delay of the "delay" rows (an assumption: a slow valve and its tubing)
@@ -51,7 +51,7 @@ def controllers_table(n_episodes: int, seed: int, n_modules: int = 2) -> str:
 
     rows = []
     cases = [(p, d) for p in PAYLOADS for d in (0.0, DELAY)]
-    for payload, delay in tqdm(cases, desc="PETER soft physics", leave=False):
+    for payload, delay in progress(cases, desc="PETER soft physics", leave=False):
         env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, payload=payload, command_delay=delay)
         for name, agent in _agents(env).items():
             finals, times = np.array([_episode(env, agent, seed + k) for k in range(n_episodes)]).T

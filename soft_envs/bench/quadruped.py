@@ -5,11 +5,11 @@ from __future__ import annotations
 import timeit
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from soft_envs.bench import markdown_table
 from soft_envs.agents.ik.newton import legs_solve, newton_raphson, newton_raphson_legs
-from soft_envs.robots.quadruped import QuadrupedLeg, Quadruped
+from soft_envs.bench import markdown_table
+from soft_envs.console import progress
+from soft_envs.robots.quadruped import Quadruped, QuadrupedLeg
 
 TITLE = "Quadruped — Newton–Raphson leg IK (paper Tables II–III), Bézier trot and body pose in PyBullet"
 
@@ -149,7 +149,8 @@ def solve_time(repeats: int) -> str:
         ["`legs_solve` (fused float core used by the controllers)", f"{fused * 1e6:.0f}", f"{ours_error:.1e}", "1"],
         ["`newton_raphson_legs` (checked inputs, result record)", f"{checked * 1e6:.0f}", f"{ours_error:.1e}",
          f"{checked / fused:.1f}"],
-        ["4 × `newton_raphson` (one leg at a time, generic core)", f"{per_leg * 1e6:.0f}", "—", f"{per_leg / fused:.1f}"],
+        ["4 × `newton_raphson` (one leg at a time, generic core)", f"{per_leg * 1e6:.0f}", "—",
+         f"{per_leg / fused:.1f}"],
         ["naive: scipy `minimize(method=\"SLSQP\")` of Σ‖F(q) − P‖², 12 joints, bounds, numeric gradient, "
          "`ftol=1e-16`",
          f"{naive * 1e6:.0f}", f"{naive_error:.1e}", f"{naive / fused:.0f}"],
@@ -194,7 +195,7 @@ def gait(n_seeds: int, seconds: float, seed: int) -> str:
         speeds, drift, yaw, falls, distance = [], [], [], 0, []
         env = gym.make("soft_envs/QuadrupedWalk-v0", max_episode_steps=int(round(seconds / 0.01)))
         steps = int(round(seconds / env.unwrapped.dt))
-        for k in tqdm(range(n_seeds), desc=f"trot, {label}", leave=False):
+        for k in progress(range(n_seeds), desc=f"trot, {label}", leave=False):
             obs, info = env.reset(seed=seed + k)
             controller = TrotController(env, **kwargs)
             controller.reset(obs, info)
@@ -238,7 +239,7 @@ def pose(seed: int) -> str:
     rows = []
     for label, kwargs in (("rolling feet (default)", {}), ("feet centres held", dict(roll_feet=False)),
                           ("no integral feedback", dict(integral_gain=0.0))):
-        for name, goal in tqdm(goals.items(), desc=f"pose, {label}", leave=False):
+        for name, goal in progress(goals.items(), desc=f"pose, {label}", leave=False):
             obs, info = env.reset(seed=seed, options={"goal": goal})
             controller = BodyPoseController(env, **kwargs)
             worst_late = 0.0

@@ -12,9 +12,9 @@ Every stage sees the same goals (realism draws from its own generator).
 from __future__ import annotations
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table, pyplot, save_figure
+from soft_envs.console import progress
 
 TITLE = "The sim-to-real gap: PETER's real-robot column (realism presets)"
 PAPER_REAL_ROBOT = {"TRR": 14.0, "network": 15.0}  # mm, seed 000 §4.2 (5 targets, open loop)
@@ -97,7 +97,7 @@ def _plot(errors: dict[str, np.ndarray], plot_dir: str) -> str:
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     n = 50 if full else 10
     rows, last = [], {}
-    for label, names in tqdm(STAGES, desc="realism stages", leave=False):
+    for label, names in progress(STAGES, desc="realism stages", leave=False):
         errors = stage_errors(stage_realism(names), n, seed)
         trr, net, closed = (errors[k] * 1e3 for k in ("TRR", "network", "TRR closed loop"))
         r = float(np.corrcoef(trr, net)[0, 1])

@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
-from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table
+from soft_envs.console import progress
 from soft_envs.exceptions import SoftEnvsError
 
 TITLE = "Reliability — bad and extreme inputs, lifecycle cycles and memory"
@@ -41,11 +41,13 @@ def _make(env_id: str, **kwargs):
 
 def _env_construction_cases() -> list[tuple[str, str, Callable]]:
     cases = []
-    bad = [("width=-5", {"render_mode": "rgb_array", "width": -5}), ("height=0", {"render_mode": "rgb_array", "height": 0}),
+    bad = [("width=-5", {"render_mode": "rgb_array", "width": -5}),
+           ("height=0", {"render_mode": "rgb_array", "height": 0}),
            ("width=0", {"render_mode": "rgb_array", "width": 0}), ("frame_skip=10**7", {"frame_skip": 10**7}),
            ("frame_skip=0", {"frame_skip": 0}), ("time_step=nan", {"time_step": float("nan")}),
            ("render_mode='video'", {"render_mode": "video"}), ("realism='noisy'", {"realism": "noisy"}),
-           ("realism={'warp': 1}", {"realism": {"warp": 1.0}}), ("realism={'payload': -1}", {"realism": {"payload": -1.0}})]
+           ("realism={'warp': 1}", {"realism": {"warp": 1.0}}),
+           ("realism={'payload': -1}", {"realism": {"payload": -1.0}})]
     for env_id in ENV_IDS:
         short = env_id.split("/")[1]
         for label, kwargs in bad:
@@ -141,7 +143,8 @@ def _urdf_case(text: str, end_link: str, base_link: str | None = None) -> Callab
 
 def _link(name: str, mesh: bool = False) -> str:
     visual = '<visual><geometry><mesh filename="MESH"/></geometry></visual>' if mesh else ""
-    return f'<link name="{name}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>{visual}</link>'
+    inertia = '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+    return f'<link name="{name}"><inertial><mass value="1"/>{inertia}</inertial>{visual}</link>'
 
 
 def _joint(name: str, parent: str, child: str) -> str:
@@ -151,7 +154,8 @@ def _joint(name: str, parent: str, child: str) -> str:
 
 def _chain_cases() -> list[tuple[str, str, Callable]]:
     robot = '<robot name="r">{}</robot>'
-    duplicate = robot.format(_link("l0") + _link("l1") + _link("l2") + _joint("j", "l0", "l1") + _joint("j", "l1", "l2"))
+    duplicate = robot.format(_link("l0") + _link("l1") + _link("l2")
+                             + _joint("j", "l0", "l1") + _joint("j", "l1", "l2"))
     cyclic = robot.format(_link("l0") + _link("l1") + _link("l2") + _joint("a", "l0", "l1") + _joint("b", "l1", "l2")
                           + _joint("c", "l2", "l1"))
     bad_mesh = robot.format(_link("l0") + _link("l1", mesh=True) + _joint("a", "l0", "l1"))
@@ -287,7 +291,7 @@ def cycles(env_id: str, n_cycles: int, resets: bool = False) -> tuple[float, flo
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     rows, counts = [], {"as expected": 0, "not as expected": 0}
-    for label, expected, fn in tqdm(cases(), desc="reliability cases", leave=False):
+    for label, expected, fn in progress(cases(), desc="reliability cases", leave=False):
         outcome, seconds = run_case(fn, deadline=120.0 if full else 60.0)
         ok = outcome.startswith(expected) or (expected == CLEAR_ERROR and outcome.startswith(VALUE_ERROR))
         counts["as expected" if ok else "not as expected"] += 1
@@ -295,7 +299,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     n_cycles = 1000 if full else 100
     cycle_rows = []
     for resets in (False, True):
-        for env_id in tqdm(ENV_IDS, desc="realistic resets" if resets else "lifecycle cycles", leave=False):
+        for env_id in progress(ENV_IDS, desc="realistic resets" if resets else "lifecycle cycles", leave=False):
             before, after = cycles(env_id, n_cycles, resets)
             cycle_rows.append([env_id, "reset/step, realistic" if resets else "make/reset/step/close", n_cycles,
                                f"{before:.1f}", f"{after:.1f}", f"{(after - before) * 1e3 / (0.9 * n_cycles):.1f}"])

@@ -49,6 +49,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
 from soft_envs.exceptions import (
@@ -88,6 +89,9 @@ class SoftEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 20}
+    action_space: spaces.Box  # every env acts through a normalised box
+    model: Any  # the nominal robot model a controller plans with (set by the subclass)
+    client: Any  # the env's BulletClient (PyBullet is untyped); None without physics and after close()
 
     def __init__(
         self,
@@ -388,5 +392,5 @@ class GoalConditionedMixin:
             elif isinstance(info, dict):
                 terms.append(info[f"reward_{name}"])
             else:
-                terms.append(np.reshape([inf.get(f"reward_{name}", 0.0) for inf in infos], batch))
+                terms.append(np.reshape([inf.get(f"reward_{name}", 0.0) for inf in infos or ()], batch))
         return sum(terms)

@@ -86,15 +86,14 @@ from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
-from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
-from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS
+from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
 from soft_envs.sim.actuators import PressureRegulator
+from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
-from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 ACTION_TYPES = ("configuration", "torque", "pressure")
 PHYSICS = ("soft", "stiff")

@@ -212,7 +212,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             raise InvalidParameterError(f"command_delay must be at most {MAX_COMMAND_DELAY:g} s; got {command_delay!r}")
         self.distance_weight = float(distance_weight)
         self.success_threshold = check_positive("success_threshold [m]", success_threshold)
-        self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1, maximum=MAX_SOLVER_ITERATIONS)
+        self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1,
+                                               maximum=MAX_SOLVER_ITERATIONS)
         self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,
                            links_per_module=links_per_module, leg_stiffness=leg_stiffness)
         self.kinematic = bool(kinematic)
@@ -273,8 +274,10 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 "direct_solver": True}
 
     def _build_scene(self, client) -> PeterBody | SoftPeterBody:
+        body: PeterBody | SoftPeterBody
         if self.physics == "soft":
-            body = SoftPeterBody(client, self.model, payload=self.payload, gravity=STANDARD_GRAVITY if self.gravity else 0.0,
+            body = SoftPeterBody(client, self.model, payload=self.payload,
+                                 gravity=STANDARD_GRAVITY if self.gravity else 0.0,
                                  rayleigh_stiffness=self.rayleigh_stiffness)
         else:
             body = PeterBody(client, self.model, payload=self.payload)

@@ -50,8 +50,8 @@ from gymnasium import spaces
 from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, SoftEnv
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
-from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.geometry import quaternion_to_matrix
+from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 
@@ -243,7 +243,8 @@ class QuadrupedBaseEnv(SoftEnv):
         check_nonnegative(reset_noise_scale=reset_noise_scale, ground_friction=ground_friction)
         self.reset_noise_scale = float(reset_noise_scale)
         self.ground_friction = float(ground_friction)
-        self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1, maximum=MAX_SOLVER_ITERATIONS)
+        self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1,
+                                               maximum=MAX_SOLVER_ITERATIONS)
         self.model = Quadruped()
         super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, **kwargs)
         try:

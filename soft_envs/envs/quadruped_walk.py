@@ -33,16 +33,16 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
-from soft_envs.geometry import quaternion_to_rpy
 from soft_envs.exceptions import check_nonnegative
+from soft_envs.geometry import quaternion_to_rpy
 
 
 class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
     """Walk forward with the quadruped (see the module docstring for spaces and rewards).
 
     Args:
-        forward_weight, healthy_reward, lateral_weight, orientation_weight, torque_weight,
-            action_rate_weight: reward weights (all >= 0).
+        forward_weight, healthy_reward, lateral_weight, orientation_weight, torque_weight, action_rate_weight: reward
+            weights (all >= 0).
         reset_noise_scale: initial joint-angle noise half-width [rad].
         **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
             (``ground_friction``, ``solver_iterations``, ``time_step``, ``frame_skip``) and

@@ -40,9 +40,12 @@ class KinematicModel(ABC):
 
     lower: np.ndarray
     upper: np.ndarray
-    #: Size of the robot [m] (e.g. the straight arm's length), or ``None``: targets more than
-    #: 100 reaches away are rejected as a unit mistake (:func:`check_target`).
-    reach: float | None = None
+
+    @property
+    def reach(self) -> float | None:
+        """Size of the robot [m] (e.g. the straight arm's length), or ``None``: targets more than
+        100 reaches away are rejected as a unit mistake (:func:`check_target`)."""
+        return None
 
     @property
     def n_dof(self) -> int:

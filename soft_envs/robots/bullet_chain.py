@@ -19,17 +19,18 @@ joints. The kinematics and the indices are checked against PyBullet (``getLinkSt
 Fixed joints inside the chain are folded into the next movable joint's origin (or into the tip
 transform), and every joint is re-framed to turn about its own z axis, so forward kinematics
 costs one constant 4×4 product and a plane rotation per movable joint: in plain floats for one
-configuration (about 10 µs for 7 joints) and vectorised over a batch. ``mimic`` tags are ignored, as PyBullet ignores them: a mimic joint in the chain
-is an independent variable. Continuous joints get the bounds ``[−π, π]``.
+configuration (about 10 µs for 7 joints) and vectorised over a batch. ``mimic`` tags are ignored, as
+PyBullet ignores them: a mimic joint in the chain is an independent variable. Continuous joints get
+the bounds ``[−π, π]``.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from math import cos, sin
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from math import cos, sin
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def parse_urdf_joints(urdf: str | ET.Element) -> tuple[dict[str, ChainJoint], se
     """All joints of a URDF (text, or its parsed ``<robot>`` element; keyed by child link name, in
     document order) and the set of link names."""
     root = read_urdf(urdf) if isinstance(urdf, str) else urdf
-    links = {link.get("name") for link in root.findall("link")}
+    links = {str(link.get("name")) for link in root.findall("link")}
     joints: dict[str, ChainJoint] = {}
     for el in root.findall("joint"):
         name, jtype = el.get("name"), el.get("type")
@@ -91,6 +92,8 @@ def parse_urdf_joints(urdf: str | ET.Element) -> tuple[dict[str, ChainJoint], se
         if parent_el is None or child_el is None:
             raise InvalidParameterError(f"URDF joint {name!r} lacks <parent> or <child>")
         parent, child = parent_el.get("link"), child_el.get("link")
+        if name is None or jtype is None or parent is None or child is None:
+            raise InvalidParameterError(f"URDF joint {name!r} lacks a name, a type or a parent or child link")
         origin_el = el.find("origin")
         xyz = _floats(None if origin_el is None else origin_el.get("xyz"), (0.0, 0.0, 0.0), f"joint {name} xyz")
         rpy = _floats(None if origin_el is None else origin_el.get("rpy"), (0.0, 0.0, 0.0), f"joint {name} rpy")
@@ -389,19 +392,20 @@ class BulletChain(KinematicModel):
         if one is not None:
             p, R, _ = chain_pose_jacobian(self._single, one)
             return np.array(R[0:3] + p[0:1] + R[3:6] + p[1:2] + R[6:9] + p[2:3] + [0.0, 0.0, 0.0, 1.0]).reshape(4, 4)
-        p, R = self._split(self._frames(self._batch(q)[0])[0])
-        T = np.zeros((p.shape[0], 4, 4))
-        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
+        positions, rotations = self._split(self._frames(self._batch(q)[0])[0])
+        T = np.zeros((positions.shape[0], 4, 4))
+        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = rotations, positions, 1.0
         return T
 
     def forward_pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion ``(x, y, z, w)`` ``(4,)``/``(B, 4)``, ``w ≥ 0``."""
+        """End-effector position [m] ``(3,)``/``(B, 3)`` and quaternion ``(x, y, z, w)`` ``(4,)``/``(B, 4)``,
+        ``w ≥ 0``."""
         one = self._one(q)
         if one is not None:
             p, R, _ = chain_pose_jacobian(self._single, one)
             return np.array(p), matrix_to_quaternion(np.array(R).reshape(3, 3))
-        p, R = self._split(self._frames(self._batch(q)[0])[0])
-        return p, matrix_to_quaternion(R)
+        positions, rotations = self._split(self._frames(self._batch(q)[0])[0])
+        return positions, matrix_to_quaternion(rotations)
 
     def link_positions(self, q: np.ndarray) -> np.ndarray:
         """Origins of the movable joints' child-link frames [m], ``(n, 3)`` or ``(B, n, 3)``."""

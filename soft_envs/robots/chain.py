@@ -132,7 +132,7 @@ class Chain:
         """Link masses [kg], in joint order (the base's excluded)."""
         return np.array([link.body.mass for link in self.links])
 
-    def frames(self, values: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def frames(self, values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Link frames for joint ``values`` [rad or m], in the base frame.
 
         Returns positions ``(K, 3)`` [m], rotation matrices ``(K, 3, 3)`` and centre-of-mass

@@ -33,8 +33,18 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, bend_rotation
 from soft_envs.robots.base import KinematicModel
-from soft_envs.robots.chain import (BASE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
-                                    cylinder_inertia, section_colour, section_joint_values)
+from soft_envs.robots.chain import (
+    BASE_COLOUR,
+    Body,
+    Chain,
+    ChainLink,
+    Cylinder,
+    Limits,
+    bend_section,
+    cylinder_inertia,
+    section_colour,
+    section_joint_values,
+)
 from soft_envs.robots.pcc_kinematics import PCCKinematics
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, PAPER_ALPHA1, PAPER_ALPHA2, PressureMap
 
@@ -110,7 +120,8 @@ class PCCArm(KinematicModel):
         if not np.isfinite(poisson_ratio) or not -1 < poisson_ratio < 0.5:
             raise InvalidParameterError(f"poisson_ratio must be in (−1, 0.5); got {poisson_ratio!r}")
         if stiffness_source not in STIFFNESS_SOURCES:
-            raise InvalidParameterError(f"stiffness_source must be one of {STIFFNESS_SOURCES}; got {stiffness_source!r}")
+            raise InvalidParameterError(
+                f"stiffness_source must be one of {STIFFNESS_SOURCES}; got {stiffness_source!r}")
         if stiffness_source == "pressure" and elongation == 0:
             raise InvalidParameterError("the pressure-calibrated stiffness needs elongation > 0")
         self.n_segments = int(n_segments)
@@ -141,7 +152,7 @@ class PCCArm(KinematicModel):
         return (f"{type(self).__name__}(n_segments={self.n_segments}, links_per_segment={self.links_per_segment}, "
                 f"segment_length={self.segment_lengths.tolist()})")
 
-    def with_links(self, links_per_segment: int) -> "PCCArm":
+    def with_links(self, links_per_segment: int) -> PCCArm:
         """The same arm with another number of links per segment."""
         return type(self)(self.n_segments, links_per_segment, self.segment_lengths.copy(), **self._parameters())
 
@@ -258,6 +269,7 @@ class PCCArm(KinematicModel):
         c2 = np.atleast_2d(c)
         u, du = self._smooth_from_config(c2)
         _, ju, _ = self._kinematics.series(u, with_jacobian=True)
+        assert ju is not None  # asked for
         n = self.n_segments
         ju = ju.reshape(c2.shape[0], 3, n, 3)
         jac = np.einsum("bxnj,bnjk->bxnk", ju, du).reshape(c2.shape[0], 3, 3 * n)
@@ -271,9 +283,10 @@ class PCCArm(KinematicModel):
         s = np.asarray(u, dtype=float).reshape(self.n_segments, 3)
         rows = s.tolist()
         if all(a * a + b * b > _CLOSED_FORM_MIN_BEND**2 for _, a, b in rows):
-            tip, jac = self._kinematics.closed_form_rows(rows)
-            return np.array(tip), np.array(jac).reshape(-1, 3).T
+            tip_row, jac_rows = self._kinematics.closed_form_rows(rows)
+            return np.array(tip_row), np.array(jac_rows).reshape(-1, 3).T
         tip, jac, _ = self._kinematics.series(s[None], with_jacobian=True)
+        assert jac is not None  # asked for
         return tip[0], jac[0]
 
     def smooth_forward(self, u: np.ndarray) -> np.ndarray:

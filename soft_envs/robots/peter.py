@@ -20,16 +20,30 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import bend_functions, cross, skew
 from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.chain import (
+    BASE_COLOUR,
+    PLATE_COLOUR,
+    Body,
+    Chain,
+    ChainLink,
+    Cylinder,
+    Limits,
+    bend_section,
+    cylinder_inertia,
+    section_colour,
+    section_joint_values,
+)
 from soft_envs.robots.peter_single import pcc_single, tilted_single
-from soft_envs.robots.chain import (BASE_COLOUR, PLATE_COLOUR, Body, Chain, ChainLink, Cylinder, Limits, bend_section,
-                                    cylinder_inertia, section_colour, section_joint_values)
+
+if TYPE_CHECKING:  # the calibrated model imports this module
+    from soft_envs.robots.peter_calibration import CalibratedPeter
 
 KINEMATICS = ("tilted", "pcc")
 DEFAULT_LEG_STIFFNESS = 1300.0  # N/m per leg (assumption, see Peter)
@@ -121,10 +135,10 @@ class Peter(KinematicModel):
         return self.n_modules * (self.leg_length_at_rest + self.leg_rate * self.max_inflation_time) \
             + (self.n_modules - 1) * self.gap
 
-    def with_parameters(self, **changes: Any) -> "Peter":
+    def with_parameters(self, **changes: Any) -> Peter:
         """The same arm with the constructor parameters named in ``changes`` replaced (e.g. a
         perturbed ``radius`` [m], ``module_mass`` [kg] or ``leg_stiffness`` [N/m])."""
-        parameters = dict(n_modules=self.n_modules, radius=self.radius, gap=self.gap,
+        parameters: dict[str, Any] = dict(n_modules=self.n_modules, radius=self.radius, gap=self.gap,
                           leg_length_at_rest=self.leg_length_at_rest, leg_rate=self.leg_rate,
                           max_inflation_time=self.max_inflation_time, kinematics=self.kinematics,
                           links_per_module=self.links_per_module, module_mass=self.module_mass,
@@ -134,7 +148,7 @@ class Peter(KinematicModel):
             raise InvalidParameterError(f"Peter has no parameter(s) {sorted(unknown)}")
         return Peter(**(parameters | changes))
 
-    def calibrated(self, times: np.ndarray, tips: np.ndarray, **options: Any):
+    def calibrated(self, times: np.ndarray, tips: np.ndarray, **options: Any) -> CalibratedPeter:
         """This arm's physical parameters fitted to a robot's samples by least squares: per-leg
         gains, offsets and leak losses, the radius, the loads that sag the legs and the base tilt
         (:func:`~soft_envs.robots.peter_calibration.calibrate`; ``options`` go there).
@@ -146,7 +160,7 @@ class Peter(KinematicModel):
 
         return calibrate(self, times, tips, **options)
 
-    def with_kinematics(self, kinematics: str) -> "Peter":
+    def with_kinematics(self, kinematics: str) -> Peter:
         """The same arm (same parameters) with the other kinematics."""
         return self.with_parameters(kinematics=kinematics)
 
@@ -239,6 +253,7 @@ class Peter(KinematicModel):
         """Module top centres and their Jacobians: ``(N, 3)``, ``(N, 3, 3N)`` (batched: leading ``B``)."""
         t = self.check_configuration(t)
         points, jac = self._evaluate(np.atleast_2d(t), with_jacobian=True)
+        assert jac is not None  # asked for
         return (points[0], jac[0]) if t.ndim == 1 else (points, jac)
 
     def _evaluate(self, t: np.ndarray, with_jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:

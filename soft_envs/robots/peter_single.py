@@ -170,7 +170,7 @@ def pcc_single(q_from_l: tuple, rest: float, rate: float, gap: float, t: list[fl
     k00, k01, k02, k10, k11, k12, k20, k21, k22 = (rate * q00, rate * q01, rate * q02, rate * q10, rate * q11,
                                                    rate * q12, rate * q20, rate * q21, rate * q22)
     mean_length = q00 == q01 == q02 and q20 == 0.0
-    for r00, r01, r02, r10, r11, r12, r20, r21, r22, ox, oy, oz, vx, vy, vz, L, a, b, s, d, c, dc in tops:
+    for r00, r01, r02, r10, r11, r12, r20, r21, r22, ox, oy, oz, vx, vy, vz, L, a, b, _s, d, c, dc in tops:
         dx, dy, dz = tx - ox, ty - oy, tz - oz  # top of this module -> tip, in the base frame
         ex = r00 * dx + r10 * dy + r20 * dz  # ... and in the module's frame
         ey = r01 * dx + r11 * dy + r21 * dz

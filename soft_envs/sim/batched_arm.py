@@ -25,14 +25,14 @@ the three for in-place use (reset and parameters by index or mask, as IsaacLab's
 Choice of implementation — measured (``soft-envs bench batched``; one process, CPU time of the
 thread, best of 3 rounds, on a shared 2-core AMD EPYC at load ~11; µs per arm):
 
-=====================================  =======  ========  =========
-rigid-body terms of one arm             B = 1    B = 64    B = 1024
-=====================================  =======  ========  =========
-PETER 2 modules, numba kernel (M, h, G)  4.4      1.30      1.26
-PETER 2 modules, numpy over joints (h)   3400     60        12.8
-PCC 2 segments, numba kernel             5.2      1.73      1.71
-PCC 2 segments, numpy over joints (h)    5500     98        23
-=====================================  =======  ========  =========
+=======================================  =====  ======  ========
+rigid-body terms of one arm              B = 1  B = 64  B = 1024
+=======================================  =====  ======  ========
+PETER 2 modules, numba kernel (M, h, G)  4.4    1.30    1.26
+PETER 2 modules, numpy over joints (h)   3400   60      12.8
+PCC 2 segments, numba kernel             5.2    1.73    1.71
+PCC 2 segments, numpy over joints (h)    5500   98      23
+=======================================  =====  ======  ========
 
 Numpy over joints with B vectorised (``soft_envs.bench.batched.numpy_bias``: ~25 numpy calls
 per joint, for the bias alone, half the kernel's work) is 10× slower than the kernel even at

@@ -7,9 +7,9 @@ import pybullet
 
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.peter import Peter
-from soft_envs.sim.urdf import load_chain
 from soft_envs.sim import bullet
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.urdf import load_chain
 
 
 def configure_physics(client, *, time_step: float, gravity: bool = True, solver_iterations: int = 100) -> None:

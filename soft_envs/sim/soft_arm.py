@@ -71,24 +71,24 @@ for (tip, frames, rendering).
 
 Parameter sources (``[seed]`` a paper's number, ``[assumed]`` an assumption, ``[derived]``):
 
-==================================  ==========================================================
+============================================  =========================================================
 PETER
-leg law ``l(t) = 42.926 mm + 10 mm/s · t``  [seed 000, eq. 1]; also the legs' fill rate
-leg circle 45 mm, module mass 0.12 kg      [assumed, SPEC section 2]; gap 17 mm [seed 000]
-leg stiffness 1300 N/m                      [assumed]: 0.5 kg sags the 2-module arm 2.5 mm
-module stiffness ``3k``, ``3/2 k r²``       [derived]: :meth:`Peter.stiffness`
-venting 10 mm/s, valve delay 0              [assumed]; Rayleigh ``β = 0.02 s`` [assumed]
+leg law ``l(t) = 42.926 mm + 10 mm/s · t``    [seed 000, eq. 1]; also the legs' fill rate
+leg circle 45 mm, module mass 0.12 kg         [assumed, SPEC section 2]; gap 17 mm [seed 000]
+leg stiffness 1300 N/m                        [assumed]: 0.5 kg sags the 2-module arm 2.5 mm
+module stiffness ``3k``, ``3/2 k r²``         [derived]: :meth:`Peter.stiffness`
+venting 10 mm/s, valve delay 0                [assumed]; Rayleigh ``β = 0.02 s`` [assumed]
 PCC arm
-17.3 g, 64.4 mm, E = 80 MPa, ν = 0.49       [seed 004 section 3.2] (E: the stiff option only)
-eq. 9's α₁ = 8e-4 m², α₂ = 7.91e-7 m⁴        [seed 004 section 4; exponent signs read on the
-                                            bellow geometry, :mod:`soft_envs.robots.pcc_pressure`]
-pressure bound ±30 kPa                      [assumed]; stiffness calibrated on it [derived]
-regulator lag 10 ms                         [assumed]; dead time 100–150 ms [seed 004], option
+17.3 g, 64.4 mm, E = 80 MPa, ν = 0.49         [seed 004 section 3.2] (E: the stiff option only)
+eq. 9's α₁ = 8e-4 m², α₂ = 7.91e-7 m⁴         [seed 004 section 4; exponent signs read on the
+                                              bellow geometry, :mod:`soft_envs.robots.pcc_pressure`]
+pressure bound ±30 kPa                        [assumed]; stiffness calibrated on it [derived]
+regulator lag 10 ms                           [assumed]; dead time 100–150 ms [seed 004], option
 PD + feed-forward ``k_p = 80``, ``k_v = 3``   [seed 004]; every 5 ms [seed 004: 250 Hz loop]
-Rayleigh ``β = 5e-3 s``                     [assumed]; 17.3 g spread over the ``m`` links
+Rayleigh ``β = 5e-3 s``                       [assumed]; 17.3 g spread over the ``m`` links
 both
-gravity 9.81 m/s²; ``ρ∞ = 0.9``; 5 ms (PCC) and 1/120 s (PETER) steps  [numerical choices]
-==================================  ==========================================================
+gravity 9.81 m/s²; ``ρ∞ = 0.9``               5 ms (PCC) and 1/120 s (PETER) steps [numerical choices]
+============================================  =========================================================
 """
 
 from __future__ import annotations

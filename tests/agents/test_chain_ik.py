@@ -49,7 +49,8 @@ def test_transpose_converges_position_only():
     p = iiwa.forward(iiwa.sample(np.random.default_rng(4)))
     res = jacobian_ik(iiwa, p, method="transpose", tol=1e-5, timeout=math.inf)
     assert res.success and res.orientation_error is None
-    assert res.iterations > jacobian_ik(iiwa, p, method="dls", tol=1e-5, timeout=math.inf).iterations  # linear vs quadratic
+    # linear vs quadratic convergence
+    assert res.iterations > jacobian_ik(iiwa, p, method="dls", tol=1e-5, timeout=math.inf).iterations
 
 
 def test_orientation_as_rotation_matrix():
@@ -74,7 +75,8 @@ def test_restarts_rescue_stalled_starts():
     """Some targets stall from the middle of the limits; the seeded restarts solve them all."""
     panda = load("panda")
     positions, quats = panda.forward_pose(panda.sample(np.random.default_rng(0), 40))
-    stalled = [i for i in range(40) if not jacobian_ik(panda, positions[i], quats[i], restarts=0, timeout=math.inf).success]
+    stalled = [i for i in range(40)
+               if not jacobian_ik(panda, positions[i], quats[i], restarts=0, timeout=math.inf).success]
     assert stalled, "no stalled start among the targets: the test would prove nothing"
     for i in stalled[:3]:
         for seed in (0, 1):

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soft_envs  # noqa: F401
-from soft_envs.bench.peter import table1_targets
 from soft_envs.agents.nn import NeuralIK, NeuralReachAgent, gelu
+from soft_envs.bench.peter import table1_targets
 from soft_envs.robots.peter import Peter
 
 

@@ -23,18 +23,29 @@ the KUKA iiwa), ``jacobian_ik_batch`` (position only and full pose) and the netw
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-import time
 from typing import Any
 
 import numpy as np
 import pybullet_data
 import pytest
 
-from soft_envs.agents.ik import (BatchIKResult, IKResult, is_success, jacobian_ik, jacobian_ik_batch, newton_raphson,
-                                 newton_raphson_batch, newton_raphson_legs, sqp, trr, trr_batch)
+from soft_envs.agents.ik import (
+    BatchIKResult,
+    IKResult,
+    is_success,
+    jacobian_ik,
+    jacobian_ik_batch,
+    newton_raphson,
+    newton_raphson_batch,
+    newton_raphson_legs,
+    sqp,
+    trr,
+    trr_batch,
+)
 from soft_envs.agents.nn import NeuralIK
 from soft_envs.robots import BulletChain, PCCArm, Peter, PlanarPCCArm, Quadruped
 

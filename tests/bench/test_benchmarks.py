@@ -52,7 +52,8 @@ def test_trr_batch_of_1000(benchmark):
 def test_chain_ik_comparison_table_shape():
     from soft_envs.bench.chain_ik import comparison
 
-    with clock.use_clock(clock.ScaledClock(1e-6)):  # budgets never expire: the table checks the solvers, not the machine
+    # budgets never expire: the table checks the solvers, not the machine
+    with clock.use_clock(clock.ScaledClock(1e-6)):
         table, success = comparison(n_targets=3, n_transpose=1, seed=0)
     lines = table.splitlines()
     assert len(lines) == 2 + 2 * 7  # header, rule, 7 rows per robot

@@ -191,7 +191,6 @@ def test_bad_parameters_raise_value_error(kwargs):
 
 
 def test_many_envs_open_and_close_without_leaking_clients():
-    import pybullet
 
     clients = []
     for _ in range(20):

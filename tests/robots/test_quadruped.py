@@ -36,8 +36,10 @@ def seed_formula(q, l0, l1, l2, l3):
     q0, q1, q2 = q
     return np.array([
         -l2 * math.cos(q1) + l3 * math.cos(q1 + q2),
-        l0 * math.sin(q0) - l1 * math.cos(q0) - l2 * math.sin(q0) * math.sin(q1) + l3 * math.sin(q0) * math.sin(q1 + q2),
-        -l0 * math.cos(q0) - l1 * math.sin(q0) + l2 * math.sin(q1) * math.cos(q0) - l3 * math.sin(q1 + q2) * math.cos(q0),
+        (l0 * math.sin(q0) - l1 * math.cos(q0) - l2 * math.sin(q0) * math.sin(q1)
+         + l3 * math.sin(q0) * math.sin(q1 + q2)),
+        (-l0 * math.cos(q0) - l1 * math.sin(q0) + l2 * math.sin(q1) * math.cos(q0)
+         - l3 * math.sin(q1 + q2) * math.cos(q0)),
     ])
 
 
@@ -127,7 +129,8 @@ def _urdf_joints():
         joints[j.get("name")] = {
             "xyz": origin, "type": j.get("type"),
             "axis": None if axis is None else np.array([float(v) for v in axis.get("xyz").split()]),
-            "limit": None if limit is None else {k: float(limit.get(k)) for k in ("lower", "upper", "effort", "velocity")},
+            "limit": (None if limit is None
+                      else {k: float(limit.get(k)) for k in ("lower", "upper", "effort", "velocity")}),
         }
     return joints
 

@@ -124,5 +124,6 @@ def test_mass_matrix_is_the_kinetic_energy_of_the_links(client):
     for link, state in zip(body.chain.links, states):
         R = quaternion_to_matrix(np.asarray(state[1]))
         omega = R.T @ np.asarray(state[7])
-        kinetic += 0.5 * link.body.mass * np.dot(state[6], state[6]) + 0.5 * omega @ (np.asarray(link.body.inertia) * omega)
+        kinetic += (0.5 * link.body.mass * np.dot(state[6], state[6])
+                    + 0.5 * omega @ (np.asarray(link.body.inertia) * omega))
     assert 0.5 * body.w @ M @ body.w == pytest.approx(kinetic, rel=1e-6)

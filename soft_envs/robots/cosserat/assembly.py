@@ -19,7 +19,17 @@ from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross, quaternion_from_rotation_vector, quaternion_multiply
 from soft_envs.robots.cosserat.equations import (
-    E, FK_FREE, FK_ROWS, LOAD, N, P, POSE_FIXED_FREE, POSE_FIXED_ROWS, U, HexapodEquations, HexapodSolution,
+    FK_FREE,
+    FK_ROWS,
+    LOAD,
+    POSE_FIXED_FREE,
+    POSE_FIXED_ROWS,
+    E,
+    HexapodEquations,
+    HexapodSolution,
+    N,
+    P,
+    U,
 )
 from soft_envs.robots.cosserat.integrator import IDENTITY_WXYZ, rotation_matrix_wxyz, to_wxyz, to_xyzw
 from soft_envs.robots.cosserat.newton import LineSearch, damped_newton
@@ -59,7 +69,8 @@ class AssemblySearch:
 
 
 def solve_rods_to_points(eq: HexapodEquations, X: np.ndarray, base: np.ndarray, q0: np.ndarray, target: np.ndarray,
-                         tol: float = 1e-11, max_iter: int = 39, max_step: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+                         tol: float = 1e-11, max_iter: int = 39,
+                         max_step: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """Independent rods (batched): find scaled ``(u(0)·L, n·L²/EI)`` ``(B, 6)`` so that each tip
     reaches ``target`` ``(B, 3)`` [m] with zero tip curvature (a pinned tip), from bases ``base``
     ``(B, 3)`` [m] with clamp frames ``q0`` ``(B, 4)`` (scalar first). Damped Newton per rod with a
@@ -385,9 +396,9 @@ def search(model: Hexapod6PFS, rho: Any = None, *, max_mode: int = 3, max_combin
     sols = []
     iterator: Any = range(len(Zs))
     if progress:
-        from tqdm.auto import tqdm
+        from soft_envs.console import progress as progress_bar
 
-        iterator = tqdm(iterator, desc="stability", leave=False)
+        iterator = progress_bar(iterator, desc="stability", leave=False)
     for j in iterator:
         s = eq.solution(Zs[j], rho, float(np.max(np.abs(g[j]))), True, 0, 0.0, final_modes[j],
                         float(tips[j, :, 10].sum()))

@@ -18,7 +18,14 @@ from soft_envs.robots.cosserat import assembly as _assembly
 from soft_envs.robots.cosserat import stability as _stability
 from soft_envs.robots.cosserat.assembly import AssemblySearch
 from soft_envs.robots.cosserat.equations import (
-    FK_FREE, FK_ROWS, LOAD, POSE_FIXED_FREE, POSE_FIXED_ROWS, SINGLE_SEARCH, HexapodEquations, HexapodSolution,
+    FK_FREE,
+    FK_ROWS,
+    LOAD,
+    POSE_FIXED_FREE,
+    POSE_FIXED_ROWS,
+    SINGLE_SEARCH,
+    HexapodEquations,
+    HexapodSolution,
 )
 from soft_envs.robots.cosserat.integrator import IDENTITY_WXYZ, rotation_matrix_wxyz
 from soft_envs.robots.cosserat.rod import Rod, RodState

@@ -11,8 +11,8 @@ residual that is not finite (NaN or inf) never counts as a decrease and ends tha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -7,8 +7,9 @@ are ``(x, y, z, w)``; the integrator's scalar-first state stays inside
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -16,7 +17,12 @@ from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import cross
 from soft_envs.robots.cosserat.integrator import (
-    IDENTITY_WXYZ, integrate_rods, rotation_matrix_wxyz, rotation_variation_wxyz, to_wxyz, to_xyzw,
+    IDENTITY_WXYZ,
+    integrate_rods,
+    rotation_matrix_wxyz,
+    rotation_variation_wxyz,
+    to_wxyz,
+    to_xyzw,
 )
 from soft_envs.robots.cosserat.newton import LineSearch, damped_newton
 

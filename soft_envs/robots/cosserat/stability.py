@@ -13,9 +13,12 @@ import numpy as np
 
 from soft_envs.exceptions import ConvergenceError, InvalidParameterError
 from soft_envs.geometry import cross, quaternion_conjugate, quaternion_multiply, skew
-from soft_envs.robots.cosserat.equations import E, FK_FREE, N, HexapodSolution
+from soft_envs.robots.cosserat.equations import FK_FREE, E, HexapodSolution, N
 from soft_envs.robots.cosserat.integrator import (
-    IDENTITY_WXYZ, integrate_rods, rotation_matrix_wxyz, rotation_variation_wxyz,
+    IDENTITY_WXYZ,
+    integrate_rods,
+    rotation_matrix_wxyz,
+    rotation_variation_wxyz,
 )
 
 if TYPE_CHECKING:
