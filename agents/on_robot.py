@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 from soft_envs.agents.nn.collect import collect_samples, episode_time
-
 from soft_envs.exceptions import InvalidParameterError, check_integer
 
 METHODS = ("trr-calibrated", "nn-finetuned")

@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 
 from soft_envs.cli import main
-from soft_envs.evaluate import (LEARN_SAMPLES, TASKS, Evaluation, Job, evaluate, jobs_for, learning_controller,
-                                run_episode)
+from soft_envs.evaluate import (
+    LEARN_SAMPLES,
+    TASKS,
+    Evaluation,
+    Job,
+    evaluate,
+    jobs_for,
+    learning_controller,
+    run_episode,
+)
 from soft_envs.exceptions import InvalidParameterError
 
 

@@ -69,14 +69,14 @@ def collect_samples(
             (valve delay, the last motion).
         settle_speed: measured tip speed [m/s] below which the arm counts as settled.
         max_time: longest wait [s] per sample (default: the episode's length, else 10 s).
-        progress: show a tqdm progress bar (stderr; none when it is not a terminal).
+        progress: show a progress bar (:func:`soft_envs.console.progress`: stderr, a terminal only).
 
     Returns:
         ``(times, tips)``: the commanded inflation times ``(n, 3N)`` [s] (as the env applied
         them) and the measured tips ``(n, 3)`` [m] in the env's frame (observation noise and
         latency included, as a real sensor's).
     """
-    from tqdm.auto import tqdm
+    from soft_envs.console import progress as progress_bar
 
     n = check_integer("n", n, minimum=1)
     base = env.unwrapped
@@ -98,7 +98,7 @@ def collect_samples(
     commands = model.sample(rng, n)
     times = np.empty((n, model.n_dof))
     tips = np.empty((n, 3))
-    for k in tqdm(range(n), desc="collect samples", leave=False, disable=None if progress else True):
+    for k in progress_bar(range(n), enabled=progress, desc="collect samples", leave=False):
         obs, _ = env.reset(seed=seed if k == 0 else None, options={"keep_robot": True})
         action = base.model_to_action(commands[k])
         times[k] = base.action_to_model(action)

@@ -92,7 +92,7 @@ def _dense(torch, sizes: list[int], final_scale: float = 1.0):
 def _fit_residual(torch, times: np.ndarray, residual_mm: np.ndarray, mid: np.ndarray, half: np.ndarray,
                   recipe: FinetuneRecipe, seed: int, progress: bool):
     """Fit ``r(t)`` [mm] to the residuals; returns the network (on normalised times) and a report."""
-    from tqdm.auto import tqdm
+    from soft_envs.console import progress as progress_bar
 
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(times))
@@ -107,8 +107,7 @@ def _fit_residual(torch, times: np.ndarray, residual_mm: np.ndarray, mid: np.nda
     kernels = [m.weight for m in net if isinstance(m, torch.nn.Linear)]
     generator = torch.Generator().manual_seed(seed)
     best, best_val, best_epoch = None, np.inf, -1
-    bar = tqdm(range(recipe.residual_epochs), desc="finetune: forward model", leave=False,
-               disable=None if progress else True)
+    bar = progress_bar(range(recipe.residual_epochs), enabled=progress, desc="finetune: forward model", leave=False)
     for epoch in bar:
         net.train()
         perm = torch.from_numpy(train)[torch.randperm(len(train), generator=generator)]
@@ -152,11 +151,11 @@ def finetune(network: NeuralIK, times: np.ndarray, tips: np.ndarray, *, seed: in
         seed: seeds the split, the initial residual weights, the targets and the batches.
         recipe: hyper-parameters (default :class:`FinetuneRecipe`).
         threads: ``torch.set_num_threads`` (small batches run best on one).
-        progress: tqdm bars (stderr; none when it is not a terminal).
+        progress: progress bars (:func:`soft_envs.console.progress`: stderr, a terminal only).
     """
     from soft_envs.agents.nn import NeuralIK
     from soft_envs.agents.nn.train import tip_function
-    from tqdm.auto import tqdm
+    from soft_envs.console import progress as progress_bar
 
     recipe = recipe or FinetuneRecipe()
     model = network.model
@@ -213,7 +212,7 @@ def finetune(network: NeuralIK, times: np.ndarray, tips: np.ndarray, *, seed: in
     optimizer = torch.optim.NAdam(net.parameters(), lr=recipe.learning_rate)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=recipe.epochs)
     generator = torch.Generator().manual_seed(seed)
-    bar = tqdm(range(recipe.epochs), desc="finetune: network", leave=False, disable=None if progress else True)
+    bar = progress_bar(range(recipe.epochs), enabled=progress, desc="finetune: network", leave=False)
     for _ in bar:
         net.train()
         perm = torch.randperm(len(targets), generator=generator)

@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from soft_envs.bench import markdown_table, pyplot, save_figure
 from soft_envs.clock import now
+from soft_envs.console import progress
 
 TITLE = "Learning on the robot: calibrated TRR and the fine-tuned network against samples (realistic PETER)"
 ENV_ID = "soft_envs/PeterReach-v0"
@@ -222,9 +222,10 @@ def _run_jobs(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
     import multiprocessing as mp
 
     if workers == 1:
-        return [robot_run(**job) for job in tqdm(jobs, desc="learn-ik robots", leave=False)]
+        return [robot_run(**job) for job in progress(jobs, desc="learn-ik robots", leave=False)]
     with mp.get_context("spawn").Pool(workers) as pool:
-        results = list(tqdm(pool.imap(_robot_run_job, jobs), total=len(jobs), desc="learn-ik robots", leave=False))
+        results = list(progress(pool.imap(_robot_run_job, jobs), total=len(jobs), desc="learn-ik robots",
+                                leave=False))
         pool.close()
         pool.join()
     return results

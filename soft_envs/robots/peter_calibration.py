@@ -109,13 +109,17 @@ class CalibratedPeter(KinematicModel):
         self.gravity = float(gravity)
         self.n_modules = arm.n_modules
         self.lower, self.upper = arm.lower.copy(), arm.upper.copy()
-        self.reach = arm.reach
         self.rotation = quaternion_to_matrix(quaternion_from_rotation_vector(np.r_[self.base_tilt, 0.0]))
         self._up = self.rotation.T @ np.array([0.0, 0.0, 1.0])  # the world's up in the base frame
         # t_eff − s = −c Σ M_i e·∂p_i/∂t with c = g / (k v²)   [s per (kg m/s)]
         self._compliance = self.gravity / (arm.leg_stiffness * arm.leg_rate**2)
         self._sag = bool(np.any(self.loads > 0) and self.gravity > 0)
         self.calibration: dict[str, Any] = {}  # the fit's report (calibrate)
+
+    @property
+    def reach(self) -> float:
+        """The arm's straight length [m] (targets beyond 100 of them are a unit mistake)."""
+        return self.arm.reach
 
     @staticmethod
     def _vector(name: str, value: Any, size: int) -> np.ndarray:
