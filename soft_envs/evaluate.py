@@ -147,10 +147,12 @@ class SB3Policy:
     the env's raises :class:`~soft_envs.exceptions.InvalidParameterError`.
     """
 
-    OBSERVATION_KEYWORDS = ("goal_conditioned",)
+    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history")
 
     def __init__(self, policy, env=None) -> None:
         self.policy = policy
+        self.recurrent = type(policy).__name__ == "RecurrentPPO"
+        self._state, self._start = None, np.ones((1,), bool)
         if env is not None:
             for kind in ("observation_space", "action_space"):
                 if getattr(env, kind) != getattr(policy, kind):
@@ -184,9 +186,15 @@ class SB3Policy:
         return cls(load_model(path, algo), env)
 
     def reset(self, obs=None, info=None) -> None:
-        """Policies are memoryless here."""
+        """A recurrent policy's memory starts afresh; the others are memoryless."""
+        self._state, self._start = None, np.ones((1,), bool)
 
     def act(self, obs):
+        if self.recurrent:
+            action, self._state = self.policy.predict(obs, state=self._state, episode_start=self._start,
+                                                      deterministic=True)
+            self._start = np.zeros((1,), bool)
+            return action
         action, _ = self.policy.predict(obs, deterministic=True)
         return action
 

@@ -32,6 +32,10 @@ LAYER = {
     "demos": "top",
     "evaluate": "top",
     "train_rl": "top",
+    "train_rl_cli": "top",
+    "rl_recipes": "top",
+    "rl_checkpoint": "top",
+    "vector": "top",  # the Stable-Baselines3 adapter of the vector envs
     "policy_layers": "top",  # torch layers of saved RL policies
     "cli": "top",
     "report": "top",  # markdown tables and figures of the harness

@@ -34,8 +34,11 @@ BENCHES: dict[str, str] = {
     "learn": "soft_envs.bench.learn_ik",
     "evaluate": "soft_envs.bench.evaluation",
     "rl": "soft_envs.bench.rl",
-    "batched": "soft_envs.bench.batched",
+    "learnability": "soft_envs.bench.learnability",
+    "learned": "soft_envs.bench.learned",
     "convergence": "soft_envs.bench.convergence",
+    "batched": "soft_envs.bench.batched",
+    "vector": "soft_envs.bench.vector",
 }
 
 

@@ -14,6 +14,13 @@ ENVIRONMENTS: dict[str, tuple[str, int]] = {
     "soft_envs/HexapodPose-v0": ("soft_envs.envs.hexapod_pose:HexapodPoseEnv", 50),
 }
 
+# id -> the vector entry point ``gym.make_vec(id, num_envs=N, **kwargs)`` calls (native vector envs;
+# ``vectorization_mode="sync"``/``"async"`` still wrap single envs).
+VECTOR_ENTRY_POINTS: dict[str, str] = {
+    "soft_envs/PeterReach-v0": "soft_envs.envs.peter_reach_vector:make_peter_reach_vector",
+    "soft_envs/PCCTrack-v0": "soft_envs.envs.pcc_track_vector:make_pcc_track_vector",
+}
+
 
 def _module_exists(entry_point: str) -> bool:
     import importlib.util
@@ -28,6 +35,8 @@ def register_all() -> list[str]:
         if not _module_exists(entry_point):
             continue
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry_point, max_episode_steps=max_steps)
+            vector = VECTOR_ENTRY_POINTS.get(env_id)
+            gym.register(id=env_id, entry_point=entry_point, max_episode_steps=max_steps,
+                         vector_entry_point=vector if vector and _module_exists(vector) else None)
         registered.append(env_id)
     return registered

@@ -13,7 +13,8 @@ reset / close order. Subclasses fill the hooks:
   in that order and each appears in ``info`` as ``reward_<name>``;
 * ``_reset_model(options)`` — put the robot and task in their initial state using
   ``self.np_random`` (``options`` is ``reset``'s dict without the base's ``keep_robot``, empty
-  when none was given);
+  when none was given); an env with a vector form draws the task through ``draw_task(rng)``,
+  which its vector env calls per sub-env;
 * ``_reset_options()`` — the names of the ``reset`` options the env reads besides ``keep_robot``
   (any other name is a ``ValueError``);
 * ``_command()`` — the command the robot holds, in model units (its normalised form is the
@@ -30,10 +31,19 @@ reset / close order. Subclasses fill the hooks:
 Realism: the base resolves ``realism=`` (``"ideal"``, ``"realistic"`` or a dict of overrides)
 against the env's table at construction and, at every ``reset``, draws the perturbations from a
 generator spawned off ``np_random`` (:attr:`SoftEnv.realism_rng`, also the source of every
-per-step noise) before ``_reset_model`` runs; the values are :attr:`SoftEnv.perturbations` and
-``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn. ``reset(options={"keep_robot":
-True})`` keeps the previous reset's perturbations — the same robot, a new task (goal, start) and
-new per-step noise — so that a controller can learn on one robot and then act on it.
+per-step noise; :meth:`SoftEnv.draw_realism`) before ``_reset_model`` runs; the values are
+:attr:`SoftEnv.perturbations` and ``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
+``reset(options={"keep_robot": True})`` keeps the previous reset's perturbations — the same robot,
+a new task (goal, start) and new per-step noise — so that a controller can learn on one robot and
+then act on it.
+
+Options that let a policy close the loop (every env; defaults unchanged):
+``action_mode="delta"`` makes the action a change of the normalised command,
+``a_abs = clip(a_prev + delta_scale · a, −1, 1)`` (the env then sees ``a_abs``; the
+observation gains the current normalised command ``a_abs``, entries in ``[−1, 1]``), and
+``history=k`` appends the previous ``k`` observations (the flat one, or a ``Dict``'s
+``observation`` entry) and the ``k`` previous normalised commands, oldest last; at reset the
+history repeats the reset's observation and command.
 
 Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
 one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
@@ -62,11 +72,14 @@ from soft_envs.exceptions import (
 )
 from soft_envs.sim.bullet import configure_physics, connect, disconnect, has_display, render_rgb
 from soft_envs.sim.realism import Perturbation, Realism, spawn_generator
+from soft_envs.sim.soft_arm import SoftArmBody
 
 MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
 MAX_FRAME_SKIP = 10_000  # physics steps per env.step
 TIME_STEP_RANGE = (1e-6, 1.0)  # s, physics time step
 MAX_SOLVER_ITERATIONS = 100_000
+ACTION_MODES = ("absolute", "delta")
+MAX_HISTORY = 64
 
 class SoftEnv(gym.Env):
     """Base class of every soft_envs environment (see the module docstring for the hooks).
@@ -80,6 +93,9 @@ class SoftEnv(gym.Env):
         action_rate_weight: weight of the ``action_rate`` reward term (>= 0).
         realism: ``"ideal"`` (default: no perturbation), ``"realistic"`` (the env's documented
             ranges) or a dict of overrides (:class:`~soft_envs.sim.realism.Realism`).
+        action_mode: ``"absolute"`` (default) or ``"delta"`` (module docstring).
+        delta_scale: change of the normalised command per unit of a delta action (0, 2].
+        history: previous observations and commands appended to the observation (0 to 64).
         use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
             the subclass, not a user keyword.
 
@@ -103,6 +119,9 @@ class SoftEnv(gym.Env):
         height: int = 240,
         action_rate_weight: float = 0.0,
         realism: str | dict[str, Any] | None = "ideal",
+        action_mode: str = "absolute",
+        delta_scale: float = 0.1,
+        history: int = 0,
         use_physics: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -116,12 +135,20 @@ class SoftEnv(gym.Env):
         self.height = check_integer("height [px]", height, minimum=1, maximum=MAX_IMAGE_SIZE)
         check_nonnegative(action_rate_weight=action_rate_weight)
         self.action_rate_weight = float(action_rate_weight)
+        if action_mode not in ACTION_MODES:
+            raise InvalidParameterError(f"action_mode must be one of {ACTION_MODES}; got {action_mode!r}")
+        self.action_mode = action_mode
+        self.delta_scale = check_positive("delta_scale", delta_scale, 2.0)
+        self.history = check_integer("history", history, minimum=0, maximum=MAX_HISTORY)
+        self._history: list[tuple[np.ndarray, np.ndarray]] = []
         self.realism = Realism(self._realism_table(), realism, env=type(self).__name__)
         self.perturbations: dict[str, Any] = self.realism.ideal_values(self._realism_sizes())
         self.realism_rng: np.random.Generator | None = None  # spawned at every reset (non-ideal)
         self.render_mode = render_mode
         self.use_physics = bool(use_physics)
         self._closed = False
+        #: Entries of the last observation that were clipped into the observation space's bounds.
+        self.observation_clipped = 0
         self._previous_action: np.ndarray | None = None  # None until the first reset
         self._render_client = None  # for rendering a physics-free env
         gui = render_mode == "human" and has_display()
@@ -129,6 +156,57 @@ class SoftEnv(gym.Env):
         if self.client is not None:
             configure_physics(self.client, time_step=self.time_step, **self._physics_parameters())
         self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.dt)))
+
+    @property
+    def observation_space(self):
+        """The observation space (with the ``action_mode``/``history`` entries when they are on)."""
+        space = self.__dict__.get("_task_observation_space")
+        cached = self.__dict__.get("_extended_cache")
+        if space is None:
+            raise AttributeError("observation_space is not set yet")
+        if cached is None or cached[0] is not space:
+            cached = (space, self._extended_space(space))
+            self._extended_cache = cached
+        return cached[1]
+
+    @observation_space.setter
+    def observation_space(self, space) -> None:
+        self._task_observation_space = space
+        self._extended_cache = None
+
+    def _extended_space(self, space):
+        if getattr(self, "action_mode", "absolute") == "absolute" and not getattr(self, "history", 0):
+            return space
+        part = space["observation"] if isinstance(space, gym.spaces.Dict) else space
+        n_act = int(np.prod(self.action_space.shape))
+        lows = [part.low.ravel()] + [-np.ones(n_act)] * (self.action_mode == "delta")
+        highs = [part.high.ravel()] + [np.ones(n_act)] * (self.action_mode == "delta")
+        lows += [part.low.ravel(), -np.ones(n_act)] * self.history
+        highs += [part.high.ravel(), np.ones(n_act)] * self.history
+        box = gym.spaces.Box(np.concatenate(lows).astype(np.float32), np.concatenate(highs).astype(np.float32),
+                             dtype=np.float32)
+        if isinstance(space, gym.spaces.Dict):
+            return gym.spaces.Dict({**space.spaces, "observation": box})
+        return box
+
+    def _extend_observation(self, obs, command: np.ndarray, reset: bool):
+        """``obs`` with the current command (delta mode) and the history (module docstring)."""
+        if self.action_mode == "absolute" and not self.history:
+            return obs
+        part = obs["observation"] if isinstance(obs, dict) else obs
+        part = np.asarray(part, dtype=np.float32).ravel()
+        command = np.asarray(command, dtype=np.float32).ravel()
+        if reset:
+            self._history = [(part, command)] * (self.history + 1)
+        else:
+            self._history = ([(part, command)] + self._history)[: self.history + 1]
+        pieces = [part] + [command] * (self.action_mode == "delta")
+        for past, past_command in self._history[1:]:
+            pieces += [past, past_command]
+        out = np.concatenate(pieces).astype(np.float32)
+        if isinstance(obs, dict):
+            return {**obs, "observation": out}
+        return out
 
     @property
     def dt(self) -> float:
@@ -206,6 +284,13 @@ class SoftEnv(gym.Env):
         low, high = self._action_bounds()
         return 2.0 * (q - low) / (high - low) - 1.0
 
+    def _clip_observation(self, obs: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """``obs`` clipped into ``[low, high]`` as float32; the number of entries clipped goes to
+        :attr:`observation_clipped` (bounds should hold what the robot does: tests watch it)."""
+        clipped = np.clip(obs, low, high)
+        self.observation_clipped = int(np.count_nonzero(clipped != obs))
+        return clipped.astype(np.float32)
+
     # ------------------------------------------------------------------ conversions
     def action_to_model(self, action: Any) -> np.ndarray:
         """Normalised action (clipped into the action box) -> command in model units (float64).
@@ -219,6 +304,21 @@ class SoftEnv(gym.Env):
         """Command in model units -> normalised action, clipped into the action box (float32)."""
         low, high = self.action_space.low, self.action_space.high
         return np.clip(self._model_to_action(np.asarray(q, dtype=float)), low, high).astype(np.float32)
+
+    def draw_realism(self, rng: np.random.Generator) -> tuple[np.random.Generator | None, dict[str, Any]]:
+        """A reset's realism draws from ``rng`` (the env's ``np_random``, not advanced): the
+        generator of the episode's per-step noise (spawned off ``rng``) and the perturbations;
+        ``(None, ideal values)`` under ``"ideal"``, where nothing is drawn. The vector envs call
+        it once per sub-env being reset, with that sub-env's generator."""
+        if self.realism.is_ideal():
+            return None, self.realism.ideal_values(self._realism_sizes())
+        realism_rng = spawn_generator(rng)
+        return realism_rng, self.realism.draw(realism_rng, self._realism_sizes())
+
+    def draw_task(self, rng: np.random.Generator) -> Any:
+        """A reset's task draws from ``rng`` (goals, start phases): envs with a vector form draw
+        their task here, in ``_reset_model`` and, per sub-env, in their vector env."""
+        raise NotImplementedError(f"{type(self).__name__} has no vector form")
 
     # ------------------------------------------------------------------ gym API
     def validate_action(self, action: Any) -> tuple[np.ndarray, bool]:
@@ -249,9 +349,12 @@ class SoftEnv(gym.Env):
         if self._previous_action is None:
             raise ResetNeeded(f"{type(self).__name__}.step() called before reset()")
         action, clipped = self.validate_action(action)
+        if self.action_mode == "delta":
+            action = np.clip(self._previous_action + self.delta_scale * action,
+                             self.action_space.low, self.action_space.high)
         self._apply_action(action)
         self.simulate()
-        obs = self._observation()
+        obs = self._extend_observation(self._observation(), action, reset=False)
         terms = self._reward_terms(action)
         rate = action - self._previous_action
         terms["action_rate"] = -self.action_rate_weight * float(rate @ rate)
@@ -274,15 +377,13 @@ class SoftEnv(gym.Env):
         options = self._check_reset_options(options)
         keep_robot = bool(options.pop("keep_robot", False))
         super().reset(seed=seed)
-        if self.realism.is_ideal():
-            self.realism_rng = None
-        else:
-            self.realism_rng = spawn_generator(self.np_random)
-            if not keep_robot:
-                self.perturbations = self.realism.draw(self.realism_rng, self._realism_sizes())
+        realism_rng, drawn = self.draw_realism(self.np_random)
+        self.realism_rng = realism_rng
+        if not keep_robot:
+            self.perturbations = drawn
         self._reset_model(options)
         self._previous_action = self.model_to_action(self._command()).astype(np.float64)
-        obs = self._observation()
+        obs = self._extend_observation(self._observation(), self._previous_action, reset=True)
         info = self._extra_info()
         info["realism"] = {name: np.copy(value) if isinstance(value, np.ndarray) else value
                            for name, value in self.perturbations.items()}
@@ -326,6 +427,9 @@ class SoftEnv(gym.Env):
     def close(self) -> None:
         # (No __del__: a BulletClient disconnects itself when garbage-collected, and
         # EzPickle's unpickling shares the client of a temporary instance.)
+        body = getattr(self, "body", None)
+        if isinstance(body, SoftArmBody):  # its private dynamics client, if it made one
+            body.close()
         disconnect(self.client)
         disconnect(self._render_client)
         self.client = None

@@ -28,11 +28,18 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   physics step); its output goes to the chambers (``p = H⁻¹ τ``, bounded) or, with direct
   actuation, to the arm.
 * ``action_type="torque"``: the generalised actuation on ``(ΔL, a, b)`` per segment (axial
-  force [N], bending moments [N m]), normalised by :attr:`PCCTrackEnv.torque_limits`
-  (1.5 × the elastic force at the bounds), held over the control period (through the chambers
-  unless ``actuation="direct"``).
+  force [N], bending moments [N m]), normalised by :attr:`PCCTrackEnv.torque_limits` (the
+  elastic force at the workspace bounds: ``k_ΔL · 0.1 L`` axial, ``k_θ · 140° / √2`` per bending
+  axis, so that every corner of the action box holds the arm inside the box ``|θ| ≤ 140°``), held
+  over the control period (through the chambers unless ``actuation="direct"``).
 * ``action_type="pressure"`` (chamber actuation only): the chamber pressure set-points,
-  ``p = a · max_pressure`` [Pa], segment by segment, chamber ``j`` at ``γ_j = (j − 1) 2π/d``.
+  ``p = a · pressure_action_limit`` [Pa], segment by segment, chamber ``j`` at
+  ``γ_j = (j − 1) 2π/d``; :attr:`PCCTrackEnv.pressure_action_limit`:
+  :func:`~soft_envs.robots.pcc_pressure.workspace_pressure_limit` (37.5 % of ``max_pressure``).
+
+Explorable by design: the command's bending part and the pressures move towards the action by
+at most their range times ``dt / command_ramp_time`` per control period (default 0.5 s; the
+derivation: :mod:`soft_envs.envs.pcc_ramp`); ``command_ramp_time=0``: no ramp.
 
 Out-of-box actions are clipped (``info["action_clipped"]``). :meth:`~SoftEnv.action_to_model`
 and :meth:`~SoftEnv.model_to_action` convert between the action and the set-point (``φ``
@@ -70,6 +77,9 @@ trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStar
 trajectory's tip angle held on a planar arm; the chambers at the pressures that hold it) — the
 paper started from the straight arm; ``start_straight=True`` does that.
 
+Vector form: ``gym.make_vec("soft_envs/PCCTrack-v0", num_envs=N, **kwargs)`` steps ``N`` arms on
+the batched core, each sub-env this env's episode (:mod:`soft_envs.envs.pcc_track_vector`).
+
 Realism (``realism=``, table :data:`PCC_REALISM`): ``info["realism"]`` of the reset holds the
 values drawn; ``reset(options={"keep_robot": True})`` keeps them (a new start, the same robot).
 """
@@ -85,9 +95,10 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
+from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME, command_step, ramp_setpoint
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
-from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
+from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, workspace_pressure_limit
 from soft_envs.sim.actuators import PressureRegulator
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
@@ -129,6 +140,23 @@ PCC_REALISM: tuple[Perturbation, ...] = (
 CHAMBER_REALISM = ("chamber_gain", "pressure_droop", "regulator_delay")
 
 
+def track_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, state: np.ndarray, rate: np.ndarray,
+                      phase: np.ndarray | float, high: np.ndarray, goal_conditioned: bool, on_clip=None):
+    """The observation (module docstring) of one arm (``(3,)``, ``(n,)`` parts, a float phase [rad])
+    or of a batch (leading ``B``): measured tip [m], goal [m], measured velocity [m/s], the paper's
+    state and its rate, the trajectory phase; clipped into ``±high``, float32 (``on_clip(count)`` is
+    told how many entries were clipped). The single and the vector env build it here."""
+    phase = np.asarray(phase, dtype=float)[..., None]
+    raw = np.concatenate((tip, goal, goal - tip, velocity, state, rate, np.sin(phase), np.cos(phase)), axis=-1)
+    obs = np.clip(raw, -high, high)
+    if on_clip is not None:
+        on_clip(int(np.count_nonzero(obs != raw)))
+    obs = obs.astype(np.float32)
+    if goal_conditioned:
+        return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
+    return obs
+
+
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Track a trajectory with a PCC arm (see the module docstring for spaces, rewards and physics).
 
@@ -162,6 +190,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         tracking_weight: weight of the tracking term.
         success_threshold: tracking error counted as success [m].
         goal_conditioned: ``Dict`` observation with ``achieved_goal`` (tip) / ``desired_goal``.
+        command_ramp_time: least time [s] the command takes to cross its whole range (0: no
+            limit; see the module docstring).
         time_step: physics time step [s] (5 ms soft, 2 ms stiff); frame_skip: physics steps per
             ``env.step`` (10 soft, 25 stiff).
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
@@ -199,6 +229,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         time_step: float | None = None,
         frame_skip: int | None = None,
         realism: str | dict[str, Any] | None = "ideal",
+        command_ramp_time: float = DEFAULT_COMMAND_RAMP_TIME,
         **kwargs: Any,
     ) -> None:
         EzPickle.__init__(
@@ -211,7 +242,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             rayleigh_stiffness=rayleigh_stiffness, random_start=random_start, start_straight=start_straight,
             tracking_weight=tracking_weight, success_threshold=success_threshold,
             goal_conditioned=goal_conditioned, time_step=time_step, frame_skip=frame_skip, realism=realism,
-            **kwargs)
+            command_ramp_time=command_ramp_time, **kwargs)
         if action_type not in ACTION_TYPES:
             raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
         if physics not in PHYSICS:
@@ -225,7 +256,11 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         rayleigh_stiffness = (DEFAULT_RAYLEIGH_STIFFNESS if soft else STIFF_RAYLEIGH_STIFFNESS) \
             if rayleigh_stiffness is None else rayleigh_stiffness
         check_nonnegative(tracking_weight=tracking_weight, rayleigh_stiffness=rayleigh_stiffness, payload=payload,
-                          regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay)
+                          regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
+                          command_ramp_time=command_ramp_time)
+        if command_ramp_time > MAX_DELAY:
+            raise InvalidParameterError(f"command_ramp_time must be at most {MAX_DELAY:g} s")
+        self.command_ramp_time = float(command_ramp_time)
         if regulator_delay > MAX_DELAY or regulator_time_constant > MAX_DELAY:
             raise InvalidParameterError(f"regulator times must be at most {MAX_DELAY:g} s")
         self.tracking_weight = float(tracking_weight)
@@ -269,18 +304,27 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self._goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                         basePosition=[0.0, 0.0, -1.0])
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
-        per = self.model.per_segment
-        spans = np.stack([self.model.elongation * self.model.segment_lengths] +
-                         [np.full(self.model.n_segments, self.model.max_bend)] * (per - 1), axis=-1).ravel()
-        #: Generalised-force scale of a torque action of 1 (axial [N], bending [N m]).
-        self.torque_limits = 1.5 * self.body.stiffness * spans
         #: The simulated arm's elastic stiffness without realism (axial [N/m], bending [N m/rad]).
         self.nominal_stiffness = self.body.stiffness.copy()
+        per = self.model.per_segment
+        bend_axis = self.model.max_bend / (np.sqrt(2.0) if per == 3 else 1.0)
+        spans = np.stack([self.model.elongation * self.model.segment_lengths] +
+                         [np.full(self.model.n_segments, bend_axis)] * (per - 1), axis=-1).ravel()
+        #: Generalised-force scale of a torque action of 1 (axial [N], bending [N m]): the elastic
+        #: force at the workspace bounds (every corner of the box holds the arm inside them).
+        self.torque_limits = self.nominal_stiffness * spans
+        #: Chamber pressure [Pa] of a pressure action of 1 (module docstring; chambers only).
+        self.pressure_action_limit = workspace_pressure_limit(self.model, self.nominal_stiffness)
+        # Bounds (derivations): positions within 1.2 times the longest arm plus 5 cm; the paper's
+        # state within 2 max_bend per shortest segment (κ) and a strain of 1; every rate within its
+        # quantity's bound oscillating at the highest frequency the time step resolves (π / Δt),
+        # an envelope random actions stay well inside (``soft-envs bench learnability``).
         reach = 1.2 * self.model.total_length * (1 + self.model.elongation) + 0.05
         kappa = 2 * self.model.max_bend / (self.model.segment_lengths.min() * (1 - self.model.elongation))
         state_high = np.tile([1.0] + [kappa] * (per - 1), self.model.n_segments)
-        high = np.concatenate((np.full(6, reach), np.full(3, 2 * reach), np.full(3, 10.0), state_high,
-                               np.full(n, 1e3), np.ones(2))).astype(np.float32)
+        nyquist = np.pi / self.time_step  # rad/s
+        high = np.concatenate((np.full(6, reach), np.full(3, 2 * reach), np.full(3, nyquist * reach), state_high,
+                               nyquist * state_high, np.ones(2))).astype(np.float32)
         self._obs_high = high.astype(np.float64)
         self.goal_conditioned = bool(goal_conditioned)
         if self.goal_conditioned:
@@ -346,14 +390,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if self.action_type == "torque":
             return action * self.torque_limits
         if self.action_type == "pressure":
-            return action * self.model.pressure.max_pressure
+            return action * self.pressure_action_limit
         return super()._action_to_model(action)
 
     def _model_to_action(self, q: np.ndarray) -> np.ndarray:
         if self.action_type == "torque":
             return q / self.torque_limits
         if self.action_type == "pressure":
-            return q / self.model.pressure.max_pressure
+            return q / self.pressure_action_limit
         c = np.array(q, dtype=float)
         if not self.model.planar:  # φ wrapped into its bounds
             c[..., 2::3] = np.angle(np.exp(1j * c[..., 2::3]))
@@ -375,7 +419,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _reset_model(self, options: dict[str, Any]) -> None:
         if not self.realism.is_ideal():
             self._apply_realism()
-        t0 = float(self.np_random.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
+        t0 = self.draw_task(self.np_random)
         c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
         self.body.reset(c0)
         self.stop_reason = None
@@ -396,15 +440,25 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.goal = self.trajectory.position(self.time)
         self._read_tip(reset=True)
 
+    def draw_task(self, rng: np.random.Generator) -> float:
+        """A reset's task draw from ``rng``: the trajectory time [s] the episode starts at (uniform
+        over a period with ``random_start``, else 0 and nothing drawn)."""
+        return float(rng.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
+
     def _command(self) -> np.ndarray:
         return self.setpoint if self.action_type == "configuration" else self._command_value
 
     def _apply_action(self, action: np.ndarray) -> None:
+        target = self.action_to_model(action)
+        step = command_step(self.model, self.action_type, self.torque_limits, self.pressure_action_limit,
+                            self.dt, self.command_ramp_time)
         if self.action_type == "configuration":
             self._previous_setpoint = self.setpoint
-            self.setpoint = self.action_to_model(action)
+            self.setpoint = ramp_setpoint(self.model, self.setpoint, target, step)
         else:
-            self._command_value = self.action_to_model(action)
+            if step is not None:
+                target = self._command_value + np.clip(target - self._command_value, -step, step)
+            self._command_value = target
 
     def _actuate(self, k: int, steps: int, u_from: np.ndarray | None, u_to: np.ndarray | None) -> None:
         """The command of physics step ``k`` of ``steps``: the PD + feed-forward law on its ticks
@@ -484,16 +538,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _observation(self) -> np.ndarray:
         self._read_tip()
-        tip = self.measured_tip
         state = self.controller.state(self.body.u)
         rate = self.controller.state_jacobian(self.body.u) @ self.body.w
-        phase = 2 * np.pi * self.time / self.trajectory.period
-        obs = np.concatenate((tip, self.goal, self.goal - tip, self.measured_velocity, state, rate,
-                              [np.sin(phase), np.cos(phase)]))
-        obs = np.clip(obs, -self._obs_high, self._obs_high).astype(np.float32)
-        if self.goal_conditioned:
-            return {"observation": obs[9:], "achieved_goal": obs[0:3], "desired_goal": obs[3:6]}
-        return obs
+        return track_observation(self.measured_tip, self.goal, self.measured_velocity, state, rate,
+                                 2 * np.pi * self.time / self.trajectory.period, self._obs_high, self.goal_conditioned,
+                                 on_clip=self._count_clipped)
+
+    def _count_clipped(self, count: int) -> None:
+        self.observation_clipped = count
 
     def tracking_error(self) -> float:
         """Current true tip-to-goal distance [m] (goal-conditioned: from the goals rounded to float32

@@ -54,6 +54,10 @@ grow the process; the soft default never uses it.
 ``kinematic=True`` runs the same spaces on the analytic model (``kinematics="pcc"`` or
 ``"tilted"``) with no simulator.
 
+Vector form: ``gym.make_vec("soft_envs/PeterReach-v0", num_envs=N, **kwargs)`` steps ``N`` arms
+together (soft physics on the batched core, or kinematic), each sub-env this env's episode
+(:mod:`soft_envs.envs.peter_reach_vector`); ``physics="stiff"`` gives a ``SyncVectorEnv``.
+
 Realism (``realism=``, :mod:`soft_envs.sim.realism`; table :data:`PETER_REALISM`): the robot
 the env simulates may differ from ``env.model``, the nominal model a controller plans with —
 per-leg fill gains, length offsets and leaks (:meth:`PneumaticLegs.set_imperfections`), an
@@ -134,6 +138,20 @@ PETER_REALISM: tuple[Perturbation, ...] = (
 )
 PHYSICS_ONLY_REALISM = ("leg_stiffness_error", "mass_error", "payload")
 PLANT_REALISM = ("base_tilt", "radius_error") + PHYSICS_ONLY_REALISM  # change the simulated arm
+
+
+def reach_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, setpoints: np.ndarray,
+                      goal_conditioned: bool) -> np.ndarray | dict[str, np.ndarray]:
+    """The observation (module docstring) of one arm (``(3,)`` parts) or of a batch (``(B, 3)``):
+    measured tip [m], goal [m], measured tip velocity [m/s], normalised set-points; float32.
+    The single and the vector env build it here."""
+    if goal_conditioned:
+        return {
+            "observation": np.concatenate((tip, velocity, setpoints), axis=-1).astype(np.float32),
+            "achieved_goal": tip.astype(np.float32),
+            "desired_goal": goal.astype(np.float32),
+        }
+    return np.concatenate((tip, goal, goal - tip, velocity, setpoints), axis=-1).astype(np.float32)
 
 
 class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
@@ -331,7 +349,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     # ------------------------------------------------------------------ hooks
     def _reset_model(self, options: dict[str, Any]) -> None:
         self.inflation_times = np.zeros(self.model.n_dof)
-        self.goal = self.model.forward(self.model.sample(self.np_random))
+        self.goal = self.model.forward(self.draw_task(self.np_random))
         if not self.realism.is_ideal():
             self._apply_realism()
         self.legs.reset(self.inflation_times)
@@ -345,6 +363,11 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             if self._goal_marker is not None:
                 self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
         self._read_tip(reset=True)
+
+    def draw_task(self, rng: np.random.Generator) -> np.ndarray:
+        """A reset's task draw from ``rng``: the inflation times [s] whose nominal PCC tip is the goal
+        (uniform within the bounds; always reachable)."""
+        return self.model.sample(rng)
 
     def _command(self) -> np.ndarray:
         return self.inflation_times
@@ -392,15 +415,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _observation(self):
         self._read_tip()
-        tip, velocity = self.measured_tip, self.measured_velocity
-        setpoints = self.model_to_action(self.inflation_times)
-        if self.goal_conditioned:
-            return {
-                "observation": np.concatenate((tip, velocity, setpoints)).astype(np.float32),
-                "achieved_goal": tip.astype(np.float32),
-                "desired_goal": self.goal.astype(np.float32),
-            }
-        return np.concatenate((tip, self.goal, self.goal - tip, velocity, setpoints)).astype(np.float32)
+        return reach_observation(self.measured_tip, self.goal, self.measured_velocity,
+                                 self.model_to_action(self.inflation_times), self.goal_conditioned)
 
     def distance(self) -> float:
         """Current true tip-to-goal distance [m], from the positions rounded to float32 as the

@@ -326,7 +326,7 @@ class QuadrupedBaseEnv(SoftEnv):
 
     def _base_observation(self) -> np.ndarray:
         obs = self._state_vector() if self.realism.is_ideal() else self._measured
-        return np.clip(obs, self._obs_low, self._obs_high).astype(np.float32)
+        return self._clip_observation(obs, self._obs_low, self._obs_high)
 
     def _observed_quaternion(self) -> np.ndarray:
         """The body quaternion ``(x, y, z, w)`` the observation shows (true, or measured under realism)."""

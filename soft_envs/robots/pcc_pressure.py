@@ -130,3 +130,24 @@ class PressureMap:
         k_axial = half * self.chambers * self.alpha1 / (elongation * length)
         k_bend = half * self.alpha1 * self.chamber_offset / (self._bend_share * max_bend)
         return k_axial, k_bend
+
+
+def workspace_pressure_limit(arm, stiffness: np.ndarray) -> float:
+    """The largest chamber pressure ``p`` [Pa] (at most ``max_pressure``) such that every chamber
+    pressure vector in ``[−p, p]`` holds ``arm`` (a :class:`~soft_envs.robots.PCCArm`), at rest and
+    without gravity, inside its workspace box ``|ΔL| ≤ elongation · L``, ``|θ| ≤ max_bend``
+    (``u = K⁻¹ H_u p``; ``stiffness`` is ``K``'s diagonal in the smooth coordinates [N/m, N m/rad]).
+
+    The bound of ``PCCTrack-v0``'s pressure action: with three chambers one at ``+p`` and two at
+    ``−p`` bend a segment by ``2 α₁ r_b p / k_θ``, so ``p = 37.5 %`` of the calibration's
+    ``max_pressure`` (which holds the corners with half its pressure on the bend); 50 % with two.
+    """
+    per, pressure = arm.per_segment, arm.pressure
+    corners = np.array(np.meshgrid(*[[-1.0, 1.0]] * pressure.chambers)).reshape(pressure.chambers, -1)
+    h = pressure.segment_matrix()
+    limit = pressure.max_pressure
+    for i in range(arm.n_segments):
+        u = (h @ corners) / np.asarray(stiffness)[per * i:per * (i + 1), None]  # per pascal
+        bend = np.hypot(u[1], u[2]) if per == 3 else np.abs(u[1])
+        limit = min(limit, arm.max_bend / bend.max(), arm.elongation * arm.segment_lengths[i] / np.abs(u[0]).max())
+    return float(limit)

@@ -40,6 +40,7 @@ from soft_envs.robots.chain import (
     section_colour,
     section_joint_values,
 )
+from soft_envs.robots.peter_columns import pcc_tip_columns, tilted_tip_columns
 from soft_envs.robots.peter_single import pcc_single, tilted_single
 
 if TYPE_CHECKING:  # the calibrated model imports this module
@@ -216,6 +217,26 @@ class Peter(KinematicModel):
         if single is not None:
             return np.array((self.__dict__.get("_single_call") or self._single_call())(single, True)[1])
         return self.module_points_jacobian(t)[1][..., -1, :, :]
+
+    def forward_arms(self, t: np.ndarray, radius: np.ndarray | None = None) -> np.ndarray:
+        """Tips ``(B, 3)`` [m] of ``B`` arms of this topology and kinematics for inflation times
+        ``t`` ``(B, 3N)`` [s], each arm with its own leg-circle ``radius`` ``(B,)`` [m] (default:
+        this model's), in the column form (:mod:`soft_envs.robots.peter_columns`: the single
+        path's arithmetic on ``(B,)`` columns; equal to :meth:`forward` of the arm with that
+        radius to 1e-15 m). ``t`` is not checked: the vector envs pass their own clipped inputs."""
+        t = np.asarray(t, dtype=float)
+        if radius is None:
+            if self.kinematics == "tilted":
+                return tilted_tip_columns(self._feet.tolist(), self.leg_length_at_rest, self.leg_rate, self.gap, t)
+            return pcc_tip_columns(self._q_from_l.tolist(), self.leg_length_at_rest, self.leg_rate, self.gap, t)
+        radius = np.asarray(radius, dtype=float)
+        cos, sin = np.cos(self.leg_angles), np.sin(self.leg_angles)
+        if self.kinematics == "tilted":  # as _feet: radius * (cos α, sin α, 0)
+            feet = [[radius * cos[j], radius * sin[j], 0.0] for j in range(3)]
+            return tilted_tip_columns(feet, self.leg_length_at_rest, self.leg_rate, self.gap, t)
+        k = 2.0 / (3.0 * radius)  # as _q_from_l
+        q_from_l = [[1.0 / 3.0] * 3, [-k * cos[j] for j in range(3)], [-k * sin[j] for j in range(3)]]
+        return pcc_tip_columns(q_from_l, self.leg_length_at_rest, self.leg_rate, self.gap, t)
 
     def _single_configuration(self, t: np.ndarray) -> list[float] | None:
         """``t`` as a list of floats when it is one finite configuration ``(3N,)``, else ``None``

@@ -102,7 +102,7 @@ import pybullet
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
-from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, disconnect
 from soft_envs.sim.integrator import (
     DEFAULT_CORRECTOR_PASSES,
     DEFAULT_SPECTRAL_RADIUS,
@@ -323,9 +323,10 @@ class SoftArmBody:
         client.setJointMotorControlArray(self.body, self.joints, pybullet.VELOCITY_CONTROL,
                                          forces=[0.0] * self.n_joints)
         self.B = sections.B
-        # BulletClient builds a new partial on every attribute access: keep the two hot ones.
-        self._mass_matrix_of = client.calculateMassMatrix
-        self._inverse_dynamics = client.calculateInverseDynamics
+        # Where M and C u̇ + G come from: this body, until set_link_dynamics gives the links other
+        # inertias (then a body of its own client; see there).
+        self._dynamics_client = None
+        self._use_dynamics_of(client, self.body)
         n = sections.n
         self.u, self.w, self.rest = np.zeros(n), np.zeros(n), np.zeros(n)
         self.a = np.zeros(n)  # the integrator's acceleration state
@@ -378,13 +379,13 @@ class SoftArmBody:
 
     def _mass_of(self, kin: dict) -> np.ndarray:
         BJ, n = kin["BJ"], self.n_joints
-        Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self.body, kin["qb"])),
+        Mb = np.fromiter(itertools.chain.from_iterable(self._mass_matrix_of(self._dynamics_body, kin["qb"])),
                          float, n * n).reshape(n, n)
         return BJ.T @ Mb @ BJ
 
     def _bias_of(self, kin: dict, w: np.ndarray) -> np.ndarray:
         BJ = kin["BJ"]
-        tau = self._inverse_dynamics(self.body, kin["qb"], (BJ @ w).tolist(), (self.B @ kin["acc"]).tolist())
+        tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], (BJ @ w).tolist(), (self.B @ kin["acc"]).tolist())
         return BJ.T @ np.asarray(tau)
 
     def sync_bullet(self) -> None:
@@ -396,22 +397,54 @@ class SoftArmBody:
                                              targetVelocities=[[float(x)] for x in vb])
         self._bullet_stale = False
 
+    def _use_dynamics_of(self, client, body: int) -> None:
+        """Take M and C u̇ + G from ``body`` of ``client`` (gravity set in the arm's base frame)."""
+        client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
+        # BulletClient builds a new partial on every attribute access: keep the two hot ones.
+        self._mass_matrix_of = client.calculateMassMatrix
+        self._inverse_dynamics = client.calculateInverseDynamics
+        self._dynamics_body = body
+
     def set_link_dynamics(self, chain: Chain) -> None:
         """Give the simulated links the masses and inertias of ``chain``: the chain the body was
         built from with other masses (a payload, a mass error) — its joints, offsets and centres
-        of mass must be the body's. No new PyBullet body (loading one per episode would grow
-        PyBullet's memory)."""
+        of mass must be the body's.
+
+        PyBullet builds the inverse-dynamics tree of a body (``calculateMassMatrix`` /
+        ``calculateInverseDynamics``) at their first call and never rebuilds it:
+        ``changeDynamics`` afterwards moves the body's own masses but not the tree's. So the
+        dynamics of changed inertias come from a body loaded with them into a private DIRECT
+        client of this arm, replaced at every change (a fresh client frees all of it; loading
+        bodies into one client grows PyBullet's memory by ~80 kB a body). The shown body (``body``,
+        for rendering and the link frames) gets the masses by ``changeDynamics``.
+        """
         spinless = spinless_sections(chain, self.sections.joints_per_section)
         if len(spinless.links) != len(self.chain.links) or any(
                 a.joint != b.joint or a.offset != b.offset or a.body.com != b.body.com
-                for a, b in zip(spinless.links, self.chain.links)):
+                for a, b in zip(spinless.links, self.chain.links, strict=True)):
             raise InvalidParameterError("set_link_dynamics takes the body's own chain with other masses")
-        for k, (old, new) in enumerate(zip(self.chain.links, spinless.links)):
+        changed = False
+        for k, (old, new) in enumerate(zip(self.chain.links, spinless.links, strict=True)):
             if old.body.mass != new.body.mass or old.body.inertia != new.body.inertia:
                 self.client.changeDynamics(self.body, k, mass=new.body.mass,
                                            localInertiaDiagonal=list(new.body.inertia))
+                changed = True
         self.chain = spinless
+        if changed:
+            self._close_dynamics_client()
+            self._dynamics_client = connect(gui=False)
+            body = load_chain(self._dynamics_client, self.chain, useFixedBase=True,
+                              flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
+            self._use_dynamics_of(self._dynamics_client, body)
         self._update()
+
+    def _close_dynamics_client(self) -> None:
+        disconnect(self._dynamics_client)
+        self._dynamics_client = None
+
+    def close(self) -> None:
+        """Free the private dynamics client (if any); the shown body's client is the caller's."""
+        self._close_dynamics_client()
 
     def set_base_orientation(self, base_orientation: tuple[float, float, float, float]) -> None:
         """Turn the arm's base in the world: a quaternion ``(x, y, z, w)`` (gravity follows)."""
@@ -419,6 +452,8 @@ class SoftArmBody:
         self.base_rotation = quaternion_to_matrix(quaternion)
         self.client.resetBasePositionAndOrientation(self.body, self.base_position.tolist(), quaternion.tolist())
         self.client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
+        if self._dynamics_client is not None:
+            self._dynamics_client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
         self._update()
 
     def snapshot(self) -> tuple:
@@ -441,7 +476,7 @@ class SoftArmBody:
     def configuration_terms(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``M(u)`` and ``G(u)`` at the smooth configuration ``u`` (the integrator's corrector)."""
         kin = self._kinematics(u, None, self.c)
-        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], self._zeros, self._zeros)
         return self._mass_of(kin), kin["BJ"].T @ np.asarray(tau)
 
     def mass_matrix(self) -> np.ndarray:
@@ -463,11 +498,11 @@ class SoftArmBody:
         if u is None:
             G = self._cache.get("G")
             if G is None:
-                tau = self._inverse_dynamics(self.body, self._cache["qb"], self._zeros, self._zeros)
+                tau = self._inverse_dynamics(self._dynamics_body, self._cache["qb"], self._zeros, self._zeros)
                 G = self._cache["G"] = self._cache["BJ"].T @ np.asarray(tau)
             return G
         kin = self._kinematics(np.asarray(u, dtype=float), None, self.c)
-        tau = self._inverse_dynamics(self.body, kin["qb"], self._zeros, self._zeros)
+        tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], self._zeros, self._zeros)
         return kin["BJ"].T @ np.asarray(tau)
 
     def coriolis(self) -> np.ndarray:

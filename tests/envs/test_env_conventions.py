@@ -321,3 +321,67 @@ def test_base_keywords_pass_through_and_survive_pickling(env_id):
         e.close()
     with pytest.raises(TypeError):
         gym.make(env_id, not_a_keyword=1)
+
+
+# ---------------------------------------------------------------- learnability (issue 20)
+# The first episodes of every RL run are random: an env must survive them, keep its
+# observations inside (not clipped into) their bounds, and give rewards of order one.
+# A legged env's fall is its task's failure, not a model's limit: a shorter floor there.
+LEARNABLE_FRACTION = {"soft_envs/QuadrupedWalk-v0": 0.01, "soft_envs/QuadrupedPose-v0": 0.05}
+
+
+def _learnability_cases():
+    cases = [(env_id, {}) for env_id in ENV_IDS]
+    cases += [("soft_envs/PCCTrack-v0", {"action_type": kind}) for kind in ("torque", "pressure")]
+    return [pytest.param(env_id, kwargs, id=env_id.split("/")[-1] + "-" + "-".join(map(str, kwargs.values())),
+                         marks=[pytest.mark.slow] if "PCC" in env_id else [])
+            for env_id, kwargs in cases]
+
+
+@pytest.mark.parametrize("env_id, kwargs", _learnability_cases())
+def test_random_action_episodes_are_learnable(env_id, kwargs):
+    from soft_envs.bench.learnability import random_episodes
+
+    limit = gym.spec(env_id).max_episode_steps
+    fraction = LEARNABLE_FRACTION.get(env_id, 0.5)
+    # Episodes only need to reach the required length: cap them there.
+    m = random_episodes(env_id, kwargs, episodes=3, seed=0, max_steps=int(np.ceil(fraction * limit)))
+    assert np.median(m.lengths) >= fraction * limit, f"random episodes end after {m.lengths} of {limit} steps"
+    assert m.outside == 0.0
+    assert m.clipped == 0.0, "an observation entry was clipped into its bounds under random actions"
+    assert 0.03 <= m.reward_scale <= 30.0, f"per-step reward of order {m.reward_scale:.3g}, not one"
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_delta_actions_and_observation_history(env_id):
+    """``action_mode="delta"``: a zero action holds the command, the observation ends with it;
+    ``history=2``: the observation carries the previous two observations and commands."""
+    plain = gym.make(env_id)
+    env = gym.make(env_id, action_mode="delta", delta_scale=0.5, history=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped)
+    assert [str(w.message) for w in caught if "display" not in str(w.message)] == []
+    n_obs = plain.observation_space.shape[0]
+    n_act = plain.action_space.shape[0]
+    assert env.observation_space.shape == (3 * n_obs + 3 * n_act,)
+    obs, _ = env.reset(seed=0)
+    held = env.unwrapped.previous_action
+    np.testing.assert_allclose(obs[n_obs:n_obs + n_act], held, atol=1e-6)  # the command after the observation
+    obs1, *_ = env.step(np.zeros(n_act, dtype=np.float32))
+    np.testing.assert_allclose(env.unwrapped.previous_action, held)  # zero change: the same command
+    push = np.full(n_act, 0.2, dtype=np.float32)
+    obs2, *_ = env.step(push)
+    np.testing.assert_allclose(env.unwrapped.previous_action, np.clip(held + 0.1, -1, 1), atol=1e-6)
+    np.testing.assert_array_equal(obs2[n_obs + n_act:2 * n_obs + 2 * n_act], obs1[:n_obs + n_act])  # one step old
+    np.testing.assert_array_equal(obs2[2 * n_obs + 2 * n_act:], obs1[n_obs + n_act:2 * n_obs + 2 * n_act])
+    assert env.observation_space.contains(obs2)
+    env.close()
+    plain.close()
+    if gym.spec(env_id).vector_entry_point is not None:  # the native vector envs build their own observation
+        with pytest.raises(InvalidParameterError, match="vector"):
+            gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", history=1)
+    with pytest.raises(InvalidParameterError):
+        gym.make(env_id, action_mode="relative")
+    with pytest.raises(InvalidParameterError):
+        gym.make(env_id, history=-1)

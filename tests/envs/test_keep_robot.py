@@ -120,3 +120,29 @@ def test_vector_envs_keep_each_robot():
     assert np.array_equal(info["realism"]["leg_gain"], kept["realism"]["leg_gain"])
     assert not np.array_equal(info["realism"]["leg_gain"][0], info["realism"]["leg_gain"][1])
     envs.close()
+
+
+@pytest.mark.parametrize("env_id, kwargs", [("soft_envs/PeterReach-v0", {"kinematic": True}),
+                                            ("soft_envs/PeterReach-v0", {}), ("soft_envs/PCCTrack-v0", {})])
+def test_native_vector_envs_keep_every_sub_envs_robot(env_id, kwargs):
+    envs = gym.make_vec(env_id, num_envs=2, realism=_noise_free_realistic(env_id), **kwargs)
+    try:
+        with pytest.raises(InvalidParameterError, match="no robot to keep"):
+            envs.reset(seed=0, options={"keep_robot": True})
+        _, first = envs.reset(seed=0)
+        _, kept = envs.reset(seed=10, options={"keep_robot": True})
+        _, other = envs.reset(seed=10)
+        for name in first["realism"]:
+            assert np.array_equal(kept["realism"][name], first["realism"][name])
+        assert any(not np.array_equal(other["realism"][n], first["realism"][n]) for n in first["realism"])
+        single = gym.make(env_id, realism=_noise_free_realistic(env_id), **kwargs)  # sub-env 1 is seed 1's robot
+        single.reset(seed=1)
+        obs, _ = single.reset(seed=11, options={"keep_robot": True})
+        vector_obs, _ = envs.reset(seed=[0, 1], options={"keep_robot": False})  # robots of seeds 0 and 1 …
+        vector_obs, _ = envs.reset(seed=10, options={"keep_robot": True})  # … kept, tasks of seeds 10 and 11
+        np.testing.assert_allclose(vector_obs[1], obs, atol=1e-6)
+        single.close()
+        with pytest.raises(InvalidParameterError, match="unknown reset option"):
+            envs.reset(options={"keep_robbot": True})
+    finally:
+        envs.close()

@@ -53,7 +53,13 @@ def test_pressure_action_bends_towards_the_pressurised_chamber():
     env = gym.make("soft_envs/PCCTrack-v0", action_type="pressure", random_start=False, start_straight=True)
     obs, info = env.reset(seed=0)
     unwrapped = env.unwrapped
-    np.testing.assert_allclose(unwrapped.action_to_model(np.ones(6)), 30e3)  # the ±30 kPa bound
+    # The action's bound: the largest pressure whose every combination holds the arm inside the
+    # workspace box; with three chambers (+p, -p, -p) bends a segment by 2 α₁ r_b p / k_θ = 140°.
+    limit = unwrapped.pressure_action_limit
+    np.testing.assert_allclose(unwrapped.action_to_model(np.ones(6)), limit)
+    pressure = unwrapped.model.pressure
+    bend = 2 * pressure.alpha1 * pressure.chamber_offset * limit / unwrapped.nominal_stiffness[1]
+    assert bend == pytest.approx(np.radians(140.0)) and limit == pytest.approx(0.375 * 30e3)
     hold = unwrapped.model_to_action(info["pressures"])  # the pressures that hold the start
     action = hold.copy()
     action[0] += 0.3  # chamber 1 of segment 1 (γ = 0): bends the segment towards +x

@@ -10,11 +10,24 @@ import soft_envs  # noqa: F401
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_full_torque_stops_the_arm_with_a_reason(sign):
+def test_full_torque_holds_the_arm_inside_its_model(sign):
+    # The torque bound is the elastic force at the workspace bounds (the ramp brings it in).
     env = gym.make("soft_envs/PCCTrack-v0", action_type="torque")
     env.reset(seed=0)
-    for _ in range(40):
+    for _ in range(60):
         obs, reward, terminated, _, info = env.step(np.full(env.action_space.shape, sign, dtype=np.float32))
+        assert not terminated and np.all(np.isfinite(obs))
+    bend = np.hypot(*env.unwrapped.body.u.reshape(-1, 3)[:, 1:].T)
+    assert bend.max() > np.radians(90.0)  # it does bend far
+    env.close()
+
+
+def test_a_payload_that_folds_the_arm_stops_it_with_a_reason():
+    env = gym.make("soft_envs/PCCTrack-v0", payload=0.25)  # seven times the arm: folds it over
+    env.reset(seed=0)
+    hold = env.unwrapped.model_to_action(env.unwrapped.setpoint)
+    for _ in range(40):
+        obs, reward, terminated, _, info = env.step(hold)
         assert np.all(np.isfinite(obs)) and np.isfinite(reward)
         if terminated:
             assert "beyond the PCC model" in info["termination_reason"]
@@ -22,7 +35,7 @@ def test_full_torque_stops_the_arm_with_a_reason(sign):
             assert np.all(np.abs(state[1::3]) <= np.pi)  # stopped at its last valid state
             break
     else:
-        pytest.fail("a torque of 1.5 x the elastic force at the bend bound should fold the arm past 180 degrees")
+        pytest.fail("a 0.25 kg payload should fold the 35 g arm past 180 degrees")
     env.close()
 
 

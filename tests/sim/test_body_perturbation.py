@@ -49,3 +49,30 @@ def test_pcc_set_model_equals_a_body_built_with_that_mass_and_payload():
         changed.set_model(PCCArm(3, 6, 0.065))
     disconnect(a_client)
     disconnect(b_client)
+
+
+@pytest.mark.parametrize("plants", [(0.14, 0.3), (0.10, 0.0), (0.12, 0.5)])
+def test_a_second_change_reaches_the_dynamics(plants):
+    """PyBullet builds a body's inverse-dynamics tree at the first ``calculateMassMatrix`` /
+    ``calculateInverseDynamics`` and ignores ``changeDynamics`` after it: an arm whose dynamics
+    were already evaluated, then given another plant (the next realism episode), must still
+    equal an arm built as that plant — M, G and the bias with a velocity."""
+    mass, payload = plants
+    client, fresh_client = connect(gui=False), connect(gui=False)
+    arm = SoftPeterBody(client, Peter(2, kinematics="pcc"))
+    u = np.array([0.004, 0.05, -0.08, 0.01, -0.1, 0.02])
+    _dynamics(arm, u)  # the first episode's dynamics
+    arm.set_model(Peter(2, kinematics="pcc", module_mass=0.2), payload=0.1)
+    _dynamics(arm, u)  # the second episode's
+    plant = Peter(2, kinematics="pcc", module_mass=mass)
+    arm.set_model(plant, payload=payload)
+    built = SoftPeterBody(fresh_client, plant, payload=payload)
+    for x, y in zip(_dynamics(arm, u), _dynamics(built, u), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+    w = np.array([0.01, 0.3, -0.2, 0.02, 0.1, -0.4])
+    arm.set_state(u, w)
+    built.set_state(u, w)
+    np.testing.assert_allclose(arm.bias(), built.bias(), rtol=1e-12, atol=1e-15)
+    arm.close()
+    disconnect(client)
+    disconnect(fresh_client)

@@ -1,0 +1,155 @@
+"""Recipes of ``soft-envs train-rl``: algorithm, hyper-parameters and env keywords per env, as data.
+
+A :class:`Recipe` names a Stable-Baselines3 algorithm (``SAC``, ``TD3``, ``PPO`` or sb3-contrib's
+``RecurrentPPO``), its hyper-parameters (SB3's names) and the env keywords it trains with;
+:data:`RECIPES` holds one per env id (and named variants). How each was chosen is in its
+``note``; the measured figures are in BENCHMARKS.md's ``learned`` section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_positive
+
+ALGORITHMS = ("SAC", "TD3", "PPO", "RECURRENTPPO")
+OFF_POLICY = ("SAC", "TD3")
+#: The envs with a goal-conditioned (``Dict``) form.
+GOAL_CONDITIONED_ENVS = ("soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0", "soft_envs/QuadrupedPose-v0",
+                         "soft_envs/HexapodPose-v0")
+
+
+@dataclass
+class Recipe:
+    """Algorithm and hyper-parameters (Stable-Baselines3 names) and the env keywords.
+
+    ``net_arch`` is the hidden layers of the actor and of the critic; ``her`` selects the
+    goal-conditioned env (``goal_conditioned=True``) with SB3's ``HerReplayBuffer``
+    (``n_sampled_goal`` relabelled goals per real one, ``goal_selection_strategy``);
+    ``action_noise`` is the standard deviation of TD3's Gaussian exploration noise (normalised
+    actions); ``n_envs``, ``n_steps``, ``n_epochs``, ``gae_lambda``, ``ent_coef``, ``clip_range``
+    are PPO's (``n_envs`` parallel envs: the native vector env where one exists); ``env_kwargs``
+    are ``gym.make`` keywords; ``standardize`` standardises the networks' input
+    (:class:`~soft_envs.policy_layers.StandardizedInput`, statistics of ``standardize_samples``
+    random-action steps).
+    """
+
+    env_id: str = "soft_envs/PeterReach-v0"
+    algo: str = "SAC"
+    gamma: float = 0.5
+    net_arch: tuple[int, ...] = (256, 256)
+    learning_rate: float = 1e-3
+    batch_size: int = 256
+    buffer_size: int = 1_000_000
+    learning_starts: int = 1000
+    train_freq: int = 1
+    gradient_steps: int = 1
+    her: bool = True
+    n_sampled_goal: int = 4
+    goal_selection_strategy: str = "future"
+    action_noise: float = 0.1
+    standardize: bool = True
+    standardize_samples: int = 2000
+    n_envs: int = 1
+    n_steps: int = 1024
+    n_epochs: int = 10
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.0
+    clip_range: float = 0.2
+    env_kwargs: dict[str, Any] = field(default_factory=lambda: {"n_modules": 2, "kinematic": True})
+    note: str = ""
+
+    def validate(self) -> Recipe:
+        """Raise :class:`InvalidParameterError` on a bad value; return ``self``."""
+        if self.algo.upper() not in ALGORITHMS:
+            raise InvalidParameterError(f"algo must be one of {ALGORITHMS}; got {self.algo!r}")
+        if not 0.0 <= self.gamma < 1.0:
+            raise InvalidParameterError(f"gamma must be in [0, 1); got {self.gamma!r}")
+        if not self.net_arch:
+            raise InvalidParameterError("net_arch needs at least one hidden layer")
+        for width in self.net_arch:
+            check_integer("net_arch width", width, minimum=1, maximum=65_536)
+        check_positive("learning_rate", self.learning_rate, 1.0)
+        for name in ("batch_size", "buffer_size", "train_freq", "gradient_steps", "n_sampled_goal", "n_envs",
+                     "n_steps", "n_epochs", "standardize_samples"):
+            check_integer(name, getattr(self, name), minimum=1)
+        check_integer("learning_starts", self.learning_starts, minimum=0)
+        if self.goal_selection_strategy not in ("future", "final", "episode"):
+            raise InvalidParameterError("goal_selection_strategy must be 'future', 'final' or 'episode'; "
+                                        f"got {self.goal_selection_strategy!r}")
+        check_positive("action_noise", self.action_noise, 10.0)
+        if self.her and not self.off_policy:
+            raise InvalidParameterError(f"HER needs an off-policy algorithm {OFF_POLICY}; got {self.algo!r}")
+        if not 0.0 < self.gae_lambda <= 1.0 or not 0.0 < self.clip_range < 1.0 or self.ent_coef < 0:
+            raise InvalidParameterError("PPO needs gae_lambda in (0, 1], clip_range in (0, 1), ent_coef >= 0")
+        if not isinstance(self.env_kwargs, dict):
+            raise InvalidParameterError(f"env_kwargs must be a dict; got {self.env_kwargs!r}")
+        return self
+
+    @property
+    def off_policy(self) -> bool:
+        return self.algo.upper() in OFF_POLICY
+
+    def replace(self, **changes: Any) -> Recipe:
+        """A copy with ``changes`` (``env_kwargs`` merged into the recipe's)."""
+        if "env_kwargs" in changes:
+            changes["env_kwargs"] = dict(self.env_kwargs) | dict(changes["env_kwargs"] or {})
+        return dataclasses.replace(self, **changes)
+
+    def make_kwargs(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``gym.make`` keywords: the recipe's, ``goal_conditioned`` with HER, then ``extra``."""
+        kwargs = dict(self.env_kwargs)
+        if self.her or self.env_id in GOAL_CONDITIONED_ENVS:
+            kwargs["goal_conditioned"] = bool(self.her)
+        return kwargs | dict(extra or {})
+
+
+_PPO: dict[str, Any] = dict(algo="PPO", her=False, gamma=0.99, learning_rate=3e-4, batch_size=256, n_envs=4,
+                            n_steps=512, net_arch=(256, 256), ent_coef=0.0)
+
+#: name -> recipe. The names of the form of an env id are that env's default recipe.
+RECIPES: dict[str, Recipe] = {
+    "soft_envs/PeterReach-v0": Recipe(
+        env_kwargs={"n_modules": 2, "kinematic": True},
+        note="the kinematic env is a goal-conditioned contextual bandit with feedback (the tip is a function "
+             "of the action alone): gamma 0.5 keeps the critic's target near the step's own reward; HER "
+             "relabels every step with the tip it reached; standardised input (goals vary by mm about 0.12 m)"),
+    "peter-soft": Recipe(
+        net_arch=(128, 128), env_kwargs={"n_modules": 2},
+        note="soft physics, ideal: the same as the kinematic recipe; the arm settles within the 0.1 s step "
+             "(instant actuation), so the contextual-bandit view still holds"),
+    "peter-soft-realistic": Recipe(
+        gamma=0.9, net_arch=(128, 128),
+        env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2},
+        note="a new robot every episode: the policy must close the loop on the measured error, so the "
+             "action moves the set-points (delta) and the observation holds the last two steps"),
+    "soft_envs/PCCTrack-v0": Recipe(
+        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, env_kwargs={"tracking_weight": 100.0},
+        note="configuration set-points through the paper's PD + feed-forward law; tracking error in cm "
+             "(O(1) a step); no HER (the goal moves with time, the phase is observed)"),
+    "pcc-realistic": Recipe(
+        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, net_arch=(128, 128),
+        env_kwargs={"tracking_weight": 100.0, "realism": "realistic", "action_mode": "delta", "delta_scale": 0.05,
+                    "history": 2},
+        note="a new arm every episode and the 100-150 ms regulator delay: the episode starts on the path, a "
+             "zero action holds the set-point (delta, 5 % of the range a step; the spiral needs about 1 %) and the "
+             "observation holds the last two steps"),
+    "soft_envs/QuadrupedWalk-v0": Recipe(
+        env_id="soft_envs/QuadrupedWalk-v0", her=False, gamma=0.99, learning_rate=3e-4, learning_starts=5000,
+        env_kwargs={},
+        note="SAC, the sample-efficient choice for a 60-min budget on 2 cores"),
+    "quadruped-walk-ppo": Recipe(env_id="soft_envs/QuadrupedWalk-v0", **_PPO, env_kwargs={},
+                                 note="PPO on 4 envs (the native vector env where one exists)"),
+    "soft_envs/QuadrupedPose-v0": Recipe(env_id="soft_envs/QuadrupedPose-v0", gamma=0.9, learning_rate=3e-4,
+                                         env_kwargs={}),
+    "soft_envs/HexapodPose-v0": Recipe(env_id="soft_envs/HexapodPose-v0", gamma=0.5, env_kwargs={}),
+}
+
+
+def recipe_for(name: str) -> Recipe:
+    """A copy of the recipe called ``name`` (an env id or a variant of :data:`RECIPES`)."""
+    if name not in RECIPES:
+        raise InvalidParameterError(f"unknown recipe {name!r}; choose from {sorted(RECIPES)}")
+    return dataclasses.replace(RECIPES[name], env_kwargs=dict(RECIPES[name].env_kwargs))

@@ -1,0 +1,109 @@
+"""The ``soft-envs train-rl`` command line (options, and the run it starts: :mod:`soft_envs.train_rl`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from soft_envs.rl_recipes import ALGORITHMS, RECIPES, recipe_for
+
+#: Command-line options that override a recipe's field (``None``: keep the recipe's).
+_OVERRIDES = {"algo": "algo", "gamma": "gamma", "her": "her", "standardize": "standardize",
+              "learning_rate": "learning_rate", "batch_size": "batch_size", "train_freq": "train_freq",
+              "gradient_steps": "gradient_steps", "n_envs": "n_envs", "learning_starts": "learning_starts",
+              "buffer_size": "buffer_size"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``soft-envs train-rl`` options."""
+    from soft_envs.train_rl import DEFAULT_MINUTES
+
+    parser.add_argument("--env", default="soft_envs/PeterReach-v0",
+                        help="env id (its recipe: soft_envs.rl_recipes.RECIPES); default kinematic PeterReach")
+    parser.add_argument("--recipe", help=f"a named recipe instead of the env's: {', '.join(sorted(RECIPES))}")
+    parser.add_argument("--env-kwargs", default="{}",
+                        help='gym.make keywords as JSON, e.g. \'{"realism": "realistic"}\'')
+    parser.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
+                        help=f"wall-clock budget [min] (default {DEFAULT_MINUTES:g}; 0: none, then --timesteps)")
+    parser.add_argument("--timesteps", type=int, help="env-step budget (whichever budget ends first)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", help="several runs, e.g. 0-7 (OUTPUT_seedK.zip each), in --workers processes")
+    parser.add_argument("--workers", type=int, default=2, help="processes for --seeds (default 2)")
+    parser.add_argument("--ray", metavar="ADDRESS", help="run --seeds as Ray tasks ('auto', 'local' or an address)")
+    parser.add_argument("--output", help="policy file (.zip; the env id and keywords go to the same name with .json)")
+    parser.add_argument("--realism", help="the env's realism preset to train and test under (e.g. realistic)")
+    parser.add_argument("--modules", type=int, help="PeterReach: number of modules")
+    parser.add_argument("--algo", choices=ALGORITHMS, type=str.upper)
+    parser.add_argument("--gamma", type=float, help="discount")
+    parser.add_argument("--her", action=argparse.BooleanOptionalAction, default=None,
+                        help="goal-conditioned env + hindsight relabelling (HerReplayBuffer)")
+    parser.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
+                        help="standardise the networks' input (StandardizedInput)")
+    parser.add_argument("--net", help="hidden layers of actor and critic, e.g. 256,256")
+    parser.add_argument("--learning-rate", type=float)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--learning-starts", type=int)
+    parser.add_argument("--buffer-size", type=int, help="replay buffer capacity (off-policy)")
+    parser.add_argument("--train-freq", type=int)
+    parser.add_argument("--gradient-steps", type=int)
+    parser.add_argument("--n-envs", type=int, help="PPO: parallel envs")
+    parser.add_argument("--eval-every", type=int, default=10_000, help="env steps between evaluations")
+    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--checkpoint-every", type=float, metavar="MIN",
+                        help="write OUTPUT.ckpt/ every MIN minutes of training (and on SIGTERM)")
+    parser.add_argument("--resume", action="store_true", help="continue OUTPUT.ckpt/ to the same total budget")
+    parser.add_argument("--tensorboard", metavar="DIR", help="SB3's TensorBoard logs to DIR")
+
+
+def recipe_from_args(args: argparse.Namespace):
+    """The recipe the options name, with the options that override it."""
+    from soft_envs.exceptions import InvalidParameterError
+
+    name = args.recipe or args.env
+    recipe = recipe_for(name)
+    if args.recipe is None and args.env != recipe.env_id:
+        raise InvalidParameterError(f"no recipe for {args.env!r}")
+    changes = {field: getattr(args, option) for option, field in _OVERRIDES.items()
+               if getattr(args, option, None) is not None}
+    if args.net:
+        changes["net_arch"] = tuple(int(w) for w in str(args.net).split(",") if w.strip())
+    try:
+        extra = json.loads(args.env_kwargs or "{}")
+    except json.JSONDecodeError as exc:
+        raise InvalidParameterError(f"--env-kwargs must be a JSON object; got {args.env_kwargs!r}") from exc
+    if not isinstance(extra, dict):
+        raise InvalidParameterError(f"--env-kwargs must be a JSON object; got {args.env_kwargs!r}")
+    return recipe.replace(**changes, env_kwargs=extra).validate()
+
+
+def main(args: argparse.Namespace) -> int:
+    """``soft-envs train-rl``: train, print the evaluations and the final figures, save."""
+    from soft_envs import train_rl
+
+    try:
+        recipe = recipe_from_args(args)
+        minutes = args.minutes if args.minutes and args.minutes > 0 else None
+        output = args.output or f"{recipe.env_id.split('/')[-1].split('-')[0].lower()}_policy.zip"
+        common = dict(minutes=minutes, timesteps=args.timesteps, n_modules=args.modules, realism=args.realism,
+                      eval_every=args.eval_every, eval_episodes=args.eval_episodes, threads=args.threads,
+                      checkpoint_every=args.checkpoint_every, resume=args.resume, tensorboard=args.tensorboard)
+        if args.seeds:
+            rows = train_rl.train_seeds(train_rl.parse_seeds(args.seeds), output=output, workers=args.workers,
+                                        ray_address=args.ray, recipe=recipe, **common)
+            for row in rows:
+                print(json.dumps(row))
+            return 0
+        result = train_rl.train(recipe, seed=args.seed, output=output, **common)
+    except ValueError as exc:
+        print(f"train-rl: {exc}", file=sys.stderr)
+        return 2
+    if result.interrupted:
+        print(f"train-rl: stopped at {result.timesteps} steps; resume with --resume", file=sys.stderr)
+        return 3
+    assert result.final is not None  # a finished run was evaluated
+    s = result.final.summary()
+    print(f"{recipe.algo} on {result.env_id} {result.env_kwargs}, seed {args.seed}: {result.timesteps} steps in "
+          f"{result.seconds / 60:.1f} min; {s['episodes']} held-out episodes: {result.final.line()}")
+    return 0
