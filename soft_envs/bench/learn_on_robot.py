@@ -141,7 +141,7 @@ def _plot(sizes, curves: dict[str, tuple[np.ndarray, np.ndarray]], flat: dict[st
         ax.plot(sizes, p95 * 1e3, "s--", color=colour, alpha=0.6, label=f"{name}: p95")
     for (name, value), colour in zip(flat.items(), ("C2", "C3", "C4"), strict=False):
         ax.axhline(value * 1e3, color=colour, lw=1, ls=":", label=f"{name}: mean")
-    ax.axhline(2.0, color="0.4", lw=0.8, label="the issue's goal: 2 mm")
+    ax.axhline(2.0, color="0.4", lw=0.8, label="target: 2 mm mean (issue 21)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(n) for n in sizes])
@@ -151,7 +151,7 @@ def _plot(sizes, curves: dict[str, tuple[np.ndarray, np.ndarray]], flat: dict[st
     ax.set_ylabel("open-loop error [mm]")
     ax.set_title('PETER, realism="realistic": learning on the robot')
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    return save_figure(fig, plot_dir, "learn_ik_errors.png")
+    return save_figure(fig, plot_dir, "learn_on_robot_errors.png")
 
 
 def _identification_table(runs: list[dict[str, Any]], size: int) -> str:
@@ -222,9 +222,9 @@ def _run_jobs(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
     import multiprocessing as mp
 
     if workers == 1:
-        return [robot_run(**job) for job in progress(jobs, desc="learn-ik robots", leave=False)]
+        return [robot_run(**job) for job in progress(jobs, desc="learn_on_robot runs", leave=False)]
     with mp.get_context("spawn").Pool(workers) as pool:
-        results = list(progress(pool.imap(_robot_run_job, jobs), total=len(jobs), desc="learn-ik robots",
+        results = list(progress(pool.imap(_robot_run_job, jobs), total=len(jobs), desc="learn_on_robot runs",
                                 leave=False))
         pool.close()
         pool.join()
