@@ -144,6 +144,6 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     rows = measure(batches)
     table = markdown_table(["arm", "B", "µs per arm and physics step", "× single core", "terms (numba) µs/arm",
                             "bias (numpy over joints) µs/arm"], rows)
-    return (table + "\n\nCPU time of this thread (best of 3 rounds) in one process; a step is the terms at its "
-            "start, one corrector evaluation at its end and the shared numpy generalised-α step "
-            "(`sim.integrator`).")
+    return (table + "\n\nCPU time of this thread (best of 3 rounds) in one process; a step is one compiled call "
+            "for the batch (`sim.batched_integrator`: the terms at its start, the predictor, the configuration terms "
+            "at its end, the corrector); the single core runs the same compiled step on PyBullet's terms.")

@@ -12,7 +12,6 @@ largest distance of its points from its start).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -164,36 +163,87 @@ def diagnosis_table(seed: int) -> str:
     return markdown_table(["case (1 s)", "terms at the step's end", "changes per halving (% span)", "shrink"], rows)
 
 
-def step_rates(n_steps: int, seed: int) -> str:
-    """``env.step`` rates (uniform random actions, one process, the same actions) of the scheme
-    before (no corrector pass, PETER at its old 1/240 s step) and now."""
-    import gymnasium as gym
+BASELINE_COMMIT = "4f2ae3c"  # main before the corrector (and before the compiled step)
+_RATE_SCRIPT = """
+import sys, time, json
+import gymnasium as gym
+import soft_envs
+env_id, n, seed, kwargs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
+env = gym.make(env_id, max_episode_steps=100_000, **kwargs)
+env.reset(seed=seed)
+env.action_space.seed(seed)
+actions = [env.action_space.sample() for _ in range(n)]
+for action in actions[:3]:
+    env.step(action)
+cpu = time.process_time()
+for action in actions:
+    _, _, terminated, truncated, _ = env.step(action)
+    if terminated or truncated:
+        env.reset()
+print(json.dumps({"rate": n / (time.process_time() - cpu), "file": soft_envs.__file__}))
+"""
 
-    import soft_envs  # noqa: F401
 
-    def rate(env_id: str, passes: int | None, **kwargs) -> float:
-        env = gym.make(env_id, max_episode_steps=100_000, **kwargs)
-        _configure(env.unwrapped.body, passes, None)
-        env.reset(seed=seed)
-        env.action_space.seed(seed)
-        actions = [env.action_space.sample() for _ in range(n_steps)]
-        cpu = time.process_time()
-        for action in actions:
-            _, _, terminated, truncated, _ = env.step(action)
-            if terminated or truncated:
-                env.reset()
-        cpu = time.process_time() - cpu
-        env.close()
-        return n_steps / cpu
+def _checkout(commit: str, where: str) -> str | None:
+    """``commit`` of the repository this package is in, extracted into ``where`` (``None`` without git or history)."""
+    import os
+    import pathlib
+    import subprocess
 
-    rows = []
-    for label, env_id, before, now in (
-            ("`PCCTrack-v0` (chambers, configuration actions)", "soft_envs/PCCTrack-v0", {}, {}),
-            ("`PeterReach-v0` (soft, 2 modules)", "soft_envs/PeterReach-v0",
-             {"time_step": 1.0 / 240.0}, {})):
-        old, new = rate(env_id, 0, **before), rate(env_id, None, **now)
-        rows.append([label, f"{old:.0f}", f"{new:.0f}", f"{new / old:.2f}"])
-    return markdown_table(["env", "steps/s before (no corrector)", "steps/s now", "now / before"], rows)
+    root = pathlib.Path(__file__).resolve().parents[2]
+    try:
+        os.makedirs(where)
+        archive = subprocess.run(["git", "-C", str(root), "archive", commit], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", where], input=archive, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return where
+
+
+def _rate(path: str | None, env_id: str, n_steps: int, seed: int, kwargs: dict, cwd: str) -> float:
+    """``env.step`` rate [1/s] (CPU time of the loop) of the package at ``path`` (None: this one), in a new
+    process started in the empty folder ``cwd`` (so that no checkout's root shadows the package)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    environment = dict(os.environ)
+    if path is not None:
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, (path, environment.get("PYTHONPATH"))))
+    out = subprocess.run([sys.executable, "-c", _RATE_SCRIPT, env_id, str(n_steps), str(seed), json.dumps(kwargs)],
+                         capture_output=True, text=True, check=True, env=environment, cwd=cwd).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    if path is not None and not result["file"].startswith(path):
+        raise RuntimeError(f"the baseline run imported {result['file']}, not the checkout in {path}")
+    return float(result["rate"])
+
+
+def step_rates(n_steps: int, seed: int, rounds: int = 3) -> str:
+    """``env.step`` rates (uniformly random actions, the same actions, one process per run, CPU time,
+    the best of ``rounds`` interleaved runs) of main at :data:`BASELINE_COMMIT` (before the corrector)
+    and of this code, each env at its defaults (PETER's default step was 1/240 s there, 1/120 s now)."""
+    import os
+    import tempfile
+
+    cases = (("`PCCTrack-v0` (chambers, configuration actions)", "soft_envs/PCCTrack-v0"),
+             ("`PeterReach-v0` (soft, 2 modules)", "soft_envs/PeterReach-v0"))
+    with tempfile.TemporaryDirectory() as where:
+        empty = os.path.join(where, "run")
+        os.makedirs(empty)
+        baseline = _checkout(BASELINE_COMMIT, os.path.join(where, "baseline"))
+        if baseline is None:
+            return f"(no git history: the rates against {BASELINE_COMMIT} need a clone of the repository)"
+        rows = []
+        for label, env_id in progress(cases, desc="step rates", leave=False):
+            best = {"before": 0.0, "now": 0.0}
+            for _ in range(rounds):
+                best["before"] = max(best["before"], _rate(baseline, env_id, n_steps, seed, {}, empty))
+                best["now"] = max(best["now"], _rate(None, env_id, n_steps, seed, {}, empty))
+            rows.append([label, f"{best['before']:.0f}", f"{best['now']:.0f}",
+                         f"{best['before'] / best['now']:.2f}×"])
+    return markdown_table(["env", f"steps/s at `{BASELINE_COMMIT}` (before the corrector)", "steps/s now",
+                           "cost now / before"], rows)
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
@@ -208,4 +258,6 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         "set-point fix below is in both). *Now*: `M` and `G` corrected at the step's end, `C u̇` at its start.\n\n"
         "**Before**\n\n" + halving_table(0, full, seed) + "\n\n**Now**\n\n" + halving_table(None, full, seed)
         + "\n\nWhich term made it first order (1 s episodes):\n\n" + diagnosis_table(seed)
-        + "\n\nSpeed, one process, the same uniformly random actions:\n\n" + step_rates(400 if full else 100, seed))
+        + f"\n\nSpeed: `env.step` rates at the envs' defaults, the same uniformly random actions, main at "
+        f"`{BASELINE_COMMIT}` (before the corrector) and now in separate processes, interleaved, the best of 3 "
+        "(CPU time of the loop):\n\n" + step_rates(400 if full else 200, seed))

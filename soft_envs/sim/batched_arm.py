@@ -28,9 +28,9 @@ thread, best of 3 rounds, on a shared 2-core AMD EPYC at load ~11; µs per arm):
 =======================================  =====  ======  ========
 rigid-body terms of one arm              B = 1  B = 64  B = 1024
 =======================================  =====  ======  ========
-PETER 2 modules, numba kernel (M, h, G)  4.4    1.30    1.26
+PETER 2 modules, numba kernel (M, h, G)  4.0    1.04    0.97
 PETER 2 modules, numpy over joints (h)   3400   60      12.8
-PCC 2 segments, numba kernel             5.2    1.73    1.71
+PCC 2 segments, numba kernel             4.6    1.44    1.39
 PCC 2 segments, numpy over joints (h)    5500   98      23
 =======================================  =====  ======  ========
 
@@ -43,11 +43,14 @@ is flat in B from B ≈ 64 and takes ~1.3 µs per PETER arm (~70 ns per joint, ~
 cycle). Not pursued: a closed form in the section coordinates (specific to one link pattern,
 and the kernel is already at a few thousand flops per arm), SIMD across arms (lane-interleaved
 layout: a rewrite of the kernel), JAX (no GPU here; compile and dispatch cost on CPU).
-A whole physics step (terms at the start, the corrector's terms at the end, the shared numpy
-:func:`~soft_envs.sim.integrator.generalized_alpha_step`) costs 4.2 µs per PETER arm at
-B = 1024 (5.2 µs PCC), 35× (30×) the single PyBullet core's 147 µs (156 µs) in the same run;
-the numpy integrator is ~1.7 µs of it (two batched ``np.linalg.solve`` and ~30 array calls). The
-kernels compile in ~20 s of CPU once per checkout (``cache=True``; then ~1.5 s to load).
+A whole physics step is one compiled call for the batch
+(:func:`soft_envs.sim.batched_integrator.batch_step`: the terms at the start, the predictor, the
+configuration terms at the predicted end, the corrector, the new ``c̃``): 2.6 µs per PETER arm at
+B = 1024 (3.2 µs PCC), from 3.9 (5.1) µs with the numpy integrator and reference-counted loops
+(the kernel rows above were 1.26 and 1.71 µs then), 36× (32×) the single PyBullet core's 92 µs
+(102 µs) in the same run — the single core now runs the same compiled step around PyBullet's
+terms (147 and 156 µs before). The kernels compile in ~27 s of CPU once per checkout
+(``cache=True``; then ~1.5 s to load).
 
 GPU. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` use scalar arithmetic and
 small local arrays only, so a GPU port is a transcription: ``numba.cuda.jit(device=True)`` on the
@@ -69,6 +72,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain
+from soft_envs.sim import batched_integrator
 from soft_envs.sim import batched_kernels as kernels
 from soft_envs.sim.integrator import (
     DEFAULT_CORRECTOR_PASSES,
@@ -87,8 +91,9 @@ class ArmTopology:
 
     Built by :meth:`from_chain`. Per joint: ``ints`` ``(K, 3)`` = (kind, slot, trig index) and
     ``table`` ``(K, 5)`` = (offset [m], β, com [m] (3)) with ``q_j = β_j c̃[slot_j]``; ``trig``
-    ``(T, 2)`` = (slot, β) of the distinct revolute angles (a joint's angle is ``±`` one of them);
-    ``sections`` = (planar, chord, links); ``reference_lengths`` ``(N,)`` [m].
+    ``(T, 3)`` = (slot, β, h) of the distinct revolute angles (a joint's angle is ``±`` one of them;
+    ``h`` the index of the angle half as large, or −1); ``sections`` = (planar, chord, links);
+    ``reference_lengths`` ``(N,)`` [m].
     """
 
     ints: np.ndarray
@@ -115,7 +120,11 @@ class ArmTopology:
             if kind != kernels.PRISMATIC_Z:
                 key = (int(slot), abs(float(coef)))
                 trig_index[j] = angles.setdefault(key, len(angles))
-        trig = np.array([[slot, coef] for slot, coef in angles], dtype=float).reshape(-1, 2)
+        pairs = list(angles)
+        # an angle twice an earlier one (a section's full bends θ/m and half bends θ/2m): its cosine
+        # and sine follow from the earlier one's (double-angle formulas)
+        trig = np.array([[slot, coef, next((h for h, (s, c) in enumerate(pairs[:t]) if s == slot and 2.0 * c == coef),
+                                           -1)] for t, (slot, coef) in enumerate(pairs)], dtype=float).reshape(-1, 3)
         table = np.zeros((len(chain.links), 5))
         table[:, 0] = chain.offsets
         table[:, 1] = coefs
@@ -234,14 +243,57 @@ def terms(topology: ArmTopology, params: ArmParams, state: ArmState, *, with_mas
 def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
          torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
          cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
-         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> ArmState:
+         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES,
+         start_terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> ArmState:
     """The state after one step of ``dt`` [s] (pure: ``state`` is not changed), by the single core's
-    scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`).
+    scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`),
+    in one compiled call for the batch (:func:`soft_envs.sim.batched_integrator.batch_step`).
 
     ``torque`` ``(B, n)`` is the generalised actuation at the step's start (``torque_end`` at its
     end), ``rest_end`` the rest configuration at its end, ``active`` ``(B,)`` the arms that move
-    (the others keep their state exactly).
+    (the others keep their state exactly). ``start_terms`` = ``(M, C u̇ + G, G)`` at ``state``
+    if already known (:func:`terms`), else computed.
     """
+    B, n = state.u.shape
+    act = np.ones(B, dtype=np.bool_) if active is None else _per_arm_flags(active, B)
+    am, af, gamma, beta = AlphaParameters.from_spectral_radius() if parameters is None else parameters
+    if not (isinstance(corrector_passes, (int, np.integer)) and corrector_passes >= 0):
+        raise InvalidParameterError(f"corrector_passes must be a whole number >= 0; got {corrector_passes!r}")
+    tau_s = _per_arm_rows(torque, B, n)
+    tau_e = tau_s if torque_end is None else _per_arm_rows(torque_end, B, n)
+    rest_e = state.rest if rest_end is None else _per_arm_rows(rest_end, B, n)
+    if start_terms is None:
+        M, h, G = np.empty((B, n, n)), np.empty((B, n)), np.empty((B, n))
+    else:
+        M, h, G = (np.ascontiguousarray(x, dtype=float) for x in start_terms)
+    out = ArmState(np.empty((B, n)), np.empty((B, n)), np.empty((B, n)), np.empty_like(state.c), state.rest,
+                   np.where(act, state.time + dt, state.time), state.fresh & ~act)
+    batched_integrator.batch_step(
+        *topology.arrays, params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh,
+        state.u, state.w, state.a, state.c, state.rest, rest_e, tau_s, tau_e, _per_arm_flags(cancel_damping, B),
+        state.fresh & (corrector_passes > 0), act, float(dt), am, af, gamma, beta, int(corrector_passes),
+        start_terms is not None, M, h, G, out.u, out.w, out.a, out.c)
+    if rest_end is not None:
+        out.rest = np.where(act[:, None], rest_e, state.rest)
+    return out
+
+
+def _per_arm_flags(flags, B: int) -> np.ndarray:
+    """A bool or ``(B,)`` flags as a contiguous ``(B,)`` bool array."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(flags, dtype=np.bool_), (B,)))
+
+
+def _per_arm_rows(x, B: int, n: int) -> np.ndarray:
+    """A number, ``(n,)`` or ``(B, n)`` as a contiguous float ``(B, n)`` array."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (B, n)))
+
+
+def reference_step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, torque: np.ndarray, *,
+         torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
+         cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
+         parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> ArmState:
+    """:func:`step` through the numpy :func:`~soft_envs.sim.integrator.generalized_alpha_step` (the
+    single bodies' code) and the batched terms: the reference the compiled step is tested against."""
     B, n = state.u.shape
     act = np.ones(B, dtype=bool) if active is None else np.asarray(active, dtype=bool)
     M, h, G = terms(topology, params, state, active=act)
@@ -354,7 +406,9 @@ class BatchedSoftArm:
         zeros = np.zeros((B, n))
         self.state = ArmState(zeros.copy(), zeros.copy(), zeros.copy(), configuration(self.topology, zeros),
                               zeros.copy(), np.zeros(B), np.ones(B, dtype=bool))
+        #: ``(M, C u̇ + G, G)`` at :attr:`state` (``_terms_of``) once asked for: the next step starts from them.
         self._terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._terms_of: ArmState | None = None
 
     @property
     def n_dof(self) -> int:
@@ -445,8 +499,8 @@ class BatchedSoftArm:
     # ------------------------------------------------------------------ dynamics terms
 
     def _current_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._terms is None:
-            self._terms = terms(self.topology, self.params, self.state)
+        if self._terms is None or self._terms_of is not self.state:
+            self._terms, self._terms_of = terms(self.topology, self.params, self.state), self.state
         return self._terms
 
     def mass_matrix(self) -> np.ndarray:
@@ -486,10 +540,12 @@ class BatchedSoftArm:
              rest_end: np.ndarray | None = None, cancel_damping: bool = False,
              active: np.ndarray | None = None) -> None:
         """Advance every ``active`` arm (default all) by ``dt`` [s] (:func:`step`)."""
+        start = self._terms if self._terms is not None and self._terms_of is self.state else None
         self._terms = None
         self.state = step(self.topology, self.params, self.state, dt, torque, torque_end=torque_end,
                           rest_end=rest_end, cancel_damping=cancel_damping, active=active,
-                          parameters=self.alpha_parameters, corrector_passes=self.corrector_passes)
+                          parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
+                          start_terms=start)
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame, ``(B, 3)``."""

@@ -103,8 +103,12 @@ class BatchedSoftPeter(BatchedSoftArm):
         t = np.broadcast_to(np.asarray(t, dtype=float), (rows.size, self.n_dof))
         for row in t:
             self.model.check_configuration(row)
-        legs = self.model.leg_length_at_rest + self.model.leg_rate * t
-        u = self.arc_of_legs(legs, rows)
+        legs = (self.model.leg_length_at_rest + self.model.leg_rate * t).reshape(rows.size, self.model.n_modules, 3)
+        # per arm with the single body's own product (Peter.arc_from_legs), to the last bit: at equal
+        # leg lengths the bend (a, b) is a rounding residue whose direction sets the evaluation point
+        # of a straight module (MIN_BEND along it), and so the terms at O(1e-7)
+        u = np.stack([legs[i] @ self.legs_to_arc[row].T for i, row in enumerate(rows.tolist())]).reshape(rows.size, -1)
+        u[:, 0::3] -= self.reference_length
         self.reset(rows, u, reference=np.zeros(3 * self.model.n_modules), rest=u)
 
     def leg_lengths(self) -> np.ndarray:

@@ -41,7 +41,8 @@ _SMALL_HALF = 1e-3
 REVOLUTE_Z, REVOLUTE_Y, PRISMATIC_Z = 0, 1, 2
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": {"contract", "reassoc", "nsz", "arcp"}}
-_INLINE = dict(_JIT, inline="always")  # the per-arm helpers, inlined into the batch drivers
+_INLINE = dict(_JIT, inline="always")  # the small per-arm helpers, inlined into their callers
+_NO_NRT = dict(_JIT, _nrt=False)  # loops over arms: no reference counting of the per-arm views
 
 
 # ---------------------------------------------------------------------------- section map
@@ -163,18 +164,25 @@ def section_jacobian(u, c, w, planar, chord, links, lref, jac, acc):
 
 # ---------------------------------------------------------------------------- rigid-body terms
 
-@njit(**_INLINE)
-def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass, Mc, hc, gc, S, link, F, cs):
-    """``Bᵀ M_b B`` into ``Mc`` (if ``with_mass``), ``Bᵀ ID(q, q̇, q̈)`` into ``hc`` and
+@njit(**_NO_NRT)
+def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass, with_bias, Mc, hc, gc, S, link, F,
+                cs):
+    """``Bᵀ M_b B`` into ``Mc`` (if ``with_mass``), ``Bᵀ ID(q, q̇, q̈)`` into ``hc`` (if ``with_bias``) and
     ``Bᵀ ID(q, 0, 0)`` into ``gc`` for one arm at ``c̃ = c`` with ``ċ̃ = cd``, ``c̃̈ = cdd``
     (module docstring). ``ints`` ``(K, 3)`` = (kind, slot, trig) per joint, ``table`` ``(K, 5)`` =
-    (offset, β, com), ``trig`` ``(T, 2)`` = (slot, β) of the distinct joint angles (their cosines
-    and sines are computed once into ``cs`` ``(T, 2)``). ``S`` ``(K, 6)``, ``link`` ``(K, 16)``,
+    (offset, β, com), ``trig`` ``(T, 3)`` = (slot, β, half) of the distinct joint angles (their
+    cosines and sines are computed once into ``cs`` ``(T, 2)``; from ``half``'s when it is ≥ 0).
+    ``S`` ``(K, 6)``, ``link`` ``(K, 16)``,
     ``F`` ``(K, 6)``: scratch."""
     K = ints.shape[0]
     for t in range(trig.shape[0]):
-        angle = trig[t, 1] * c[int(trig[t, 0])]
-        cs[t, 0], cs[t, 1] = math.cos(angle), math.sin(angle)
+        half = int(trig[t, 2])
+        if half >= 0:  # twice an earlier angle
+            co, sn = cs[half, 0], cs[half, 1]
+            cs[t, 0], cs[t, 1] = 1.0 - 2.0 * sn * sn, 2.0 * sn * co
+        else:
+            angle = trig[t, 1] * c[int(trig[t, 0])]
+            cs[t, 0], cs[t, 1] = math.cos(angle), math.sin(angle)
     nc = c.shape[0]
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     px = py = pz = 0.0
@@ -228,6 +236,10 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
         ixz = i0 * r00 * r20 + i1 * r01 * r21 + i2 * r02 * r22 - m * cx * cz
         iyz = i0 * r10 * r20 + i1 * r11 * r21 + i2 * r12 * r22 - m * cy * cz
         hx, hy, hz = m * cx, m * cy, m * cz
+        link[j, 6], link[j, 7], link[j, 8], link[j, 9] = m, hx, hy, hz
+        link[j, 10], link[j, 11], link[j, 12], link[j, 13], link[j, 14], link[j, 15] = ixx, iyy, izz, ixy, ixz, iyz
+        if not with_bias:  # the configuration terms only (M, G): no velocities
+            continue
         # velocity and bias acceleration: v += S q̇, a += S q̈ + v ×m S q̇
         t0, t1, t2, t3, t4, t5 = s0 * qd, s1 * qd, s2 * qd, s3 * qd, s4 * qd, s5 * qd
         wx, wy, wz, vx, vy, vz = wx + t0, wy + t1, wz + t2, vx + t3, vy + t4, vz + t5
@@ -256,10 +268,7 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
         fx += wy * Pz - wz * Py
         fy += wz * Px - wx * Pz
         fz += wx * Py - wy * Px
-        lk = link[j]
-        lk[0], lk[1], lk[2], lk[3], lk[4], lk[5] = nx, ny, nz, fx, fy, fz
-        lk[6], lk[7], lk[8], lk[9] = m, hx, hy, hz
-        lk[10], lk[11], lk[12], lk[13], lk[14], lk[15] = ixx, iyy, izz, ixy, ixz, iyz
+        link[j, 0], link[j, 1], link[j, 2], link[j, 3], link[j, 4], link[j, 5] = nx, ny, nz, fx, fy, fz
     # backward: composites, joint forces, gravity forces
     for k in range(nc):
         hc[k] = 0.0
@@ -267,17 +276,17 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
     m = hx = hy = hz = ixx = iyy = izz = ixy = ixz = iyz = 0.0
     nx = ny = nz = fx = fy = fz = 0.0
     for j in range(K - 1, -1, -1):
-        lk = link[j]
-        nx, ny, nz, fx, fy, fz = nx + lk[0], ny + lk[1], nz + lk[2], fx + lk[3], fy + lk[4], fz + lk[5]
-        m, hx, hy, hz = m + lk[6], hx + lk[7], hy + lk[8], hz + lk[9]
-        ixx, iyy, izz = ixx + lk[10], iyy + lk[11], izz + lk[12]
-        ixy, ixz, iyz = ixy + lk[13], ixz + lk[14], iyz + lk[15]
+        m, hx, hy, hz = m + link[j, 6], hx + link[j, 7], hy + link[j, 8], hz + link[j, 9]
+        ixx, iyy, izz = ixx + link[j, 10], iyy + link[j, 11], izz + link[j, 12]
+        ixy, ixz, iyz = ixy + link[j, 13], ixz + link[j, 14], iyz + link[j, 15]
         s0, s1, s2, s3, s4, s5 = S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5]
-        tau = s0 * nx + s1 * ny + s2 * nz + s3 * fx + s4 * fy + s5 * fz
+        if with_bias:
+            nx, ny, nz = nx + link[j, 0], ny + link[j, 1], nz + link[j, 2]
+            fx, fy, fz = fx + link[j, 3], fy + link[j, 4], fz + link[j, 5]
+            hc[ints[j, 1]] += table[j, 1] * (s0 * nx + s1 * ny + s2 * nz + s3 * fx + s4 * fy + s5 * fz)
         # I_c (0, −g) = (h × (−g), −m g)
         gn_x, gn_y, gn_z = -(hy * gz - hz * gy), -(hz * gx - hx * gz), -(hx * gy - hy * gx)
         tg = s0 * gn_x + s1 * gn_y + s2 * gn_z - m * (s3 * gx + s4 * gy + s5 * gz)
-        hc[ints[j, 1]] += table[j, 1] * tau
         gc[ints[j, 1]] += table[j, 1] * tg
         if with_mass:
             F[j, 0] = ixx * s0 + ixy * s1 + ixz * s2 + hy * s5 - hz * s4
@@ -398,17 +407,18 @@ def _evaluation_state(sec, lref, u, w, c, ws):
     _rates(jac, w, per, cd)
 
 
-@njit(**_INLINE)
-def arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, with_mass, M, h, g, ws):
-    """``M(u)`` (if ``with_mass``), ``C u̇ + G`` and ``G`` of one arm (smooth coordinates) into
-    ``M``, ``h``, ``g``. ``ints``, ``table``, ``trig``: the chain (:func:`rigid_terms`); ``sec`` =
+@njit(**_NO_NRT)
+def arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, with_mass, with_bias, M, h, g, ws):
+    """``M(u)`` (if ``with_mass``), ``C u̇ + G`` (if ``with_bias``) and ``G`` of one arm (smooth
+    coordinates) into ``M``, ``h``, ``g``. ``ints``, ``table``, ``trig``: the chain (:func:`rigid_terms`); ``sec`` =
     ``(planar, chord, links)``; ``c`` the arm's current ``c̃`` (sign reference); ``ws`` a
     :func:`workspace`."""
     per = 2 if sec[0] != 0 else 3
     n_sec = lref.shape[0]
     ce, cd, acc, hc, gc, jac, Mc, S, link, F = ws[1], ws[2], ws[3], ws[4], ws[5], ws[6], ws[7], ws[8], ws[9], ws[10]
     _evaluation_state(sec, lref, u, w, c, ws)
-    rigid_terms(ints, table, trig, mass, inertia, gravity, ce, cd, acc, with_mass, Mc, hc, gc, S, link, F, ws[12])
+    rigid_terms(ints, table, trig, mass, inertia, gravity, ce, cd, acc, with_mass, with_bias, Mc, hc, gc, S, link, F,
+                ws[12])
     for i in range(n_sec):
         for p in range(per):
             sh = 0.0
@@ -456,10 +466,25 @@ def batch_point_state(ints, table, trig, sec, lref, u, w, c, out):
 def batch_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, with_mass, active, M, h, g):
     """:func:`arm_terms` of every ``active`` arm (leading axis of the per-arm arrays)."""
     ws = workspace(lref.shape[0], u.shape[1], ints.shape[0], trig.shape[0])
+    _terms_of_arms((ints, table, trig, sec, lref), mass, inertia, gravity, u, w, c, with_mass, active, M, h, g, ws)
+
+
+@njit(**_NO_NRT)
+def _terms_of_arms(topology, mass, inertia, gravity, u, w, c, with_mass, active, M, h, g, ws):
+    """The loop of :func:`batch_terms` (no reference counting of the per-arm views)."""
     for b in range(u.shape[0]):
         if active[b]:
-            arm_terms(ints, table, trig, sec, lref, mass[b], inertia[b], gravity[b], u[b], w[b], c[b], with_mass,
-                      M[b], h[b], g[b], ws)
+            terms_of_arm(topology, mass[b], inertia[b], gravity[b], u[b], w[b], c[b], with_mass, True, M[b], h[b],
+                         g[b], ws)
+
+
+@njit(**_NO_NRT)
+def terms_of_arm(topology, mass, inertia, gravity, u, w, c, with_mass, with_bias, M, h, g, ws):
+    """:func:`arm_terms` as one compiled function (``topology`` = ``(ints, table, trig, sec, lref)``)
+    that the batch drivers call rather than inline: its code is optimised once, which keeps the
+    cold compile of the drivers short."""
+    ints, table, trig, sec, lref = topology
+    arm_terms(ints, table, trig, sec, lref, mass, inertia, gravity, u, w, c, with_mass, with_bias, M, h, g, ws)
 
 
 @njit(**_JIT)

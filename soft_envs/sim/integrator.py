@@ -28,8 +28,11 @@ in practice), every pass re-evaluates them at the latest end state and solves ag
 is then ``O(dt²)``); more passes converge to the implicit solution.
 
 :func:`generalized_alpha_step` is pure (no state of its own, no Python loop over elements or
-batch members), so the single bodies and the batched core share it and a torch/JAX port is a
-matter of replacing ``numpy``.
+batch members) and the readable reference of the scheme: the bodies step through its compiled
+transcription for one arm (:mod:`soft_envs.sim.batched_integrator`: ``predict`` and
+``solve_pass``, shared by the single PyBullet bodies and the batched core, where numpy's call
+overhead on ``n ≈ 6`` was ~40 µs of a ~160 µs PCC step), checked against it to 1e-12 in
+``tests/sim/test_batched_integrator.py``. A torch/JAX port of it is a matter of replacing ``numpy``.
 """
 
 from __future__ import annotations

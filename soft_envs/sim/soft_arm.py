@@ -102,13 +102,9 @@ import pybullet
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain, ChainLink, section_joint_values
+from soft_envs.sim.batched_integrator import single_correct, single_predict
 from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, disconnect
-from soft_envs.sim.integrator import (
-    DEFAULT_CORRECTOR_PASSES,
-    DEFAULT_SPECTRAL_RADIUS,
-    AlphaParameters,
-    generalized_alpha_step,
-)
+from soft_envs.sim.integrator import DEFAULT_CORRECTOR_PASSES, DEFAULT_SPECTRAL_RADIUS, AlphaParameters
 from soft_envs.sim.urdf import load_chain
 
 MIN_BEND = 1e-4  # rad; dynamics terms are evaluated at least this far from a straight section
@@ -335,6 +331,7 @@ class SoftArmBody:
         self.c = sections.configuration(self.u)
         self.time = 0.0
         self._zeros = [0.0] * self.n_joints
+        self._scratch, self._vec = np.empty((n, n)), np.empty((12, n))  # the compiled step's scratch
         self._cache: dict[str, np.ndarray] = {}
         self._bullet_stale = True
         self._update()
@@ -532,23 +529,36 @@ class SoftArmBody:
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
              rest_end: np.ndarray | None = None, cancel_damping: bool = False) -> None:
         """Advance by ``dt`` [s] with the generalised-α method
-        (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, :attr:`corrector_passes`).
+        (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, :attr:`corrector_passes`; its
+        compiled transcription, :func:`~soft_envs.sim.batched_integrator.single_predict` and
+        ``single_correct``, the batched core's arithmetic, on PyBullet's terms).
 
         ``torque`` is the generalised actuation in ``u`` at the step's start (and ``torque_end``
         at its end, default the same); ``rest_end`` the rest configuration at the step's end
         (default unchanged). ``cancel_damping`` drops the damping force, as a controller's
         ``+D u̇`` term applied at the same (implicit) velocity does.
         """
-        out = generalized_alpha_step(
-            self.u, self.w, self.a, dt, self.stiffness, self.configuration_terms,
-            start_terms=(self.mass_matrix(), self.gravity_torque()), coriolis=self.coriolis(),
-            torque_start=torque, torque_end=torque_end, rest_start=self.rest, rest_end=rest_end,
-            rayleigh_mass=self.alpha, rayleigh_stiffness=self.beta, cancel_damping=cancel_damping,
-            parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
-            consistent_start=self._state_set and self.corrector_passes > 0)
-        self.u, self.w, self.a = out.u, out.w, out.a
+        n = self.n_dof
+        tau_s = np.array(torque, dtype=float)
+        tau_e = tau_s if torque_end is None else np.array(torque_end, dtype=float)
+        rest_e = self.rest if rest_end is None else np.array(rest_end, dtype=float)
+        if tau_s.shape != (n,) or tau_e.shape != (n,) or rest_e.shape != (n,):
+            raise InvalidParameterError(f"torques and rest configurations must have {n} entries")
+        M_s = self.mass_matrix()
+        u, w, a = np.empty(n), np.empty(n), np.empty(n)
+        coefficients = (float(dt), *self.alpha_parameters)
+        single_predict(self.u, self.w, self.a, self.stiffness, np.array([self.alpha, self.beta]), self.rest, rest_e,
+                       tau_s, tau_e,
+                       bool(cancel_damping), self._state_set and self.corrector_passes > 0, coefficients,
+                       self.corrector_passes, M_s, self.bias(), self.gravity_torque(), self._scratch, self._vec,
+                       u, w, a)
+        for _ in range(self.corrector_passes):
+            M_e, G_e = self.configuration_terms(u.copy())
+            single_correct(self.stiffness, rest_e, tau_e, coefficients, M_e, G_e, M_s, self._scratch, self._vec,
+                           u, w, a)
+        self.u, self.w, self.a = u, w, a
         if rest_end is not None:
-            self.rest = np.array(rest_end, dtype=float)
+            self.rest = rest_e
         self.time += dt
         self._update(state_set=False)
 

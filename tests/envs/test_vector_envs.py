@@ -31,10 +31,7 @@ VECTOR_CASES = [
                              action_rate_weight=0.1, realism={"preset": "realistic", "command_delay": (0.0, 0.3),
                                                               "observation_latency": (0.0, 0.2)}),
                  id="peter-kinematic-tilted-goal-delays"),
-    pytest.param(PETER, dict(), id="peter-soft", marks=pytest.mark.xfail(
-        strict=True, reason="the batched core's step differs from SoftArmBody's near a straight module (bend below "
-                            "MIN_BEND = 1e-4 rad, as after the ideal reset): ~1.7e-7 rad in the bend coordinates, "
-                            "~3e-9 m at the tip after the first step")),
+    pytest.param(PETER, dict(), id="peter-soft"),
     pytest.param(PETER, dict(realism="realistic"), id="peter-soft-realistic"),
     pytest.param(PETER, dict(n_modules=3, actuation="instant", payload=0.2, command_delay=0.1, goal_conditioned=True,
                              action_rate_weight=0.1,
