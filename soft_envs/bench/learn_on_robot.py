@@ -174,10 +174,12 @@ def _identification_table(runs: list[dict[str, Any]], size: int) -> str:
 
 
 def collection_speed(n: int = 40, seed: int = 0) -> dict[str, float]:
-    """Wall time [s] per sample of :func:`collect_samples` read at 5 s and when settled, per raw
-    ``env.step`` and the steps per sample, in this process, one after the other (the machine's
-    1-minute load average with them)."""
+    """Wall and CPU time [s] per sample of :func:`collect_samples` read at 5 s and when settled,
+    per raw ``env.step`` and the steps per sample, in this process, one after the other (the
+    machine's 1-minute load average with them: on a shared machine the CPU time is what one free
+    core would take)."""
     import os
+    import time
 
     import gymnasium as gym
 
@@ -194,12 +196,14 @@ def collection_speed(n: int = 40, seed: int = 0) -> dict[str, float]:
     env = Counting(gym.make(ENV_ID, n_modules=2, realism="realistic"))
     try:
         env.reset(seed=seed)
+        collect_samples(env, 2, seed=seed, progress=False)  # warm up (the compiled step's first call)
         out = {"load": os.getloadavg()[0]}
         for key, read_at in (("at_5s", 5.0), ("settled", None)):
             Counting.steps = 0
-            start = now()
+            start, cpu = now(), time.process_time()
             collect_samples(env, n, seed=seed, settle_time=read_at, progress=False)
             out[key] = (now() - start) / n
+            out[f"{key}_cpu"] = (time.process_time() - cpu) / n
             out[f"{key}_steps"] = Counting.steps / n
         base = env.unwrapped
         action = base.model_to_action(np.ones(base.model.n_dof))
@@ -275,8 +279,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
              "measured with the sensor's noise and latency 5 s after the command, when the task judges it). "
              f"Collection in the runs ({WORKERS} processes): {1e3 * seconds / collected:.0f} ms of wall time per "
              f"sample, {steps / collected:.0f} env steps of soft physics each. Alone in one process, before them "
-             f"(1-minute load average {speed['load']:.1f} on this machine): {1e3 * speed['at_5s']:.0f} ms per "
-             f"sample read at 5 s ({speed['at_5s_steps']:.0f} steps), {1e3 * speed['settled']:.0f} ms per sample "
+             f"(1-minute load average {speed['load']:.1f} on this machine): {1e3 * speed['at_5s']:.0f} ms of wall "
+             f"time ({1e3 * speed['at_5s_cpu']:.0f} ms of CPU) per sample read at 5 s ({speed['at_5s_steps']:.0f} "
+             f"steps), {1e3 * speed['settled']:.0f} ms ({1e3 * speed['settled_cpu']:.0f} ms of CPU) per sample "
              f"read when settled ({speed['settled_steps']:.1f} steps), {1e3 * speed['step']:.2f} ms per raw "
              "`env.step`: the collector costs its steps and nothing more. Learning: the calibration's least "
              "squares plus TRR on the goals, or the fine-tuning (forward model and network, one torch thread) plus "
