@@ -164,7 +164,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(_tasks_text())
         return 0
     jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or tuple(ev.PRESETS),
-                       episodes=args.episodes, seed=args.seed)
+                       episodes=args.episodes, seed=args.seed, learn_samples=args.learn_samples)
     try:
         result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray, results=args.results,
                              resume=args.resume, max_retries=args.max_retries)
@@ -225,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="controllers (default: each task's own); a Stable-Baselines3 policy as sb3:ALGO:PATH")
     e.add_argument("--presets", nargs="*", help="realism presets (default: every one: ideal, realistic)")
     e.add_argument("--episodes", type=int, default=10)
+    e.add_argument("--learn-samples", type=int, metavar="N",
+                   help="samples the learning controllers (trr-calibrated, nn-finetuned) collect on each "
+                        "episode's robot before acting (default 100)")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--workers", type=int, default=2, help="worker processes (or Ray workers with --ray)")
     e.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: an address, 'auto', or 'local' "

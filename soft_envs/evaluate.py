@@ -2,9 +2,11 @@
 
 Harness code on top of the layers. A *task* is an environment configuration with the measure
 that says how well an episode went; a *controller* is built from the env (an IK agent open or
-closed loop, the network, the hybrid, PD + feed-forward, the quadruped's gait and body-pose
-controllers, the hexapod's Jacobian agent, or a Stable-Baselines3 policy given as
-``sb3:ALGO:PATH``); a *preset* is a set of env keywords (``ideal`` is the env's defaults).
+closed loop, the network, the hybrid, TRR on a model calibrated on the episode's robot and the
+network fine-tuned on it (:data:`LEARNING_CONTROLLERS`: they collect samples of the robot with
+``reset(options={"keep_robot": True})`` before the episode starts), PD + feed-forward, the
+quadruped's gait and body-pose controllers, the hexapod's Jacobian agent, or a Stable-Baselines3
+policy given as ``sb3:ALGO:PATH``); a *preset* is a set of env keywords (``ideal`` is the env's defaults).
 
 :func:`evaluate` runs every (task, controller, preset, episode) job with the same function,
 :func:`run_episode`, in worker processes (:func:`soft_envs.jobs.run_jobs`): spawned processes
@@ -64,7 +66,7 @@ class Task:
 
 TASKS: dict[str, Task] = {task.name: task for task in (
     Task("peter-2", "soft_envs/PeterReach-v0", (("n_modules", 2),), "distance", "m",
-         ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
+         ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid", "trr-calibrated", "nn-finetuned")),
     # The analytic arm (no PyBullet) that `soft-envs train-rl` trains on: the IK controllers and
     # the learned policies (sb3:ALGO:PATH) side by side.
     Task("peter-2-kinematic", "soft_envs/PeterReach-v0", (("n_modules", 2), ("kinematic", True)), "distance", "m",
@@ -82,8 +84,31 @@ TASKS: dict[str, Task] = {task.name: task for task in (
 PRESETS: dict[str, dict[str, Any]] = {"ideal": {}, "realistic": {"realism": "realistic"}}
 
 
+#: Controllers that learn on the episode's robot before acting (:mod:`soft_envs.agents.on_robot`):
+#: ``NAME`` collects :data:`LEARN_SAMPLES` samples, ``NAME:N`` collects ``N``.
+LEARNING_CONTROLLERS = ("trr-calibrated", "nn-finetuned")
+LEARN_SAMPLES = 100
+
+
+def learning_controller(name: str) -> tuple[str, int] | None:
+    """``(method, samples)`` of a learning controller's name (``trr-calibrated:1000``), else ``None``."""
+    method, _, budget = name.partition(":")
+    if method not in LEARNING_CONTROLLERS:
+        return None
+    if not budget:
+        return method, LEARN_SAMPLES
+    if not budget.isdigit() or int(budget) < 10:
+        raise InvalidParameterError(f"{method}:N takes a sample budget N >= 10; got {name!r}")
+    return method, int(budget)
+
+
 def _controller(name: str, env) -> Any:
     """Build the controller called ``name`` for ``env`` (a ``gym.make`` env)."""
+    learning = learning_controller(name)
+    if learning is not None:
+        from soft_envs.agents.on_robot import OnRobotReachAgent
+
+        return OnRobotReachAgent(env, learning[0], samples=learning[1])
     if name in ("trr", "trr-feedback", "trr-paper-model"):
         from soft_envs.agents.reach import TRRReachAgent
 
@@ -261,6 +286,9 @@ def run_episode(job: Job) -> EpisodeResult:
     try:
         agent = _controller(job.controller, env)
         obs, info = env.reset(seed=job.seed)
+        if hasattr(agent, "learn"):  # learns on this episode's robot, then the episode starts on it
+            agent.learn(seed=job.seed)
+            obs, info = env.reset(seed=job.seed, options={"keep_robot": True})
         agent.reset(obs, info)
         dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]  # every soft_envs env has dt
         time_to_goal, steps = float("nan"), 0
@@ -328,8 +356,13 @@ class Evaluation:
 
 
 def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | None = None,
-             presets: Sequence[str] = ("ideal",), episodes: int = 10, seed: int = 0) -> list[Job]:
-    """Every (task, controller, preset, episode) job; controllers default to each task's own."""
+             presets: Sequence[str] = ("ideal",), episodes: int = 10, seed: int = 0,
+             learn_samples: int | None = None) -> list[Job]:
+    """Every (task, controller, preset, episode) job; controllers default to each task's own.
+    ``learn_samples``: the collection budget of the learning controllers (default
+    :data:`LEARN_SAMPLES`; their names become ``NAME:N``)."""
+    if learn_samples is not None:
+        learning_controller(f"{LEARNING_CONTROLLERS[0]}:{learn_samples}")  # checks the budget
     names = list(TASKS) if tasks is None else list(tasks)
     for name in names:
         if name not in TASKS:
@@ -343,9 +376,13 @@ def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | No
     for name in names:
         task = TASKS[name]
         chosen = task.controllers if controllers is None else [
-            c for c in controllers if c in task.controllers or c.startswith("sb3:")]
+            c for c in controllers if c.partition(":")[0] in task.controllers or c.startswith("sb3:")]
         for controller in chosen:
-            if not controller.startswith("sb3:") and controller not in _known_controllers():
+            learning = learning_controller(controller)
+            if learning is not None:
+                if learn_samples is not None:
+                    controller = f"{learning[0]}:{learn_samples}"
+            elif not controller.startswith("sb3:") and controller not in _known_controllers():
                 raise InvalidParameterError(f"unknown controller {controller!r}")
             out += [Job(task, controller, preset, seed + k) for preset in presets for k in range(int(episodes))]
     return out

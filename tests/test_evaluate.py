@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from soft_envs.cli import main
-from soft_envs.evaluate import TASKS, Evaluation, Job, evaluate, jobs_for, run_episode
+from soft_envs.evaluate import (
+    LEARN_SAMPLES,
+    TASKS,
+    Evaluation,
+    Job,
+    evaluate,
+    jobs_for,
+    learning_controller,
+    run_episode,
+)
 from soft_envs.exceptions import InvalidParameterError
 
 
@@ -94,3 +103,28 @@ def test_the_realistic_preset_opens_the_open_loop_gap_and_feedback_closes_it():
     assert rows["trr-paper-model", "realistic"]["metric_mean"] > rows["trr-paper-model", "ideal"]["metric_mean"]
     assert rows["trr-feedback", "realistic"]["metric_mean"] < 1e-3
     assert rows["trr-feedback", "realistic"]["metric_mean"] > rows["trr-feedback", "ideal"]["metric_mean"]
+
+
+def test_learning_controllers_are_named_with_their_budget():
+    assert learning_controller("trr-calibrated") == ("trr-calibrated", LEARN_SAMPLES)
+    assert learning_controller("nn-finetuned:1000") == ("nn-finetuned", 1000)
+    assert learning_controller("trr") is None and learning_controller("sb3:SAC:x.zip") is None
+    jobs = jobs_for(["peter-2"], ["trr-calibrated", "nn-finetuned:500", "trr"], episodes=1)
+    assert [j.controller for j in jobs] == ["trr-calibrated", "nn-finetuned:500", "trr"]
+    jobs = jobs_for(["peter-2"], ["trr-calibrated", "nn-finetuned:500", "trr"], episodes=1, learn_samples=40)
+    assert [j.controller for j in jobs] == ["trr-calibrated:40", "nn-finetuned:40", "trr"]
+    assert {"trr-calibrated", "nn-finetuned"} <= set(TASKS["peter-2"].controllers)
+    for bad in ("trr-calibrated:5", "trr-calibrated:many"):
+        with pytest.raises(InvalidParameterError, match="budget"):
+            learning_controller(bad)
+    with pytest.raises(InvalidParameterError, match="budget"):
+        jobs_for(["peter-2"], episodes=1, learn_samples=3)
+
+
+@pytest.mark.slow
+def test_the_calibrated_controller_learns_on_the_episodes_robot_then_reaches_its_goal():
+    jobs = jobs_for(["peter-2"], ["trr", "trr-calibrated"], presets=("realistic",), episodes=1, seed=1,
+                    learn_samples=30)
+    nominal, calibrated = (run_episode(job) for job in jobs)
+    assert nominal.metric > 2e-3  # the nominal model misses this robot by millimetres …
+    assert calibrated.metric < 0.3 * nominal.metric and calibrated.steps == 50  # … the calibrated one much less

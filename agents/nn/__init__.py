@@ -11,7 +11,10 @@ Weights files are ``.npz`` (no pickle): ``weight_k`` / ``bias_k`` per dense laye
 robot model's parameters, the training recipe and its measured figures).
 
 :class:`NeuralIK` also offers the hybrid the paper lacks: the network's answer refined by TRR
-(:meth:`NeuralIK.solve`), and :class:`NeuralReachAgent` acts in ``PeterReach-v0``.
+(:meth:`NeuralIK.solve`), and :class:`NeuralReachAgent` acts in ``PeterReach-v0``. On a robot
+that is not the model (``realism=``), :func:`collect_samples` records the robot's own
+``(inflation times, measured tip)`` pairs and :meth:`NeuralIK.finetune` adapts the network to
+them (:mod:`soft_envs.agents.nn.finetune`).
 """
 
 from __future__ import annotations
@@ -201,6 +204,22 @@ class NeuralIK:
         h += self._mid
         return h
 
+    # ------------------------------------------------------------------ learning on a robot
+    def finetune(self, times: np.ndarray, tips: np.ndarray, *, seed: int = 0, recipe=None, threads: int | None = 1,
+                 progress: bool = True) -> NeuralIK:
+        """A new network fine-tuned from this one on a robot's own samples (PyTorch, the ``learn``
+        extra; the result runs on numpy).
+
+        ``times`` ``(n, 3N)`` [s] and ``tips`` ``(n, 3)`` [m] are what
+        :func:`~soft_envs.agents.nn.collect_samples` returns. The network learns through a
+        forward model of the robot (its own kinematic model plus a residual fitted to the
+        samples), so it stays on one branch of the redundant arm's solutions; ``recipe`` is a
+        :class:`~soft_envs.agents.nn.finetune.FinetuneRecipe`. See :mod:`soft_envs.agents.nn.finetune`.
+        """
+        from soft_envs.agents.nn.finetune import finetune
+
+        return finetune(self, times, tips, seed=seed, recipe=recipe, threads=threads, progress=progress)
+
     # ------------------------------------------------------------------ hybrid
     def solve(self, target: np.ndarray, *, refine: bool = True, tol: float = TOL, timeout: float = 1.0) -> IKResult:
         """IK of one target: the network's answer, refined by TRR when ``refine`` (the hybrid).
@@ -290,4 +309,6 @@ class NeuralReachAgent:
         return self.env.model_to_action(self._solution)
 
 
-__all__ = ["NeuralIK", "NeuralReachAgent", "gelu", "weights_path"]
+from soft_envs.agents.nn.collect import collect_samples  # noqa: E402  (needs nothing above; re-exported)
+
+__all__ = ["NeuralIK", "NeuralReachAgent", "collect_samples", "gelu", "weights_path"]

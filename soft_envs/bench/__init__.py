@@ -31,6 +31,7 @@ BENCHES: dict[str, str] = {
     "hexapod": "soft_envs.bench.hexapod",
     "reliability": "soft_envs.bench.reliability",
     "realism": "soft_envs.bench.realism",
+    "learn_on_robot": "soft_envs.bench.learn_on_robot",
     "evaluate": "soft_envs.bench.evaluation",
     "rl": "soft_envs.bench.rl",
     "learnability": "soft_envs.bench.learnability",

@@ -12,8 +12,11 @@ reset / close order. Subclasses fill the hooks:
   ``action_rate = −action_rate_weight · ‖a − a_prev‖²``, the reward is the sum of all terms
   in that order and each appears in ``info`` as ``reward_<name>``;
 * ``_reset_model(options)`` — put the robot and task in their initial state using
-  ``self.np_random`` (``options`` is ``reset``'s dict, empty when none was given); an env with a
-  vector form draws the task through ``draw_task(rng)``, which its vector env calls per sub-env;
+  ``self.np_random`` (``options`` is ``reset``'s dict without the base's ``keep_robot``, empty
+  when none was given); an env with a vector form draws the task through ``draw_task(rng)``,
+  which its vector env calls per sub-env;
+* ``_reset_options()`` — the names of the ``reset`` options the env reads besides ``keep_robot``
+  (any other name is a ``ValueError``);
 * ``_command()`` — the command the robot holds, in model units (its normalised form is the
   previous action of an episode's first step);
 * ``_terminated()``, ``_extra_info()``, ``_camera()`` (orbit-camera parameters, no side
@@ -30,6 +33,9 @@ against the env's table at construction and, at every ``reset``, draws the pertu
 generator spawned off ``np_random`` (:attr:`SoftEnv.realism_rng`, also the source of every
 per-step noise; :meth:`SoftEnv.draw_realism`) before ``_reset_model`` runs; the values are
 :attr:`SoftEnv.perturbations` and ``info["realism"]`` of the reset. With ``"ideal"`` nothing is drawn.
+``reset(options={"keep_robot": True})`` keeps the previous reset's perturbations — the same robot,
+a new task (goal, start) and new per-step noise — so that a controller can learn on one robot and
+then act on it.
 
 Options that let a policy close the loop (every env; defaults unchanged):
 ``action_mode="delta"`` makes the action a change of the normalised command,
@@ -53,6 +59,7 @@ so that the clients are disconnected before the error propagates.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -280,6 +287,10 @@ class SoftEnv(gym.Env):
     def _reset_model(self, options: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _reset_options(self) -> tuple[str, ...]:
+        """Names of the ``reset`` options the env reads besides the base's ``keep_robot``."""
+        return ()
+
     def _command(self) -> np.ndarray:
         raise NotImplementedError
 
@@ -384,11 +395,20 @@ class SoftEnv(gym.Env):
         return obs, reward, terminated, False, info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode: a new task from ``np_random`` (seeded by ``seed``) and, under realism,
+        a new robot — unless ``options={"keep_robot": True}``, which keeps every perturbation drawn
+        at the previous reset (``info["realism"]`` shows the same values). Unknown option names,
+        a non-boolean ``keep_robot`` or ``keep_robot`` before any reset raise ``ValueError``."""
         self._check_open("reset")
         self._previous_action = None  # a reset that raises (e.g. bad options) leaves the env needing one
+        options = self._check_reset_options(options)
+        keep_robot = bool(options.pop("keep_robot", False))
         super().reset(seed=seed)
-        self.realism_rng, self.perturbations = self.draw_realism(self.np_random)
-        self._reset_model({} if options is None else options)
+        realism_rng, drawn = self.draw_realism(self.np_random)
+        self.realism_rng = realism_rng
+        if not keep_robot:
+            self.perturbations = drawn
+        self._reset_model(options)
         self._previous_action = self.model_to_action(self._command()).astype(np.float64)
         obs = self._extend_observation(self._observation(), self._previous_action, reset=True)
         info = self._extra_info()
@@ -397,6 +417,26 @@ class SoftEnv(gym.Env):
         if self.render_mode == "human":
             self.render()
         return obs, info
+
+    def _check_reset_options(self, options: Any) -> dict[str, Any]:
+        """``reset``'s ``options`` as a new dict, checked: known names, a boolean ``keep_robot``
+        that has a robot to keep."""
+        if options is None:
+            return {}
+        if not isinstance(options, Mapping):
+            raise InvalidParameterError(f"reset options must be a dict; got {type(options).__name__}")
+        accepted = ("keep_robot",) + tuple(self._reset_options())
+        unknown = sorted(str(name) for name in options if name not in accepted)
+        if unknown:
+            raise InvalidParameterError(f"unknown reset option(s) {unknown} for {type(self).__name__}; "
+                                        f"it accepts: {', '.join(accepted)}")
+        keep = options.get("keep_robot", False)
+        if not isinstance(keep, (bool, np.bool_)):
+            raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
+        if keep and self._previous_action is None:
+            raise InvalidParameterError(f"{type(self).__name__}.reset(options={{'keep_robot': True}}) needs a "
+                                        "previous reset: there is no robot to keep yet")
+        return dict(options)
 
     def render(self):
         self._check_open("render")

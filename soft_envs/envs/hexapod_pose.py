@@ -54,7 +54,7 @@ forces are the plant's; the guide inputs are the guides' counters (the plant's i
 back through the nominal calibration). ``info["position_error"]``, ``angle_error``,
 ``is_success`` and ``inputs`` (the plant's guide positions) stay true. The goals are the nominal
 model's poses of inputs drawn from the env's RNG, as without realism. ``info["realism"]`` of
-the reset holds the values drawn.
+the reset holds the values drawn. ``reset(options={"keep_robot": True})`` keeps them (a new goal, the same robot).
 """
 
 from __future__ import annotations

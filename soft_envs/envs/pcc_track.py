@@ -79,6 +79,9 @@ paper started from the straight arm; ``start_straight=True`` does that.
 
 Vector form: ``gym.make_vec("soft_envs/PCCTrack-v0", num_envs=N, **kwargs)`` steps ``N`` arms on
 the batched core, each sub-env this env's episode (:mod:`soft_envs.envs.pcc_track_vector`).
+
+Realism (``realism=``, table :data:`PCC_REALISM`): ``info["realism"]`` of the reset holds the
+values drawn; ``reset(options={"keep_robot": True})`` keeps them (a new start, the same robot).
 """
 
 from __future__ import annotations

@@ -69,9 +69,11 @@ per-leg fill gains, length offsets and leaks (:meth:`PneumaticLegs.set_imperfect
 extra valve delay, noise and latency on the measured tip (the observation's tip, velocity and
 goal − tip, and the reward; ``info["distance"]`` and ``is_success`` stay the true distance),
 errors of the leg radius, and (soft physics) of the leg stiffness and module mass, and an
-extra payload. ``info["realism"]`` of the reset holds the values drawn. On the kinematic
-variant the legs act at once (after the delay, whole control periods) and the physics-only
-perturbations do not exist; ``physics="stiff"`` takes no realism.
+extra payload. ``info["realism"]`` of the reset holds the values drawn;
+``reset(options={"keep_robot": True})`` keeps them (a new goal, the same robot: learn on it with
+:func:`soft_envs.agents.nn.collect_samples`). On the kinematic variant the legs act at once
+(after the delay, whole control periods) and the physics-only perturbations do not exist;
+``physics="stiff"`` takes no realism.
 """
 
 from __future__ import annotations

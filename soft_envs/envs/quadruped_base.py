@@ -36,7 +36,7 @@ the measured state (joint angles and velocities, IMU orientation and angular vel
 velocity; contacts and height are delayed, not noisy). The observation shows the measured
 state; the rewards, ``info`` and the fall test use the true state. ``reset_noise_scale``
 (the task's own draw of the initial joint angles) is unchanged by realism. ``info["realism"]``
-of the reset holds the values drawn.
+of the reset holds the values drawn. ``reset(options={"keep_robot": True})`` keeps them (a new episode, the same robot).
 """
 
 from __future__ import annotations

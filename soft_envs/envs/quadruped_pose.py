@@ -7,7 +7,8 @@ drawn uniformly in ``±goal_range`` per axis (10° by default: every combination
 legs' reach; at ±15° per axis about 20 % of the combinations are not) from the env's seeded
 RNG, as ``R_goal = Rz(yaw) Ry(pitch) Rx(roll)`` in the world. ``reset(options={"goal": (roll,
 pitch, yaw)})`` sets the goal instead (any angles: the observation shows the canonical roll, pitch,
-yaw of that orientation, e.g. a yaw of 4 rad as 4 − 2π).
+yaw of that orientation, e.g. a yaw of 4 rad as 4 − 2π; with ``"keep_robot": True`` as well: the
+same robot under ``realism=``, see :class:`~soft_envs.envs.base.SoftEnv`).
 
 Observation (flat, float32): ``[0:39]`` the base observation, ``[39:42]`` goal roll, pitch, yaw
 [rad], ``[42:45]`` current roll, pitch, yaw [rad]. With ``goal_conditioned=True`` a ``Dict`` with
@@ -102,6 +103,9 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         self._goal_rotation = np.eye(3)
         self._feet_reference = np.zeros((4, 3))
         self._sliding = np.zeros((4, 2))
+
+    def _reset_options(self) -> tuple[str, ...]:
+        return ("goal",)
 
     def _reset_model(self, options: dict[str, Any]) -> None:
         goal_option = self._goal_option(options["goal"]) if "goal" in options else None  # refused before any change

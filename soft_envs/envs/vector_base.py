@@ -31,7 +31,8 @@ Behaviour (Gymnasium's vector API, ``tests/envs/test_vector_envs.py``):
   step after a sub-env's episode ended resets it, ignores its action and returns reward 0) or
   ``SAME_STEP`` (``autoreset_mode=`` keyword: the ending step resets it, with
   ``info["final_obs"]``/``info["final_info"]``) or ``DISABLED``. ``reset(options={"reset_mask":
-  mask})`` resets the sub-envs of a bool mask only.
+  mask})`` resets the sub-envs of a bool mask only; ``"keep_robot": True`` keeps the sub-envs'
+  perturbations (as the single env's option: a new task, the same robot).
 * ``info`` is a dict of ``(N, …)`` arrays, each with its ``"_<key>"`` bool mask (Gymnasium's
   layout): the reward terms ``reward_<name>``, ``action_clipped`` and the env's own keys; the
   sub-envs reset in a step carry the reset's keys (``info["realism"]``, the draws) instead.
@@ -239,7 +240,8 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         """Reset every sub-env (or those of ``options["reset_mask"]``); ``seed``: an int ``s``
         (sub-env ``i`` gets ``s + i``), a list of per-sub-env seeds, or ``None``."""
         self._check_open("reset")
-        options = dict(options or {})
+        options = self._check_reset_options(options)
+        keep_robot = bool(options.pop("keep_robot", False))
         seeds = self._seeds(seed)
         partial = "reset_mask" in options
         rows = self._reset_mask(options.pop("reset_mask")) if partial else np.arange(self.num_envs)
@@ -252,15 +254,37 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
                 self.sub_np_random[i] = seeding.np_random(seeds[i])[0]
         if self._previous_action is None:
             self._previous_action = np.zeros((self.num_envs, *self._action_box.shape))
-        obs, info = self._reset_rows(rows, options)
+        obs, info = self._reset_rows(rows, options, keep_robot=keep_robot)
         self._obs = obs if not partial else _with_rows(self._obs, rows, obs)
         self._needs_reset[rows] = False
         full: dict[str, Any] = {}
         _put_rows(full, rows, info, self.num_envs)
         return self._obs, full
 
-    def _reset_rows(self, rows: np.ndarray, options: dict[str, Any]):
-        """Draw, reset and observe the sub-envs ``rows``: their observations and info rows."""
+    def _check_reset_options(self, options: Any) -> dict[str, Any]:
+        """``reset``'s ``options`` as a new dict: ``reset_mask``, ``keep_robot`` (every sub-env of
+        the reset keeps its robot, as the single env's option) and the single env's own options;
+        any other name is a ``ValueError``."""
+        if options is None:
+            return {}
+        if not isinstance(options, dict):
+            raise InvalidParameterError(f"reset options must be a dict; got {type(options).__name__}")
+        accepted = ("reset_mask", "keep_robot") + tuple(self.single._reset_options())
+        unknown = sorted(str(name) for name in options if name not in accepted)
+        if unknown:
+            raise InvalidParameterError(f"unknown reset option(s) {unknown} for {type(self).__name__}; "
+                                        f"it accepts: {', '.join(accepted)}")
+        keep = options.get("keep_robot", False)
+        if not isinstance(keep, (bool, np.bool_)):
+            raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
+        if keep and self._previous_action is None:
+            raise InvalidParameterError(f"{type(self).__name__}.reset(options={{'keep_robot': True}}) needs a "
+                                        "previous reset: there is no robot to keep yet")
+        return dict(options)
+
+    def _reset_rows(self, rows: np.ndarray, options: dict[str, Any], keep_robot: bool = False):
+        """Draw, reset and observe the sub-envs ``rows`` (``keep_robot``: their perturbations kept):
+        their observations and info rows."""
         single, tasks = self.single, []
         realism = not single.realism.is_ideal()
         drawn = []
@@ -270,7 +294,7 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
                 realism_rngs[i], perturbation = single.draw_realism(rngs[i])
                 drawn.append(perturbation)
             tasks.append(single.draw_task(rngs[i]))
-        if realism:
+        if realism and not keep_robot:
             for name, values in self.perturbations.items():
                 values[rows] = [d[name] for d in drawn]
         self._reset_arms(rows, tasks, options)

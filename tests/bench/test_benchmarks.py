@@ -149,3 +149,17 @@ def test_hexapod_throughput_and_solve_tables():
     assert cold.shape == (4, 6) and walk.shape == (30, 6)
     assert np.all(np.abs(cold) <= hexa.input_limit) and np.all(np.abs(walk) <= hexa.input_limit)
     assert np.max(np.abs(np.diff(walk, axis=0))) < 0.01  # a walk of ~1 mm steps
+
+
+@pytest.mark.slow
+def test_learning_on_a_robot_beats_its_nominal_model_and_finds_its_parameters():
+    from soft_envs.bench import learn_on_robot
+
+    result = learn_on_robot.robot_run("realistic", 1001, [7, 8], (40,), learners=("TRR, calibrated",),
+                                baselines=("TRR, nominal model",))
+    errors = result["errors"]
+    assert errors["TRR, calibrated|40"].mean() < 0.3 * errors["TRR, nominal model"].mean()
+    assert result["samples"] == 40 and result["steps"] == 40 * 50  # read at the 5 s episode's end
+    fitted, truth = result["fitted"], result["truth"]
+    np.testing.assert_allclose(fitted["leg_gain"], truth["leg_gain"], atol=0.1)
+    assert "`leg_gain` [1]" in learn_on_robot._identification_table([result], 40)
