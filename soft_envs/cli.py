@@ -83,7 +83,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             return 2
     for name in names:
         module = bench.load(name)
-        options = {"peers": True} if args.peers and "peers" in inspect.signature(module.run).parameters else {}
+        accepted = inspect.signature(module.run).parameters
+        options = {flag: True for flag in ("peers", "train") if getattr(args, flag) and flag in accepted}
         start = time.perf_counter()
         try:
             body = module.run(full=args.full, seed=args.seed, plot_dir=args.plot, **options)
@@ -92,7 +93,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             continue
         seconds = time.perf_counter() - start
         command = f"soft-envs bench {name}" + (" --full" if args.full else "") + \
-            (f" --seed {args.seed}" if args.seed else "") + (" --peers" if options else "")
+            (f" --seed {args.seed}" if args.seed else "") + "".join(f" --{flag}" for flag in options)
         text = bench.section(name, module.TITLE, body, command, seconds)
         print(text.split("\n", 1)[1].rsplit("\n", 1)[0])
         print()
@@ -205,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", metavar="DIR", help="also write figures (needs the 'plot' extra)")
     b.add_argument("--peers", action="store_true",
                    help="also run the other IK libraries that are installed (bench ik; the 'peers' extra)")
+    b.add_argument("--train", action="store_true",
+                   help="bench learned: first train every goal's policy (hours; soft_envs.rl_recipes.GOALS)")
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="run a controller in an environment (GUI, or a GIF/MP4 headless)")

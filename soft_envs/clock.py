@@ -32,6 +32,13 @@ def now() -> float:
     return _source()
 
 
+def process_time() -> float:
+    """CPU time [s] of this process, all its threads (:func:`time.process_time`): a clock for a
+    budget that should count what the work got of a shared machine — a budget on it is the wall
+    time the work would take alone on idle cores (``with use_clock(process_time):``)."""
+    return time.process_time()
+
+
 def set_clock(source: Clock | None) -> Clock:
     """Make ``source`` the clock every budget reads (``None``: the real clock); returns the previous one."""
     global _source

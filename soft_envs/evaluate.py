@@ -149,15 +149,17 @@ class SB3Policy:
     """A saved Stable-Baselines3 policy as a controller (deterministic actions).
 
     The policy acts through ``env.step`` on the env its task and preset make, in the observation
-    form it was trained on: the keywords of :attr:`OBSERVATION_KEYWORDS` (``goal_conditioned``:
-    the ``Dict`` form HER trains on) come from the ``PATH.json`` that ``soft-envs train-rl``
+    and action form it was trained on: the keywords of :attr:`OBSERVATION_KEYWORDS`
+    (``goal_conditioned``: the ``Dict`` form HER trains on; ``action_mode``, ``action_type``: what
+    its action means) come from the ``PATH.json`` that ``soft-envs train-rl``
     writes next to the zip (:meth:`env_keywords`); everything else — the task, the realism
     preset — comes from the task and the preset, never from the policy. A policy saved without
     that file acts on the task's env as it is. A policy whose observation or action space is not
     the env's raises :class:`~soft_envs.exceptions.InvalidParameterError`.
     """
 
-    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history")
+    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "action_type",
+                            "residual_limit")
 
     def __init__(self, policy, env=None) -> None:
         self.policy = policy

@@ -111,7 +111,8 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
     (``evaluate(model) -> EvalResult``), checkpoints every ``checkpoint_seconds`` and when its
     ``stop_flag`` (a :class:`StopOnSigterm`) is raised, and drives the progress bar (seconds with
     a time budget, else steps). ``history`` lists the evaluations as ``(steps, seconds, summary)``;
-    ``live_state()`` (a dict) joins every checkpoint's state."""
+    ``live_state()`` (a dict) joins every checkpoint's state (its ``cpu_seconds``, if any, every
+    evaluation's summary and log line)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     from soft_envs.console import progress as progress_bar
@@ -146,9 +147,12 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
             if self.num_timesteps >= self.next_eval:
                 self.next_eval += eval_every
                 result = evaluate(self.model)
-                self.history.append((self.num_timesteps, used, result.summary()))
+                cpu = (live_state() if live_state is not None else {}).get("cpu_seconds")
+                summary = result.summary() | ({} if cpu is None else {"cpu_seconds": cpu})
+                self.history.append((self.num_timesteps, used, summary))
                 self.bar.set_postfix_str(f"{self.num_timesteps} steps")
-                log(f"{self.num_timesteps} steps, {used / 60:.1f} min: {result.line()}")
+                cpu_text = "" if cpu is None else f" ({cpu / 60:.1f} CPU min)"
+                log(f"{self.num_timesteps} steps, {used / 60:.1f} min{cpu_text}: {result.line()}")
             if self.stop_flag is not None and self.stop_flag.requested:
                 self.interrupted = True
                 self.save()

@@ -148,6 +148,39 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
+@dataclass(frozen=True)
+class Goal:
+    """A learned baseline's goal (issue 20): the policy ``stem`` (``STEM.zip`` in the policies
+    folder) trained with recipe ``recipe`` and ``seed`` for ``minutes`` of budget, evaluated on
+    the ``soft-envs evaluate`` task ``task`` under ``presets`` next to the IK controllers ``ik``;
+    ``target`` says what it must reach."""
+
+    stem: str
+    label: str
+    recipe: str
+    minutes: float
+    task: str
+    presets: tuple[str, ...]
+    ik: tuple[str, ...]
+    target: str
+    seed: int = 0
+
+
+#: The goals of BENCHMARKS.md's ``learned`` section, trained and evaluated by
+#: ``soft-envs bench learned --full --train`` (:mod:`soft_envs.bench.learned`).
+GOALS: tuple[Goal, ...] = (
+    Goal("peter_soft", "soft PeterReach, ideal", "peter-soft", 30.0, "peter-2", ("ideal",), ("trr-feedback",),
+         "≥ 90 % of held-out goals within 1 mm"),
+    Goal("peter_real", "soft PeterReach, realistic (a new robot every episode)", "peter-soft-realistic", 60.0,
+         "peter-2", ("realistic",), ("trr-feedback",), "≥ 90 % within 5 mm and ≥ 50 % within 1 mm"),
+    Goal("pcc_residual", "PCCTrack spiral: a residual on the PD + feed-forward law, trained realistic",
+         "pcc-residual", 60.0, "pcc-spiral", ("ideal", "realistic"), ("pd-ff",),
+         "RMS tracking error ≤ 2× the law's (ideal) and ≤ the law's (realistic)"),
+    Goal("quadruped_walk", "QuadrupedWalk, PPO with a price on falling", "quadruped-walk-ppo", 60.0,
+         "quadruped-walk", ("ideal",), ("trot",), "faster than the Bézier trot (0.098 m/s), no falls"),
+)
+
+
 def recipe_for(name: str) -> Recipe:
     """A copy of the recipe called ``name`` (an env id or a variant of :data:`RECIPES`)."""
     if name not in RECIPES:

@@ -24,6 +24,7 @@ the learner share the cores. Needs the ``learn`` extra (PyTorch, stable-baseline
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, check_integer, check_positive
 from soft_envs.rl_recipes import ALGORITHMS, RECIPES, Recipe, recipe_for
 
@@ -39,6 +41,8 @@ ENV_ID = "soft_envs/PeterReach-v0"
 EVAL_SEED = 1_000_000  # first seed of the held-out evaluation episodes
 MAX_MINUTES = 24 * 60.0
 DEFAULT_MINUTES = 10.0  # the wall-clock budget of `soft-envs train-rl`
+#: What a ``minutes`` budget counts: wall time, or the training process's CPU time (:func:`soft_envs.clock.process_time`).
+BUDGET_CLOCKS = ("wall", "cpu")
 #: The ``info`` key each env is measured by (an error [m or rad], the walk's distance [m]).
 METRICS = {"soft_envs/PeterReach-v0": "distance", "soft_envs/PCCTrack-v0": "tracking_error",
            "soft_envs/QuadrupedWalk-v0": "x", "soft_envs/QuadrupedPose-v0": "orientation_error",
@@ -316,9 +320,11 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
           seed: int = 0, n_modules: int | None = None, realism: str | None = None, eval_every: int = 10_000,
           eval_episodes: int = 100, threads: int = 1, output: str | Path | None = None,
           env_extra: dict[str, Any] | None = None, progress: bool = True, log=print,
-          checkpoint_every: float | None = None, resume: bool = False, tensorboard: str | None = None) -> TrainResult:
+          checkpoint_every: float | None = None, resume: bool = False, tensorboard: str | None = None,
+          budget_clock: str = "wall") -> TrainResult:
     """Train ``recipe`` (default: SAC + HER on kinematic ``PeterReach-v0``) until ``minutes`` of
-    wall time or ``timesteps`` env steps (whichever comes first; at least one of them),
+    wall time (``budget_clock="cpu"``: of this process's CPU time, what an idle core would give
+    however busy the machine is) or ``timesteps`` env steps (whichever comes first; at least one),
     evaluating every ``eval_every`` steps on ``eval_episodes`` held-out episodes; save to
     ``output`` if given. ``checkpoint_every`` [min] writes ``OUTPUT.ckpt/`` as it goes (and on
     SIGTERM, which stops the run); ``resume`` continues that checkpoint to the same budget."""
@@ -334,6 +340,8 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     check_integer("eval_every", eval_every, minimum=1)
     check_integer("eval_episodes", eval_episodes, minimum=1)
     check_integer("threads", threads, minimum=1, maximum=1024)
+    if budget_clock not in BUDGET_CLOCKS:
+        raise InvalidParameterError(f"budget_clock must be one of {BUDGET_CLOCKS}; got {budget_clock!r}")
     if checkpoint_every is not None:
         check_positive("checkpoint_every [min]", checkpoint_every, MAX_MINUTES)
     if (checkpoint_every is not None or resume) and output is None:
@@ -350,6 +358,9 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
         if ckpt is None or not ckpt.exists():
             raise InvalidParameterError(f"nothing to resume: no checkpoint at {ckpt.folder if ckpt else None}")
         model, state = ckpt.load(algorithm_class(recipe.algo), env, tensorboard)
+        if state.get("budget_clock", "wall") != budget_clock:
+            raise InvalidParameterError(f"the checkpoint's budget counts {state.get('budget_clock', 'wall')} time; "
+                                        f"resume it with budget_clock={state.get('budget_clock', 'wall')!r}")
         log(f"resumed at {model.num_timesteps} steps, {state['elapsed'] / 60:.1f} min of the budget used")
     else:
         model = make_model(recipe, env, env_kwargs, seed, tensorboard)
@@ -360,22 +371,26 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
         return evaluate_policy(m, env_kwargs, eval_episodes, env_id=recipe.env_id)
 
     cpu0, cpu_before = _cpu_time(), float(state.get("cpu_seconds", 0.0)) if state else 0.0
+    wall0, wall_before = _wall_time(), float(state.get("wall_seconds", elapsed0)) if state else 0.0
     load_start = _load_average()
 
     callback = rl_checkpoint.budget_callback(
         None if minutes is None else 60.0 * minutes, timesteps, eval_every, evaluate, progress, log,
         elapsed0=elapsed0, history=history, checkpoint=ckpt,
         checkpoint_seconds=None if checkpoint_every is None else 60.0 * checkpoint_every,
-        run_state={"seed": seed, "recipe": dataclasses.asdict(recipe), "env_kwargs": env_kwargs},
-        live_state=lambda: {"cpu_seconds": cpu_before + _cpu_time() - cpu0})
+        run_state={"seed": seed, "recipe": dataclasses.asdict(recipe), "env_kwargs": env_kwargs,
+                   "budget_clock": budget_clock},
+        live_state=lambda: {"cpu_seconds": cpu_before + _cpu_time() - cpu0,
+                            "wall_seconds": wall_before + _wall_time() - wall0})
     remaining = 10**12 if timesteps is None else max(0, timesteps - model.num_timesteps)
     log(f"training {recipe.algo} on {recipe.env_id} {env_kwargs} from step {model.num_timesteps}")
-    with rl_checkpoint.StopOnSigterm() as stop:
+    budget = clock.use_clock(clock.process_time) if budget_clock == "cpu" else contextlib.nullcontext()
+    with rl_checkpoint.StopOnSigterm() as stop, budget:
         callback.stop_flag = stop
         if remaining > 0 and (minutes is None or elapsed0 < 60.0 * minutes):
             model.learn(total_timesteps=remaining, callback=callback, reset_num_timesteps=state is None,
                         tb_log_name=f"{recipe.algo}_{recipe.env_id.split('/')[-1]}_seed{seed}")
-    seconds = elapsed0 + callback.elapsed
+    seconds = elapsed0 + callback.elapsed if budget_clock == "wall" else wall_before + _wall_time() - wall0
     cpu_seconds = cpu_before + _cpu_time() - cpu0
     result = TrainResult(model.num_timesteps, seconds, None, callback.history, env_kwargs, env_id=recipe.env_id,
                          interrupted=callback.interrupted)
@@ -389,7 +404,8 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     if output is not None:
         result.path = str(save_policy(model, output, env_kwargs, {
             "recipe": dataclasses.asdict(recipe), "seed": seed, "timesteps": model.num_timesteps,
-            "seconds": seconds, "cpu_seconds": cpu_seconds, "load_average": [load_start, _load_average()],
+            "seconds": seconds, "cpu_seconds": cpu_seconds, "budget_clock": budget_clock, "budget_minutes": minutes,
+            "load_average": [load_start, _load_average()], "load_average_15min": _load_average(15),
             "evaluation": result.final.summary() | {"first_seed": EVAL_SEED}},
             env_id=recipe.env_id))
         log(f"saved {result.path} (+ {_sidecar(result.path).name})")
@@ -405,12 +421,19 @@ def _cpu_time() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _load_average() -> float | None:
-    """The machine's 1-minute load average (``None`` where the OS has none)."""
+def _wall_time() -> float:
+    """Wall time [s] for the record of a run whose budget counts CPU time (a report, not a budget)."""
+    import time
+
+    return time.perf_counter()
+
+
+def _load_average(minutes: int = 1) -> float | None:
+    """The machine's 1- (or 5-, 15-) minute load average (``None`` where the OS has none)."""
     import os
 
     try:
-        return float(os.getloadavg()[0])
+        return float(os.getloadavg()[{1: 0, 5: 1, 15: 2}[minutes]])
     except (AttributeError, OSError):  # pragma: no cover - platform
         return None
 

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='gym.make keywords as JSON, e.g. \'{"realism": "realistic"}\'')
     parser.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
                         help=f"wall-clock budget [min] (default {DEFAULT_MINUTES:g}; 0: none, then --timesteps)")
+    parser.add_argument("--budget-clock", choices=("wall", "cpu"), default="wall",
+                        help="what --minutes counts: wall time (default) or this run's CPU time (the wall time an "
+                             "idle core would take, however busy the machine; both are recorded)")
     parser.add_argument("--timesteps", type=int, help="env-step budget (whichever budget ends first)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", help="several runs, e.g. 0-7 (OUTPUT_seedK.zip each), in --workers processes")
@@ -88,7 +91,8 @@ def main(args: argparse.Namespace) -> int:
         output = args.output or f"{recipe.env_id.split('/')[-1].split('-')[0].lower()}_policy.zip"
         common = dict(minutes=minutes, timesteps=args.timesteps, n_modules=args.modules, realism=args.realism,
                       eval_every=args.eval_every, eval_episodes=args.eval_episodes, threads=args.threads,
-                      checkpoint_every=args.checkpoint_every, resume=args.resume, tensorboard=args.tensorboard)
+                      checkpoint_every=args.checkpoint_every, resume=args.resume, tensorboard=args.tensorboard,
+                      budget_clock=args.budget_clock)
         if args.seeds:
             rows = train_rl.train_seeds(train_rl.parse_seeds(args.seeds), output=output, workers=args.workers,
                                         ray_address=args.ray, recipe=recipe, **common)

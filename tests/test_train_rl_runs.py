@@ -156,7 +156,7 @@ def test_the_learned_baseline_example_runs(tmp_path, capsys):
     import runpy
 
     example = runpy.run_path(str(__import__("pathlib").Path(__file__).parents[1] / "examples" / "learned_baseline.py"))
-    example["main"](["peter-soft", "--smoke", "--episodes", "1", "--output", str(tmp_path / "p.zip")])
+    example["main"](["peter_soft", "--smoke", "--episodes", "1", "--output", str(tmp_path / "p.zip")])
     table = capsys.readouterr().out
     assert "trr-feedback" in table and "sb3:SAC:" in table
 

@@ -36,6 +36,11 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   ``p = a · pressure_action_limit`` [Pa], segment by segment, chamber ``j`` at
   ``γ_j = (j − 1) 2π/d``; :attr:`PCCTrackEnv.pressure_action_limit`:
   :func:`~soft_envs.robots.pcc_pressure.workspace_pressure_limit` (37.5 % of ``max_pressure``).
+* ``action_type="residual"`` (``Box(-1, 1, (3,))``): a correction ``a · residual_limit`` [m] of
+  the point the tip aims at; the set-point puts the tip at the goal of the step's end plus it
+  (Gauss–Newton from the trajectory's own set-point, :class:`~soft_envs.envs.pcc_parts.ResidualAim`),
+  then as ``"configuration"``. A zero action is the PD + feed-forward law on the trajectory's
+  set-points (residual learning on the paper's controller).
 
 Explorable by design: the command's bending part and the pressures move towards the action by
 at most their range times ``dt / command_ramp_time`` per control period (default 0.5 s; the
@@ -95,6 +100,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
+from soft_envs.envs.pcc_parts import ResidualAim, track_observation
 from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME, command_step, ramp_setpoint
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
@@ -106,7 +112,7 @@ from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
 
-ACTION_TYPES = ("configuration", "torque", "pressure")
+ACTION_TYPES = ("configuration", "torque", "pressure", "residual")
 PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pressure", "direct")
 STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
@@ -140,23 +146,6 @@ PCC_REALISM: tuple[Perturbation, ...] = (
 CHAMBER_REALISM = ("chamber_gain", "pressure_droop", "regulator_delay")
 
 
-def track_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, state: np.ndarray, rate: np.ndarray,
-                      phase: np.ndarray | float, high: np.ndarray, goal_conditioned: bool, on_clip=None):
-    """The observation (module docstring) of one arm (``(3,)``, ``(n,)`` parts, a float phase [rad])
-    or of a batch (leading ``B``): measured tip [m], goal [m], measured velocity [m/s], the paper's
-    state and its rate, the trajectory phase; clipped into ``±high``, float32 (``on_clip(count)`` is
-    told how many entries were clipped). The single and the vector env build it here."""
-    phase = np.asarray(phase, dtype=float)[..., None]
-    raw = np.concatenate((tip, goal, goal - tip, velocity, state, rate, np.sin(phase), np.cos(phase)), axis=-1)
-    obs = np.clip(raw, -high, high)
-    if on_clip is not None:
-        on_clip(int(np.count_nonzero(obs != raw)))
-    obs = obs.astype(np.float32)
-    if goal_conditioned:
-        return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
-    return obs
-
-
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Track a trajectory with a PCC arm (see the module docstring for spaces, rewards and physics).
 
@@ -167,7 +156,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         trajectory: a name of :data:`soft_envs.trajectories.TRAJECTORIES`.
         time_scale: slow the trajectory down by this factor.
         trajectory_scale: override the trajectory's workspace scale.
-        action_type: ``"configuration"``, ``"torque"`` or ``"pressure"``.
+        action_type: ``"configuration"``, ``"torque"``, ``"pressure"`` or ``"residual"``.
+        residual_limit: tip-aim correction of a residual action of 1 [m] (``action_type="residual"``).
         physics: ``"soft"`` (pressure-calibrated stiffness, default) or ``"stiff"`` (E = 80 MPa,
             direct actuation, the earlier behaviour).
         actuation: ``"pressure"`` (chambers, soft default) or ``"direct"`` (generalised forces).
@@ -208,6 +198,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         time_scale: float = 1.0,
         trajectory_scale: float | None = None,
         action_type: str = "configuration",
+        residual_limit: float = 0.02,
         physics: str = "soft",
         actuation: str | None = None,
         max_pressure: float = DEFAULT_MAX_PRESSURE,
@@ -235,7 +226,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         EzPickle.__init__(
             self, n_segments, links_per_segment=links_per_segment, segment_length=segment_length,
             trajectory=trajectory, time_scale=time_scale, trajectory_scale=trajectory_scale,
-            action_type=action_type, physics=physics, actuation=actuation, max_pressure=max_pressure,
+            action_type=action_type, residual_limit=residual_limit, physics=physics, actuation=actuation, max_pressure=max_pressure,
             regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
             controller_period=controller_period, kp=kp, kv=kv, compensate_damping=compensate_damping,
             stiffness_error=stiffness_error, payload=payload, gravity=gravity,
@@ -273,6 +264,10 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=compensate_damping,
                                         stiffness_error=stiffness_error)
         self.action_type = action_type
+        self.residual_limit = check_positive("residual_limit [m]", residual_limit, 1.0)
+        #: whether the PD + feed-forward law tracks a configuration set-point (configuration, residual)
+        self.setpoint_driven = action_type in ("configuration", "residual")
+        self.aim = ResidualAim(self.model, self.trajectory)
         self.physics, self.actuation = physics, actuation
         self.random_start = bool(random_start)
         self.start_straight = bool(start_straight)
@@ -303,7 +298,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         marker = self.client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.003, rgbaColor=[1.0, 0.1, 0.1, 0.9])
         self._goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                         basePosition=[0.0, 0.0, -1.0])
-        self.action_space = spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(3 if action_type == "residual" else n,), dtype=np.float32)
         #: The simulated arm's elastic stiffness without realism (axial [N/m], bending [N m/rad]).
         self.nominal_stiffness = self.body.stiffness.copy()
         per = self.model.per_segment
@@ -391,6 +386,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             return action * self.torque_limits
         if self.action_type == "pressure":
             return action * self.pressure_action_limit
+        if self.action_type == "residual":
+            return action * self.residual_limit
         return super()._action_to_model(action)
 
     def _model_to_action(self, q: np.ndarray) -> np.ndarray:
@@ -398,6 +395,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             return q / self.torque_limits
         if self.action_type == "pressure":
             return q / self.pressure_action_limit
+        if self.action_type == "residual":
+            return q / self.residual_limit
         c = np.array(q, dtype=float)
         if not self.model.planar:  # φ wrapped into its bounds
             c[..., 2::3] = np.angle(np.exp(1j * c[..., 2::3]))
@@ -437,6 +436,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self._command_value = held if self.action_type == "pressure" else hold
         else:
             self._command_value = hold
+        if self.action_type == "residual":
+            self._command_value = np.zeros(3)
+            self.aim.reset(self.setpoint)
         self.goal = self.trajectory.position(self.time)
         self._read_tip(reset=True)
 
@@ -450,9 +452,12 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _apply_action(self, action: np.ndarray) -> None:
         target = self.action_to_model(action)
-        step = command_step(self.model, self.action_type, self.torque_limits, self.pressure_action_limit,
-                            self.dt, self.command_ramp_time)
-        if self.action_type == "configuration":
+        if self.action_type == "residual":
+            self._command_value = target
+            target = self.aim.setpoint(self.time + self.dt, target)
+        step = command_step(self.model, "configuration" if self.setpoint_driven else self.action_type,
+                            self.torque_limits, self.pressure_action_limit, self.dt, self.command_ramp_time)
+        if self.setpoint_driven:
             self._previous_setpoint = self.setpoint
             self.setpoint = ramp_setpoint(self.model, self.setpoint, target, step)
         else:
@@ -464,7 +469,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         """The command of physics step ``k`` of ``steps``: the PD + feed-forward law on its ticks
         (configuration action), the held torque or pressure otherwise; to the chambers or direct."""
         tick = self._physics_steps % self._steps_per_control == 0
-        if self.action_type == "configuration":
+        if self.setpoint_driven:
             if tick:
                 # the set-point at the end of the law's hold (independent of the physics step)
                 s = min((k + self._steps_per_control) / steps, 1.0)
@@ -472,7 +477,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
         else:
             self._tau = self._command_value
-        if self.regulator is not None and (tick or self.action_type != "configuration"):
+        if self.regulator is not None and (tick or not self.setpoint_driven):
             setpoint = self._tau if self.action_type == "pressure" else self._pressure_inverse @ self._tau
             self.regulator.command(setpoint, self.body.time)
             self._saturated |= self.regulator.saturated
@@ -485,7 +490,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         """
         steps = self.frame_skip if n_steps is None else n_steps
         u_from = u_to = None
-        if self.action_type == "configuration":
+        if self.setpoint_driven:
             u_from = self.model.to_smooth(self._previous_setpoint)
             u_to = self.model.to_smooth(self.setpoint)
         self._saturated = False

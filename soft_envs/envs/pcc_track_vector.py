@@ -1,7 +1,7 @@
 """The native vector form of ``soft_envs/PCCTrack-v0``: ``N`` PCC arms on the batched soft-arm core.
 
 ``gym.make_vec("soft_envs/PCCTrack-v0", num_envs=N, …)`` returns a :class:`PCCTrackVectorEnv`
-(the registered ``vector_entry_point``) for every ``action_type`` and physics: the single env's
+(the registered ``vector_entry_point``) for every ``action_type`` but ``"residual"`` and physics: the single env's
 spaces, rewards, ``info`` keys, realism and keywords, every sub-env an episode of the single env
 (:mod:`soft_envs.envs.vector_base`).
 
@@ -29,9 +29,11 @@ from gymnasium.vector import AutoresetMode
 
 from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
-from soft_envs.envs.pcc_track import PCCTrackEnv, track_observation
+from soft_envs.envs.pcc_parts import track_observation
+from soft_envs.envs.pcc_track import PCCTrackEnv
 from soft_envs.envs.vector_base import SoftVectorEnv
 from soft_envs.envs.vector_parts import BatchedSensor
+from soft_envs.exceptions import InvalidParameterError
 from soft_envs.sim.batched_actuators import BatchedPDFeedforward, BatchedPressureRegulator
 from soft_envs.sim.batched_arm import ArmState, terms
 from soft_envs.sim.batched_bodies import BatchedPCCBody
@@ -54,6 +56,10 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
     def __init__(self, num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, **kwargs: Any) -> None:
         single = PCCTrackEnv(**kwargs)
+        if single.action_type == "residual":
+            single.close()
+            raise InvalidParameterError("the native PCCTrack vector env takes no action_type='residual' (one "
+                                        "Gauss–Newton solve per arm and step): use vectorization_mode='sync'")
         super().__init__(single, num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode)
         model, n, n_dof = single.model, self.num_envs, single.model.n_dof
         self.body = BatchedPCCBody(model, n, gravity=STANDARD_GRAVITY if single.gravity else 0.0,

@@ -12,6 +12,7 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward), per ste
 * ``lateral = −lateral_weight · |Δy| / dt`` — sideways drift [m/s];
 * ``orientation = −orientation_weight · (roll² + pitch²)`` [rad²];
 * ``torque = −torque_weight · mean((τ / τ_max)²)`` — servo effort;
+* ``fall = −fall_weight`` on the step the robot falls (else 0) — the episode's end priced;
 * ``action_rate = −action_rate_weight · ‖a − a_prev‖²``.
 
 Terminates on a fall: body below 4 cm, tilted more than 50°, or body/legs (not feet) touching
@@ -43,6 +44,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
     Args:
         forward_weight, healthy_reward, lateral_weight, orientation_weight, torque_weight, action_rate_weight: reward
             weights (all >= 0).
+        fall_weight: price of a fall (the ``fall`` term, >= 0; default 0: no term's worth).
         reset_noise_scale: initial joint-angle noise half-width [rad].
         **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
             (``ground_friction``, ``solver_iterations``, ``time_step``, ``frame_skip``) and
@@ -52,8 +54,8 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
 
     def __init__(self, *, forward_weight: float = 1.0, healthy_reward: float = 0.05, lateral_weight: float = 0.5,
                  orientation_weight: float = 0.1, torque_weight: float = 0.005, action_rate_weight: float = 0.01,
-                 reset_noise_scale: float = 0.02, **kwargs: Any) -> None:
-        EzPickle.__init__(self, forward_weight=forward_weight, healthy_reward=healthy_reward,
+                 fall_weight: float = 0.0, reset_noise_scale: float = 0.02, **kwargs: Any) -> None:
+        EzPickle.__init__(self, forward_weight=forward_weight, healthy_reward=healthy_reward, fall_weight=fall_weight,
                           lateral_weight=lateral_weight, orientation_weight=orientation_weight,
                           torque_weight=torque_weight, action_rate_weight=action_rate_weight,
                           reset_noise_scale=reset_noise_scale, **kwargs)
@@ -63,12 +65,14 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             lateral_weight=lateral_weight,
             orientation_weight=orientation_weight,
             torque_weight=torque_weight,
+            fall_weight=fall_weight,
         )
         self.forward_weight = float(forward_weight)
         self.healthy_reward = float(healthy_reward)
         self.lateral_weight = float(lateral_weight)
         self.orientation_weight = float(orientation_weight)
         self.torque_weight = float(torque_weight)
+        self.fall_weight = float(fall_weight)
         super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale, **kwargs)
         self.observation_space = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
         self._previous_xy = np.zeros(2)
@@ -92,12 +96,14 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         dx, dy = (s["position"][:2] - self._previous_xy) / self.dt
         roll, pitch, _ = quaternion_to_rpy(s["quaternion"])
         torque = s["torque"] / self.model.servo_torque
+        fallen = self.fallen()
         return {
             "forward": self.forward_weight * float(dx),
-            "healthy": 0.0 if self.fallen() else self.healthy_reward,
+            "healthy": 0.0 if fallen else self.healthy_reward,
             "lateral": -self.lateral_weight * abs(float(dy)),
             "orientation": -self.orientation_weight * float(roll**2 + pitch**2),
             "torque": -self.torque_weight * float(np.mean(torque**2)),
+            "fall": -self.fall_weight if fallen else 0.0,
         }
 
     def _terminated(self) -> bool:

@@ -55,16 +55,24 @@ def test_walk_observation_layout_and_action_mapping(walk_env):
     assert np.allclose(np.linalg.norm(env.action_to_model(np.ones(12)) - env.model.upper), 0)
 
 
-def test_walk_reward_terms_and_fall_termination(walk_env):
+@pytest.mark.parametrize("fall_weight", [0.0, 3.0])
+def test_walk_reward_terms_and_fall_termination(fall_weight):
+    walk_env = gym.make("soft_envs/QuadrupedWalk-v0", fall_weight=fall_weight)
     env = walk_env.unwrapped
     walk_env.reset(seed=1)
     _, reward, _, _, info = walk_env.step(walk_env.action_space.sample())
     terms = [v for k, v in info.items() if k.startswith("reward_")]
-    assert len(terms) == 6 and reward == pytest.approx(sum(terms), abs=1e-12)
-    # Upside down on the ground: a fall.
+    assert len(terms) == 7 and reward == pytest.approx(sum(terms), abs=1e-12)
+    assert info["reward_fall"] == 0.0  # standing
+    # Upside down on the ground: a fall, priced by the fall term.
     env.body.reset(env.model.standing_configuration().ravel(), position=(0, 0, 0.03), orientation=(1, 0, 0, 0))
-    _, _, terminated, _, info = walk_env.step(np.zeros(12, dtype=np.float32))
+    _, reward, terminated, _, info = walk_env.step(np.zeros(12, dtype=np.float32))
     assert terminated and info["fallen"] and info["reward_healthy"] == 0.0
+    assert info["reward_fall"] == -fall_weight
+    assert reward == pytest.approx(sum(v for k, v in info.items() if k.startswith("reward_")), abs=1e-12)
+    walk_env.close()
+    with pytest.raises(ValueError, match="fall_weight"):
+        gym.make("soft_envs/QuadrupedWalk-v0", fall_weight=-1.0)
 
 
 def test_scripted_trot_walks_forward_straight_without_falling(walk_env):

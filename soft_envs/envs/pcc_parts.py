@@ -1,0 +1,70 @@
+"""Parts of ``soft_envs/PCCTrack-v0`` outside the env class: its observation and its residual action.
+
+:func:`track_observation` builds the observation of one arm or of a batch (the single and the
+vector env call it). :class:`ResidualAim` is ``action_type="residual"`` (residual learning on
+the paper's controller, Johannink et al. 2019, "Residual reinforcement learning for robot
+control"): the policy's action is a bounded correction ``c = a · residual_limit`` [m] of the
+point the tip aims at, the env turns ``goal(t + dt) + c`` into a configuration set-point by
+Gauss–Newton continuation (:func:`~soft_envs.robots.gauss_newton.nearest_configuration`, warm
+started from the previous step's solution; a planar trajectory's tip angle held) and the paper's
+PD + feed-forward law tracks it. A zero action is the law on the trajectory's own set-points
+(the ``pd-ff`` controller's tracking, with the exact next goal instead of an extrapolated one);
+a policy learns only what the law misses (a plant unlike the model, the regulators' delay). The
+correction lives in tip space because that is where the error is measured: three numbers on
+every arm, and the tip error maps onto it with a gain near one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.robots.gauss_newton import nearest_configuration
+from soft_envs.robots.pcc_arm import PCCArm
+from soft_envs.trajectories import Trajectory
+
+
+def track_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, state: np.ndarray, rate: np.ndarray,
+                      phase: np.ndarray | float, high: np.ndarray, goal_conditioned: bool, on_clip=None):
+    """The observation (``PCCTrack-v0``'s docstring) of one arm (``(3,)``, ``(n,)`` parts, a float
+    phase [rad]) or of a batch (leading ``B``): measured tip [m], goal [m], measured velocity
+    [m/s], the paper's state and its rate, the trajectory phase; clipped into ``±high``, float32
+    (``on_clip(count)`` is told how many entries were clipped)."""
+    phase = np.asarray(phase, dtype=float)[..., None]
+    raw = np.concatenate((tip, goal, goal - tip, velocity, state, rate, np.sin(phase), np.cos(phase)), axis=-1)
+    obs = np.clip(raw, -high, high)
+    if on_clip is not None:
+        on_clip(int(np.count_nonzero(obs != raw)))
+    obs = obs.astype(np.float32)
+    if goal_conditioned:
+        return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
+    return obs
+
+
+class ResidualAim:
+    """The configuration set-point of a residual action (module docstring) for one arm.
+
+    Args:
+        model: the arm the env plans with (the nominal model).
+        trajectory: the tracked trajectory (its ``tip_angle`` is held on planar arms).
+    """
+
+    def __init__(self, model: PCCArm, trajectory: Trajectory) -> None:
+        self.model, self.trajectory = model, trajectory
+        self.reference = np.zeros(model.n_dof)
+
+    def reset(self, configuration: np.ndarray) -> None:
+        """Start the continuation from ``configuration`` (the arm's start set-point)."""
+        self.reference = np.array(configuration, dtype=float)
+
+    def setpoint(self, time: float, correction: np.ndarray) -> np.ndarray:
+        """The configuration whose tip is at ``trajectory(time) + correction`` [s, m] (best effort
+        for an unreachable aim). Two solves: the reference (:attr:`reference`, the tip on the
+        trajectory, continued from the previous step's) and from it the corrected one, so the
+        set-point depends on the path and the correction alone, never on earlier corrections."""
+        angle = self.trajectory.tip_angle
+        goal = self.trajectory.position(time)
+        self.reference, _ = nearest_configuration(self.model, goal, self.reference, tip_angle=angle)
+        correction = np.asarray(correction, dtype=float)
+        if not np.any(correction):
+            return self.reference.copy()
+        return nearest_configuration(self.model, goal + correction, self.reference, tip_angle=angle)[0]
