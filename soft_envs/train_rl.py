@@ -41,7 +41,8 @@ ENV_ID = "soft_envs/PeterReach-v0"
 EVAL_SEED = 1_000_000  # first seed of the held-out evaluation episodes
 MAX_MINUTES = 24 * 60.0
 DEFAULT_MINUTES = 10.0  # the wall-clock budget of `soft-envs train-rl`
-#: What a ``minutes`` budget counts: wall time, or the training process's CPU time (:func:`soft_envs.clock.process_time`).
+#: What a ``minutes`` budget counts: wall time, or the training process's CPU time
+#: (:func:`soft_envs.clock.process_time`).
 BUDGET_CLOCKS = ("wall", "cpu")
 #: The ``info`` key each env is measured by (an error [m or rad], the walk's distance [m]).
 METRICS = {"soft_envs/PeterReach-v0": "distance", "soft_envs/PCCTrack-v0": "tracking_error",

@@ -120,7 +120,8 @@ def _rms_episode(item: tuple[str, str, int]) -> float:
         env.close()
 
 
-def pcc_rms(controllers: list[str], presets: tuple[str, ...], episodes: int, seed: int) -> dict[tuple[str, str], np.ndarray]:
+def pcc_rms(controllers: list[str], presets: tuple[str, ...], episodes: int,
+            seed: int) -> dict[tuple[str, str], np.ndarray]:
     """``(controller, preset) -> RMS tracking errors [m]`` over ``episodes`` seeded episodes."""
     import multiprocessing as mp
 
@@ -197,13 +198,14 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
                 metrics[c, p] = cols["metric"][sel]
                 metrics[c, p, "fell"] = ~cols["success"][sel]
         parts.append(f"`soft-envs evaluate --tasks {goal.task} --controllers {' '.join(controllers)} "
-                     f"--presets {' '.join(goal.presets)} --episodes {episodes} --seed {first}` ({now() - start:.0f} s):"
+                     f"--presets {' '.join(goal.presets)} --episodes {episodes} --seed {first}` "
+                     f"({now() - start:.0f} s):"
                      f"\n\n{result.table().replace(spec, f'**{goal.stem}**')}")
         rms = None
         if goal.task == "pcc-spiral":
             rms = pcc_rms(controllers, goal.presets, episodes, first)
-            rows = [[c.replace(spec, f"**{goal.stem}**"), p, f"{1e3 * v.mean():.2f}", f"{1e3 * np.percentile(v, 95):.2f}"]
-                    for (c, p), v in rms.items()]
+            rows = [[c.replace(spec, f"**{goal.stem}**"), p, f"{1e3 * v.mean():.2f}",
+                     f"{1e3 * np.percentile(v, 95):.2f}"] for (c, p), v in rms.items()]
             parts.append(f"RMS tracking error over each {ev.TASKS[goal.task].max_steps}-step episode, the same "
                          "seeds:\n\n" + markdown_table(["controller", "preset", "mean RMS [mm]", "p95 RMS [mm]"], rows))
         reached, met = _verdict(goal, metrics, spec, rms)

@@ -226,7 +226,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         EzPickle.__init__(
             self, n_segments, links_per_segment=links_per_segment, segment_length=segment_length,
             trajectory=trajectory, time_scale=time_scale, trajectory_scale=trajectory_scale,
-            action_type=action_type, residual_limit=residual_limit, physics=physics, actuation=actuation, max_pressure=max_pressure,
+            action_type=action_type, residual_limit=residual_limit, physics=physics, actuation=actuation,
+            max_pressure=max_pressure,
             regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
             controller_period=controller_period, kp=kp, kv=kv, compensate_damping=compensate_damping,
             stiffness_error=stiffness_error, payload=payload, gravity=gravity,

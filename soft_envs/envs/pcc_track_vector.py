@@ -28,8 +28,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from soft_envs.envs import ENVIRONMENTS
-from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
 from soft_envs.envs.pcc_parts import track_observation
+from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
 from soft_envs.envs.pcc_track import PCCTrackEnv
 from soft_envs.envs.vector_base import SoftVectorEnv
 from soft_envs.envs.vector_parts import BatchedSensor
