@@ -239,9 +239,11 @@ class EnvMachine(RuleBasedStateMachine):
     @rule(seed=st.one_of(st.none(), st.integers(0, 5), st.integers(0, 2**31 - 1)), data=st.data())
     def reset(self, seed, data) -> None:
         options = data.draw(reset_options(self.env_id), label="options")
-        plain = options is None or not (set(options) & {"goal"})
+        unknown = options is not None and "unknown_option" in options  # every env refuses an unknown option
+        plain = options is None or not (set(options) & {"goal", "unknown_option"})
         result = self._call(f"reset(seed={seed}, options={options})",
-                            lambda: self.env.reset(seed=seed, options=options), must_succeed=plain)
+                            lambda: self.env.reset(seed=seed, options=options), must_succeed=plain,
+                            must_refuse=unknown)
         self.episode = None
         if result is None:
             self.can_step = False  # a refused reset leaves the env as it was; the episode is not replayable

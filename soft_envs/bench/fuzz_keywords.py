@@ -214,8 +214,8 @@ def keywords(env_id: str, max_size: int = 4) -> st.SearchStrategy:
 
 @functools.cache
 def reset_options(env_id: str) -> st.SearchStrategy:
-    """``reset``'s ``options``: none, empty, an unknown key, or (QuadrupedPose) a goal of any
-    orientation, of a wrong shape or NaN."""
+    """``reset``'s ``options``: none, empty, an unknown key (which must be refused), or
+    (QuadrupedPose) a goal of any orientation, of a wrong shape or NaN."""
     goal = st.one_of(
         st.tuples(*[st.floats(-7.0, 7.0, allow_nan=False)] * 3),
         st.tuples(*[st.floats(-0.3, 0.3, allow_nan=False)] * 3),

@@ -169,6 +169,7 @@ class SoftEnv(gym.Env):
         self._history: list[tuple[np.ndarray, np.ndarray]] = []
         self.realism = Realism(self._realism_table(), realism, env=type(self).__name__)
         self.perturbations: dict[str, Any] = self.realism.ideal_values(self._realism_sizes())
+        self._robot_drawn = False  # True once a reset has drawn a robot that keep_robot can keep
         self.realism_rng: np.random.Generator | None = None  # spawned at every reset (non-ideal)
         self.render_mode = render_mode
         self.use_physics = bool(use_physics)
@@ -408,6 +409,7 @@ class SoftEnv(gym.Env):
         self.realism_rng = realism_rng
         if not keep_robot:
             self.perturbations = drawn
+            self._robot_drawn = True
         self._reset_model(options)
         self._previous_action = self.model_to_action(self._command()).astype(np.float64)
         obs = self._extend_observation(self._observation(), self._previous_action, reset=True)
@@ -433,7 +435,7 @@ class SoftEnv(gym.Env):
         keep = options.get("keep_robot", False)
         if not isinstance(keep, (bool, np.bool_)):
             raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
-        if keep and self._previous_action is None:
+        if keep and not self._robot_drawn:
             raise InvalidParameterError(f"{type(self).__name__}.reset(options={{'keep_robot': True}}) needs a "
                                         "previous reset: there is no robot to keep yet")
         return dict(options)

@@ -132,6 +132,8 @@ class _FlawedEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         if self.closed:
             raise ClosedEnvironmentError("closed")
+        if options:  # the contract of every env: unknown reset options are refused
+            raise ValueError(f"unknown reset options {sorted(options)}")
         super().reset(seed=seed)
         self.resets += 1
         self.state = self.np_random.uniform(-0.5, 0.5, 2).astype(np.float32)
