@@ -109,3 +109,15 @@ def test_her_relabels_goals_with_the_envs_compute_reward():
     assert 0.7 < hindsight < 0.9  # n_sampled_goal=4: 80 % of the samples carry a reached tip as goal
     assert np.mean(expected == 0.0) > 0.01  # "future" includes the step's own tip: reward 0 there
     env.close()
+
+
+def test_every_learned_goal_names_a_recipe_a_task_and_controllers_that_exist():
+    from soft_envs.rl_recipes import GOALS, RECIPES, recipe_for
+
+    for goal in GOALS:
+        recipe = recipe_for(goal.recipe)
+        assert goal.recipe in RECIPES and goal.task in TASKS, goal
+        assert recipe.env_id == TASKS[goal.task].env_id, goal
+        env = gym.make(recipe.env_id, **recipe.make_kwargs())  # the recipe's keywords make its env
+        env.close()
+        assert 0 < goal.minutes <= 60, goal
