@@ -421,24 +421,9 @@ class SoftEnv(gym.Env):
         return obs, info
 
     def _check_reset_options(self, options: Any) -> dict[str, Any]:
-        """``reset``'s ``options`` as a new dict, checked: known names, a boolean ``keep_robot``
-        that has a robot to keep."""
-        if options is None:
-            return {}
-        if not isinstance(options, Mapping):
-            raise InvalidParameterError(f"reset options must be a dict; got {type(options).__name__}")
-        accepted = ("keep_robot",) + tuple(self._reset_options())
-        unknown = sorted(str(name) for name in options if name not in accepted)
-        if unknown:
-            raise InvalidParameterError(f"unknown reset option(s) {unknown} for {type(self).__name__}; "
-                                        f"it accepts: {', '.join(accepted)}")
-        keep = options.get("keep_robot", False)
-        if not isinstance(keep, (bool, np.bool_)):
-            raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
-        if keep and not self._robot_drawn:
-            raise InvalidParameterError(f"{type(self).__name__}.reset(options={{'keep_robot': True}}) needs a "
-                                        "previous reset: there is no robot to keep yet")
-        return dict(options)
+        """``reset``'s ``options`` as a new dict, checked (:func:`checked_reset_options`)."""
+        return checked_reset_options(options, ("keep_robot",) + tuple(self._reset_options()), type(self).__name__,
+                                     robot_drawn=self._robot_drawn)
 
     def render(self):
         self._check_open("render")
@@ -527,3 +512,24 @@ class GoalConditionedMixin:
             else:
                 terms.append(np.reshape([inf.get(f"reward_{name}", 0.0) for inf in infos or ()], batch))
         return sum(terms)
+
+
+def checked_reset_options(options: Any, accepted: tuple[str, ...], owner: str, *,
+                          robot_drawn: bool) -> dict[str, Any]:
+    """``reset``'s ``options`` as a new dict, checked: a mapping of ``accepted`` names only, a
+    boolean ``keep_robot`` that has a robot to keep (``robot_drawn``); ``owner`` names the env in
+    the ``ValueError``."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise InvalidParameterError(f"reset options must be a dict; got {type(options).__name__}")
+    unknown = sorted(str(name) for name in options if name not in accepted)
+    if unknown:
+        raise InvalidParameterError(f"unknown reset option(s) {unknown} for {owner}; it accepts: {', '.join(accepted)}")
+    keep = options.get("keep_robot", False)
+    if not isinstance(keep, (bool, np.bool_)):
+        raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
+    if keep and not robot_drawn:
+        raise InvalidParameterError(f"{owner}.reset(options={{'keep_robot': True}}) needs a previous reset: "
+                                    "there is no robot to keep yet")
+    return dict(options)

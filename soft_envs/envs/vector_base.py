@@ -52,7 +52,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from soft_envs.envs.base import SoftEnv
+from soft_envs.envs.base import SoftEnv, checked_reset_options
 from soft_envs.exceptions import ClosedEnvironmentError, InvalidActionError, InvalidParameterError, check_integer
 
 MAX_NUM_ENVS = 1 << 20
@@ -265,22 +265,8 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         """``reset``'s ``options`` as a new dict: ``reset_mask``, ``keep_robot`` (every sub-env of
         the reset keeps its robot, as the single env's option) and the single env's own options;
         any other name is a ``ValueError``."""
-        if options is None:
-            return {}
-        if not isinstance(options, dict):
-            raise InvalidParameterError(f"reset options must be a dict; got {type(options).__name__}")
-        accepted = ("reset_mask", "keep_robot") + tuple(self.single._reset_options())
-        unknown = sorted(str(name) for name in options if name not in accepted)
-        if unknown:
-            raise InvalidParameterError(f"unknown reset option(s) {unknown} for {type(self).__name__}; "
-                                        f"it accepts: {', '.join(accepted)}")
-        keep = options.get("keep_robot", False)
-        if not isinstance(keep, (bool, np.bool_)):
-            raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
-        if keep and self._previous_action is None:
-            raise InvalidParameterError(f"{type(self).__name__}.reset(options={{'keep_robot': True}}) needs a "
-                                        "previous reset: there is no robot to keep yet")
-        return dict(options)
+        return checked_reset_options(options, ("reset_mask", "keep_robot") + tuple(self.single._reset_options()),
+                                     type(self).__name__, robot_drawn=self._previous_action is not None)
 
     def _reset_rows(self, rows: np.ndarray, options: dict[str, Any], keep_robot: bool = False):
         """Draw, reset and observe the sub-envs ``rows`` (``keep_robot``: their perturbations kept):
