@@ -21,13 +21,13 @@ SLOW = ("soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0")  # about 5 s each on
 @pytest.mark.parametrize("env_id", [pytest.param(e, marks=pytest.mark.slow) if e in SLOW else e for e in ENV_IDS])
 def test_random_call_sequences_keep_every_invariant(env_id):
     budget = settings(max_examples=SEQUENCES.get(env_id, 40), stateful_step_count=8, deadline=None, database=None,
-                      suppress_health_check=list(HealthCheck))
+                      derandomize=True, suppress_health_check=list(HealthCheck))
     run_state_machine_as_test(machine([env_id]), settings=budget)
 
 
 @pytest.mark.slow
 def test_random_call_sequences_on_the_vector_envs_keep_every_invariant():
-    budget = settings(max_examples=30, stateful_step_count=6, deadline=None, database=None,
+    budget = settings(max_examples=30, stateful_step_count=6, deadline=None, database=None, derandomize=True,
                       suppress_health_check=list(HealthCheck))
     run_state_machine_as_test(machine(ENV_IDS, vector=True), settings=budget)
 
@@ -121,6 +121,7 @@ class _FlawedEnv(gym.Env):
         self.resets = 0
         self.state = np.zeros(2, np.float32)
         self.closed = False
+        self.ready = False  # a reset has succeeded since the last refused one
 
     def render(self):
         if self.closed:
@@ -132,8 +133,10 @@ class _FlawedEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         if self.closed:
             raise ClosedEnvironmentError("closed")
-        if options:  # the contract of every env: unknown reset options are refused
-            raise ValueError(f"unknown reset options {sorted(options)}")
+        self.ready = False  # the contract of every env: a refused reset leaves the env needing one ...
+        if options:  # ... and unknown reset options are refused
+            raise InvalidParameterError(f"unknown reset options {sorted(options)}")
+        self.ready = True
         super().reset(seed=seed)
         self.resets += 1
         self.state = self.np_random.uniform(-0.5, 0.5, 2).astype(np.float32)
@@ -144,6 +147,8 @@ class _FlawedEnv(gym.Env):
     def step(self, action):
         if self.closed:
             raise ClosedEnvironmentError("closed")
+        if not self.ready:
+            raise gym.error.ResetNeeded("reset first")
         action = np.asarray(action, dtype=np.float64)
         if action.shape != (2,) or not np.all(np.isfinite(action)):
             raise InvalidParameterError("bad action")
@@ -160,7 +165,7 @@ def test_the_fuzzer_finds_a_flawed_env(flaw, message):
     env_id = f"fuzztest/Flawed{flaw.title()}-v0"
     if env_id not in gym.registry:
         gym.register(env_id, entry_point=_FlawedEnv, kwargs={"flaw": flaw})
-    budget = settings(max_examples=100, stateful_step_count=8, deadline=None, database=None,
+    budget = settings(max_examples=100, stateful_step_count=8, deadline=None, database=None, derandomize=True,
                       suppress_health_check=list(HealthCheck), phases=(Phase.generate,))  # found, not shrunk
     with pytest.raises(BaseException) as caught:
         run_state_machine_as_test(machine([env_id]), settings=budget)
