@@ -167,3 +167,20 @@ def test_the_wall_clock_budget_reads_the_clock(expiring_clock, tmp_path):
     expiring_clock(40)  # after 40 reads every deadline has passed
     result = train(recipe, minutes=1.0, eval_every=10**6, eval_episodes=1, progress=False, log=lambda *_: None)
     assert 0 < result.timesteps < 60 and result.seconds >= 60.0
+
+
+def test_the_learned_bench_evaluates_the_policies_it_finds_and_names_the_missing(tmp_path, monkeypatch):
+    from soft_envs.bench import learned
+    from soft_envs.rl_recipes import GOALS
+
+    goal = next(g for g in GOALS if g.stem == "peter_soft")
+    recipe = recipe_for(goal.recipe).replace(net_arch=(16,), batch_size=16, learning_starts=16,
+                                             standardize_samples=32, env_kwargs={"max_episode_steps": 8})
+    train(recipe, seed=goal.seed, minutes=None, timesteps=32, eval_every=10**9, eval_episodes=1,
+          output=str(tmp_path / f"{goal.stem}.zip"), progress=False)
+    monkeypatch.setenv("SOFT_ENVS_POLICIES", str(tmp_path))
+    text = learned.run(full=False)
+    assert f"**{goal.stem}**" in text and "trr-feedback" in text
+    for other in GOALS:
+        if other is not goal:  # every goal has its row; the ones without a policy say so
+            assert f"| **{other.stem}** | {other.target} | {other.minutes:g} min | not trained" in text
