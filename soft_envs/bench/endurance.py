@@ -74,6 +74,14 @@ FIXED_DEFECTS: tuple[tuple[str, str, str, str], ...] = (
      "PyBullet connections stay open",
      "every `SoftEnv` subclass's `__init__` is wrapped to disconnect its clients when it raises "
      "(`SoftEnv.__init_subclass__`)", "test_a_constructor_that_refuses_its_keywords_leaves_no_pybullet_client"),
+    ("a reset refused for its options leaves a native vector env stepping on from its last state (the single "
+     "envs need a reset after a refused one); Gymnasium's sync vector env over the single envs fails at the next "
+     "step with its PassiveEnvChecker's own `TypeError` when the first reset raised",
+     "`envs = gym.make_vec('soft_envs/PeterReach-v0', num_envs=1)`; `envs.reset(seed=0)`; "
+     "`envs.reset(options={'unknown_option': 1})` raises; `envs.step(a)` gives a result",
+     "a reset that raises leaves the native vector env needing a reset (`SoftVectorEnv.reset`); the fuzzer builds "
+     "Gymnasium's vector envs from a spec without the checker, as its single envs (a Gymnasium 1.4 checker bug)",
+     "test_a_refused_reset_leaves_a_native_vector_env_needing_a_reset"),
     ("a number keyword given as a string or `None` raises an untyped `TypeError` from numpy (PeterReach "
      "`radius`, `gap`, `n_modules`, `links_per_module`, `leg_stiffness`; PCCTrack `kv`, `max_pressure`, "
      "`n_segments`; HexapodPose and QuadrupedPose `goal_range`)",

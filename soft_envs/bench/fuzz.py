@@ -25,6 +25,7 @@ invariant. :func:`fuzz` runs a budget of sequences and reports them.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import warnings
@@ -125,11 +126,13 @@ class EnvMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ helpers
     def _make(self):
-        if self.VECTOR:  # mode None: the env's native vector form where it has one, else Gymnasium's sync one
-            return gym.make_vec(self.env_id, num_envs=self.num_envs, vectorization_mode=self.mode, **self.kwargs)
         # Without Gymnasium's PassiveEnvChecker: in Gymnasium 1.4 it raises its own TypeError at the
         # first step when the first reset raised (its saved reset data stays None), after the step ran.
-        return gym.make(self.env_id, disable_env_checker=True, **self.kwargs)
+        # gym.make_vec builds its sub-envs from the spec, so the vector envs get a spec without it.
+        spec = dataclasses.replace(gym.spec(self.env_id), disable_env_checker=True)
+        if self.VECTOR:  # mode None: the env's native vector form where it has one, else Gymnasium's sync one
+            return gym.make_vec(spec, num_envs=self.num_envs, vectorization_mode=self.mode, **self.kwargs)
+        return gym.make(spec, **self.kwargs)
 
     def _call(self, what: str, fn, *, must_succeed: bool = False, must_refuse: bool = False):
         """``fn()``: its result, or ``None`` after a typed error; anything else is a defect."""

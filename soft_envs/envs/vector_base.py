@@ -158,6 +158,7 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         #: This episode's perturbations of every sub-env, ``{name: (N, …)}``.
         self.perturbations = {k: np.repeat(np.asarray(v, dtype=float)[None], n, axis=0) for k, v in ideal.items()}
         self._previous_action: np.ndarray | None = None
+        self._reset_refused = False  # a reset that raised leaves the env needing one (as the single env)
         self._needs_reset = np.zeros(n, dtype=bool)  # NEXT_STEP: reset at the next step
         self._obs = None
 
@@ -240,6 +241,7 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         """Reset every sub-env (or those of ``options["reset_mask"]``); ``seed``: an int ``s``
         (sub-env ``i`` gets ``s + i``), a list of per-sub-env seeds, or ``None``."""
         self._check_open("reset")
+        self._reset_refused = True  # until this reset has succeeded
         options = self._check_reset_options(options)
         keep_robot = bool(options.pop("keep_robot", False))
         seeds = self._seeds(seed)
@@ -257,6 +259,7 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         obs, info = self._reset_rows(rows, options, keep_robot=keep_robot)
         self._obs = obs if not partial else _with_rows(self._obs, rows, obs)
         self._needs_reset[rows] = False
+        self._reset_refused = False
         full: dict[str, Any] = {}
         _put_rows(full, rows, info, self.num_envs)
         return self._obs, full
@@ -322,8 +325,8 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
 
     def step(self, actions):
         self._check_open("step")
-        if self._previous_action is None:
-            raise ResetNeeded(f"{type(self).__name__}.step() called before reset()")
+        if self._previous_action is None or self._reset_refused:
+            raise ResetNeeded(f"{type(self).__name__}.step() called before reset() (or after a reset that raised)")
         actions, clipped = self._validate(actions)
         n = self.num_envs
         resetting = np.flatnonzero(self._needs_reset)

@@ -107,6 +107,19 @@ def test_a_refused_reset_leaves_the_env_needing_a_reset():
     env.close()
 
 
+@pytest.mark.parametrize("env_id", ["soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0"])
+def test_a_refused_reset_leaves_a_native_vector_env_needing_a_reset(env_id):
+    envs = gym.make_vec(env_id, num_envs=2)
+    envs.reset(seed=0)
+    with pytest.raises(InvalidParameterError):
+        envs.reset(options={"unknown_option": 1})
+    with pytest.raises(gym.error.ResetNeeded):
+        envs.step(envs.action_space.sample())
+    envs.reset(seed=0)
+    envs.step(envs.action_space.sample())
+    envs.close()
+
+
 # ------------------------------------------------------------------------------ the fuzzer can fail
 class _FlawedEnv(gym.Env):
     """A tiny env with one flaw: ``"leaky"`` remembers how many resets it saw (no replay),
