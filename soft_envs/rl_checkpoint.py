@@ -47,7 +47,7 @@ class Checkpoint:
         rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
         with open(tmp / "rng.pkl", "wb") as fh:
             pickle.dump(rng, fh)
-        (tmp / "state.json").write_text(json.dumps(state, indent=2, default=_jsonable) + "\n")
+        (tmp / "state.json").write_text(json.dumps(state, indent=2, default=to_json_value) + "\n")
         old = self.folder.with_name(self.folder.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
         if self.folder.exists():
@@ -73,7 +73,8 @@ class Checkpoint:
         return model, self.state()
 
 
-def _jsonable(value):
+def to_json_value(value):
+    """``json.dumps``'s ``default``: numpy scalars and arrays as Python numbers and lists."""
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
     if isinstance(value, np.ndarray):

@@ -35,6 +35,7 @@ import numpy as np
 
 from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, check_integer, check_positive
+from soft_envs.rl_checkpoint import to_json_value
 from soft_envs.rl_recipes import ALGORITHMS, RECIPES, Recipe, recipe_for
 
 ENV_ID = "soft_envs/PeterReach-v0"
@@ -229,7 +230,7 @@ def save_policy(model, path: str | Path, env_kwargs: dict[str, Any], metadata: d
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     model.save(zip_path)
     record = {"env_id": env_id, "algo": type(model).__name__, "env_kwargs": env_kwargs} | dict(metadata or {})
-    _sidecar(zip_path).write_text(json.dumps(record, indent=2, default=_jsonable) + "\n")
+    _sidecar(zip_path).write_text(json.dumps(record, indent=2, default=to_json_value) + "\n")
     return zip_path
 
 
@@ -251,14 +252,6 @@ def load_model(path: str | Path, algo: str | None = None):
         # A replay buffer is only for training: loading without one needs no env (HER's does).
         objects = {"replay_buffer_class": None, "replay_buffer_kwargs": {}, "buffer_size": 1}
     return algorithm.load(str(path), device="cpu", custom_objects=objects)
-
-
-def _jsonable(value):
-    if isinstance(value, (np.integer, np.floating)):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"cannot write {type(value).__name__} to JSON")
 
 
 def make_training_env(recipe: Recipe, env_kwargs: dict[str, Any], seed: int):

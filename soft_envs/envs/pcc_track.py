@@ -100,7 +100,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
-from soft_envs.envs.pcc_parts import ResidualAim, track_observation
+from soft_envs.envs.pcc_parts import CHAMBER_REALISM, MAX_DELAY, PCC_REALISM, ResidualAim, track_observation
 from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME, command_step, ramp_setpoint
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
@@ -116,34 +116,8 @@ ACTION_TYPES = ("configuration", "torque", "pressure", "residual")
 PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pressure", "direct")
 STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
-MAX_DELAY = 10.0  # s
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
 
-#: The PCC arm's sim-to-real perturbations (``realism=``); the first three need the chambers.
-PCC_REALISM: tuple[Perturbation, ...] = (
-    Perturbation("chamber_gain", "1", "force of each chamber relative to the eq. 9 map", (0.95, 1.05),
-                 "assumption: α₁, α₂ were identified from one series of quasi-static pressures (seed 004 "
-                 "§4); printed bellows differ chamber to chamber, ±5 %", ideal=1.0, valid=(0.1, 10.0),
-                 per_element=True),
-    Perturbation("pressure_droop", "1", "fraction of its regulated pressure each chamber loses to a leak",
-                 (0.0, 0.03), "assumption: a slow leak past the regulator's sensing point, up to 3 %",
-                 valid=(0.0, 0.9), per_element=True),
-    Perturbation("regulator_delay", "s", "dead time added to the regulator_delay keyword", (0.1, 0.15),
-                 "seed 004 §4: 'the regulators had a 100–150 ms delay'", valid=(0.0, MAX_DELAY)),
-    Perturbation("stiffness_error", "1", "relative error of the arm's elastic stiffness", (-0.15, 0.15),
-                 "assumption: the stiffness is calibrated on an assumed pressure bound (sim/soft_arm.py)",
-                 valid=(-0.9, 10.0)),
-    Perturbation("mass_error", "1", "relative error of the segment mass (17.3 g)", (-0.1, 0.1),
-                 "assumption about seed 004's m₀ = 17.3 g: tubing and fittings not weighed", valid=(-0.9, 10.0)),
-    Perturbation("payload", "kg", "tip payload added to the payload keyword", (0.0, 0.005),
-                 "assumption: seed 004 fixed an IMU board (BNO055) and markers to the end-effector, a few "
-                 "grams", valid=(0.0, 1.0)),
-    Perturbation("observation_noise", "m", "standard deviation of the measured tip position, per axis",
-                 (1e-4, 5e-4), "assumption: seed 004's OpenMV camera tracking coloured markers", valid=(0.0, 0.1)),
-    Perturbation("observation_latency", "s", "age of the measured tip (whole control periods)", (0.0, 0.05),
-                 "assumption: one camera frame and its processing", valid=(0.0, MAX_DELAY)),
-)
-CHAMBER_REALISM = ("chamber_gain", "pressure_droop", "regulator_delay")
 
 
 class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
