@@ -125,6 +125,12 @@ RECIPES: dict[str, Recipe] = {
         env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2},
         note="a new robot every episode: the policy must close the loop on the measured error, so the "
              "action moves the set-points (delta) and the observation holds the last two steps"),
+    "peter-soft-realistic-success": Recipe(
+        gamma=0.9, net_arch=(128, 128),
+        env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2,
+                    "success_reward": 1.0},
+        note="peter-soft-realistic with a bonus of 1 a step within 1 mm of the measured tip: the distance "
+             "term's slope, 0.1 a millimetre, is below what the critic resolves at -1 to -10 a step"),
     "soft_envs/PCCTrack-v0": Recipe(
         env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, env_kwargs={"tracking_weight": 100.0},
         note="configuration set-points through the paper's PD + feed-forward law; tracking error in cm "
@@ -144,6 +150,14 @@ RECIPES: dict[str, Recipe] = {
              "arm every episode: a zero action is the law itself, so exploration starts from a tracking "
              "arm; the action moves the correction (delta, 10 % of its range a step); 100-step episodes "
              "(5 s) give more starts per budget, evaluation runs the whole spiral"),
+    "pcc-residual-spread": Recipe(
+        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, learning_rate=1e-3,
+        env_kwargs={"tracking_weight": 100.0, "action_type": "residual",
+                    "realism": {"preset": "realistic", "regulator_delay": [0.0, 0.15]},
+                    "action_mode": "delta", "delta_scale": 0.1, "max_episode_steps": 100},
+        note="pcc-residual over arms from the ideal one to the realistic ones: the regulator's dead time "
+             "drawn from 0 (ideal) to 150 ms, not 100-150 ms (every other realistic range already holds its "
+             "ideal value), so the policy must read the delay from the error it sees, not assume it"),
     "soft_envs/QuadrupedWalk-v0": Recipe(
         env_id="soft_envs/QuadrupedWalk-v0", her=False, gamma=0.99, learning_rate=3e-4, learning_starts=5000,
         env_kwargs={},

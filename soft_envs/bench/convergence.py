@@ -18,9 +18,12 @@ import numpy as np
 
 from soft_envs.bench import markdown_table
 from soft_envs.console import progress
+from soft_envs.envs.pcc_track import DIRECT_TIME_STEP, SOFT_TIME_STEP
+from soft_envs.envs.peter_reach import SOFT_TIME_STEP as PETER_SOFT_TIME_STEP
 
 TITLE = "Convergence of the soft arms' integration in time"
-PCC_STEP, PETER_STEP = 5e-3, 1.0 / 120.0  # s, the envs' default physics steps
+PCC_STEP, PETER_STEP = SOFT_TIME_STEP, PETER_SOFT_TIME_STEP  # s, the envs' default physics steps
+PCC_DIRECT_STEP = DIRECT_TIME_STEP  # s, PCCTrack's default step with actuation="direct"
 PCC_CONTROL, PETER_CONTROL = 0.05, 0.1  # s, the envs' control periods
 PCC_CONTROLLER_PERIOD = 5e-3  # s, the PD + feed-forward law's period, fixed in the study
 REFERENCE_FACTOR = 16  # the reference runs at the default step over this
@@ -123,7 +126,12 @@ HALVING_HEADERS = ["case", "step [ms]", "change to the half step (% span)", "shr
 def _cases(full: bool) -> list[tuple[str, Callable, float, dict]]:
     duration = 2.0
     return [("PCC, configuration actions (chambers)", pcc_path, PCC_STEP, {"duration": duration}),
-            ("PCC, `actuation=\"direct\"`", pcc_path, PCC_STEP, {"duration": duration, "actuation": "direct"}),
+            ("PCC, chambers, no command ramp (`command_ramp_time=0`)", pcc_path, PCC_STEP,
+             {"duration": duration, "command_ramp_time": 0.0}),
+            ("PCC, `actuation=\"direct\"`, from its 2.5 ms step", pcc_path, PCC_DIRECT_STEP,
+             {"duration": duration, "actuation": "direct"}),
+            ("PCC, `actuation=\"direct\"`, from 5 ms (its step before)", pcc_path, PCC_STEP,
+             {"duration": duration, "actuation": "direct"}),
             ("PETER, 0.5 kg payload, random actions", peter_path, PETER_STEP, {"duration": duration})]
 
 
@@ -154,7 +162,8 @@ def diagnosis_table(seed: int) -> str:
     rows = []
     cases = [("PCC, configuration actions", pcc_path, PCC_STEP), ("PETER, 0.5 kg", peter_path, PETER_STEP)]
     variants = [("none (before)", {"corrector_passes": 0}), ("M only", {"terms_variant": _variant("M")}),
-                ("G only", {"terms_variant": _variant("G")}), ("M and G (now)", {})]
+                ("G only", {"terms_variant": _variant("G")}), ("M and G (now)", {}),
+                ("M and G, two corrector passes", {"corrector_passes": 2})]
     for label, path, step in progress(cases, desc="diagnosis", leave=False):
         for name, kwargs in variants:
             study = halving_study(path, step, duration=1.0, seed=seed, **kwargs)
@@ -255,7 +264,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         "halvings from its 1/120 s step in both tables; the old default was 1/240 s), the tip paths compared "
         "with a reference at 1/16 of the "
         "default step. *Before*: `M` and `C u̇ + G` at the step's start (`corrector_passes=0`; the PCC env's "
-        "set-point fix below is in both). *Now*: `M` and `G` corrected at the step's end, `C u̇` at its start.\n\n"
+        "set-point fix below is in both). *Now*: `M` and `G` corrected at the step's end, `C u̇` at its start. "
+        "Since the PCC env ramps its commands (`command_ramp_time = 0.5 s`, the learnability work of issue 20) "
+        "its default motion is gentler; the row without the ramp is the fast start the issue measured.\n\n"
         "**Before**\n\n" + halving_table(0, full, seed) + "\n\n**Now**\n\n" + halving_table(None, full, seed)
         + "\n\nWhich term made it first order (1 s episodes):\n\n" + diagnosis_table(seed)
         + f"\n\nSpeed: `env.step` rates at the envs' defaults, the same uniformly random actions, main at "

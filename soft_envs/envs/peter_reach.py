@@ -23,7 +23,10 @@ goals, the action-rate term from ``info``; see
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``distance = −distance_weight · ‖goal − tip‖`` with ‖goal − tip‖ in metres and
-``action_rate = −action_rate_weight · ‖a − a_prev‖²``. ``info["is_success"]`` when the
+``action_rate = −action_rate_weight · ‖a − a_prev‖²``, and with ``success_reward > 0``
+``success = success_reward · [‖goal − tip‖ < success_threshold]`` (a bonus on every step within the
+threshold, of the measured tip: it sharpens the value near the goal, where the distance term's
+slope is a tenth of a reward unit per millimetre). ``info["is_success"]`` when the
 distance is below ``success_threshold`` (1 mm); ``info["distance"]`` is the distance [m]. The
 default ``distance_weight = 100`` /m measures the distance in centimetres, the workspace's own
 scale (the goals' standard deviation is about 1 cm per horizontal axis, the mean distance at a
@@ -172,6 +175,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
         distance_weight: weight of the distance term [1/m] (100: the distance in centimetres).
         success_threshold: success distance [m].
+        success_reward: the ``success`` term's bonus per step within ``success_threshold``
+            (default 0: no such term).
         payload: tip payload [kg] (physics only).
         gravity: standard gravity on (physics only).
         physics: ``"soft"`` (compliant legs, default) or ``"stiff"`` (position servos, the
@@ -202,6 +207,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         goal_conditioned: bool = False,
         distance_weight: float = 100.0,
         success_threshold: float = 1e-3,
+        success_reward: float = 0.0,
         payload: float = 0.0,
         gravity: bool = True,
         physics: str = "soft",
@@ -219,7 +225,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         EzPickle.__init__(
             self, n_modules, links_per_module=links_per_module, kinematic=kinematic, kinematics=kinematics,
             goal_conditioned=goal_conditioned, distance_weight=distance_weight,
-            success_threshold=success_threshold, payload=payload, gravity=gravity, physics=physics,
+            success_threshold=success_threshold, success_reward=success_reward, payload=payload, gravity=gravity,
+            physics=physics,
             actuation=actuation, leg_stiffness=leg_stiffness, vent_rate=vent_rate, command_delay=command_delay,
             rayleigh_stiffness=rayleigh_stiffness, solver_iterations=solver_iterations, radius=radius, gap=gap,
             realism=realism, **kwargs)
@@ -229,12 +236,13 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             raise InvalidParameterError(f"physics must be one of {PHYSICS}; got {physics!r}")
         if actuation not in ACTUATIONS:
             raise InvalidParameterError(f"actuation must be one of {ACTUATIONS}; got {actuation!r}")
-        check_nonnegative(distance_weight=distance_weight, payload=payload, command_delay=command_delay,
-                          rayleigh_stiffness=rayleigh_stiffness)
+        check_nonnegative(distance_weight=distance_weight, success_reward=success_reward, payload=payload,
+                          command_delay=command_delay, rayleigh_stiffness=rayleigh_stiffness)
         if command_delay > MAX_COMMAND_DELAY:
             raise InvalidParameterError(f"command_delay must be at most {MAX_COMMAND_DELAY:g} s; got {command_delay!r}")
         self.distance_weight = float(distance_weight)
         self.success_threshold = check_positive("success_threshold [m]", success_threshold)
+        self.success_reward = float(success_reward)
         self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1,
                                                maximum=MAX_SOLVER_ITERATIONS)
         self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,
@@ -519,7 +527,11 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return self.measured_tip.astype(np.float32), self.goal.astype(np.float32)
 
     def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
-        return {"distance": -self.distance_weight * self._distances(achieved_goal, desired_goal)}
+        distance = self._distances(achieved_goal, desired_goal)
+        terms: dict[str, Any] = {"distance": -self.distance_weight * distance}
+        if self.success_reward > 0.0:
+            terms["success"] = self.success_reward * (distance < self.success_threshold)
+        return terms
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         return self._step_goal_terms()

@@ -55,12 +55,18 @@ start — PETER's whole first-order error (with ``G`` corrected the changes shri
 ``M`` corrected 2.0×). ``M`` at the start is negligible, ``C u̇`` at the start is first order with a
 small constant (the last PCC halving shrinks 3.6× instead of 4×); at the step's end ``C u̇`` makes an
 undamped, feedback-linearised arm (the law's ``+D u̇`` cancelling the damping) unstable at 5 ms, so
-it is left explicit. Now the changes shrink 4.0× and 3.6× (PCC, 1 s), 4.2× and 3.8× (PETER at its
-new 1/120 s step); at the default step the PCC path is 1.9 % of its span from the 1/16 reference
-(the lightly damped first mode's phase error, the law cancels the arm's damping; 0.5 % at 2.5 ms),
-PETER's 0.10 % at 1/120 s (the old scheme: 0.12 % at 1/240 s, so PETER's default step is now
-1/120 s). With ``actuation="direct"`` the PCC arm's unresolved stiff modes, driven by the law's
-5 ms hold, keep the 5 ms path 18 % from the reference (6 % at 2.5 ms, 0.6 % at 1.25 ms).
+it is left explicit. Without the PCC env's command ramp (``command_ramp_time=0``) the changes
+shrink 4.0× and 3.6× (PCC, 1 s), 4.2× and 3.8× (PETER at its new 1/120 s step); at the default
+step that PCC path is 1.9 % of its span from the 1/16 reference (the lightly damped first mode's
+phase error, the law cancels the arm's damping; 0.5 % at 2.5 ms), PETER's 0.09 % at 1/120 s (the
+old scheme: 0.12 % at 1/240 s, so PETER's default step is now 1/120 s). With the ramp (the
+default, 0.5 s) the PCC motion is gentler: 0.31 % at 5 ms, shrinks 4.7× then 2.3× — the small
+first-order constant of ``C u̇`` at the step's start shows once the second-order part is that
+small. One corrector pass has converged the corrector: a second pass moves every figure by less
+than 0.01 % of the span, so the iteration matrix's missing derivatives (``∂h/∂u``, ``∂h/∂u̇``,
+``∂M/∂u ü``) cost nothing here except where they would let ``C u̇`` go to the step's end. With
+``actuation="direct"`` the PCC arm's unresolved stiff modes, driven by the law's 5 ms hold, keep
+the 5 ms path 11 % from the reference (18 % without the ramp; 0.7 % at 2.5 ms).
 Also checked in ``tests/sim``: an undamped elastic oscillation keeps its amplitude (the
 four-segment arm's first mode, 10 periods at 5 ms: 100 %; one segment's 172 rad/s mode, 6 steps
 per period: 99 %; the semi-implicit Euler it replaced removed 96 % within 50–100 ms at 2 ms), and

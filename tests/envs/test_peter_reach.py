@@ -183,7 +183,26 @@ def test_action_rate_term_is_named_and_weighted():
     env.close()
 
 
-@pytest.mark.parametrize("kwargs", [dict(kinematics="tilted"), dict(distance_weight=-1.0),
+def test_success_term_is_a_bonus_within_the_threshold_and_relabels_exactly():
+    env = gym.make("soft_envs/PeterReach-v0", kinematic=True, goal_conditioned=True, success_reward=2.0)
+    obs, _ = env.reset(seed=3)
+    obs, reward, _, _, info = env.step(env.action_space.sample())
+    assert info["reward_success"] == (2.0 if info["distance"] < 1e-3 else 0.0)
+    assert reward == info["reward_distance"] + info["reward_success"] + info["reward_action_rate"]
+    assert env.unwrapped.compute_reward(obs["achieved_goal"], obs["desired_goal"], info) == reward
+    tip = obs["achieved_goal"]
+    goals = np.stack([tip, tip + np.float32([5e-4, 0.0, 0.0]), tip + np.float32([2e-3, 0.0, 0.0])])
+    relabelled = env.unwrapped.compute_reward(np.stack([tip] * 3), goals, [info] * 3)
+    distances = np.linalg.norm(goals.astype(float) - tip.astype(float), axis=1)
+    np.testing.assert_allclose(relabelled, -100.0 * distances + 2.0 * (distances < 1e-3))
+    default = gym.make("soft_envs/PeterReach-v0", kinematic=True)  # no term unless asked for
+    default.reset(seed=3)
+    assert "reward_success" not in default.step(default.action_space.sample())[4]
+    default.close()
+    env.close()
+
+
+@pytest.mark.parametrize("kwargs", [dict(kinematics="tilted"), dict(distance_weight=-1.0), dict(success_reward=-1.0),
                                     dict(success_threshold=0.0), dict(n_modules=7), dict(render_mode="video")])
 def test_bad_parameters_raise_value_error(kwargs):
     with pytest.raises(ValueError):

@@ -1,26 +1,43 @@
 """Halving studies of the soft arms in their envs (:mod:`soft_envs.bench.convergence`): the tip path's
 change shrinks about 4× per halving of the physics step (second order), and at the default step
-PETER's path is within 1 % of its span of a run at 1/16 of the step (the PCC arm's within 2.5 %:
-its PD + feed-forward law cancels the arm's damping, and the lightly damped first mode's phase
-error of a second-order scheme is 1.7–1.9 % over 0.5–2 s at 5 ms; 0.4–0.5 % at 2.5 ms)."""
+PETER's path and the PCC arm's (chambers, the env's default command ramp) are within 1 % of their
+span of a run at 1/16 of the step (measured 0.09 % and 0.31 %; with ``actuation="direct"`` from its
+2.5 ms step, 0.7 %). Without the ramp the PCC arm's fast
+start is 1.9 % away at 5 ms (its PD + feed-forward law cancels the arm's damping; the lightly
+damped first mode's phase error), 0.5 % at 2.5 ms."""
 
 from __future__ import annotations
 
 import pytest
 
-from soft_envs.bench.convergence import PCC_STEP, PETER_STEP, halving_study, pcc_path, peter_path
+from soft_envs.bench.convergence import PCC_DIRECT_STEP, PCC_STEP, PETER_STEP, halving_study, pcc_path, peter_path
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("actuation", ["pressure", "direct"])
 def test_pcc_arm_converges_at_second_order(actuation):
-    # 0.5 s: the fast start from the straight arm, where the old scheme was furthest off.
-    study = halving_study(pcc_path, PCC_STEP, halvings=2, duration=0.5, actuation=actuation)
+    # 0.5 s: the fast start from the straight arm, where the old scheme was furthest off; each
+    # actuation from its default step (5 ms through the chambers, 2.5 ms direct).
+    step = PCC_STEP if actuation == "pressure" else PCC_DIRECT_STEP
+    study = halving_study(pcc_path, step, halvings=2, duration=0.5, actuation=actuation)
     assert study["ratios"][0] >= 3.5, study
-    if actuation == "pressure":
-        assert study["to_reference"][0] < 2.5, study
-        assert study["to_reference"][1] < 1.0, study
+    assert study["to_reference"][0] < 1.0, study
+
+
+def test_pcc_direct_default_step_is_the_documented_one():
+    import gymnasium as gym
+
+    env = gym.make("soft_envs/PCCTrack-v0", actuation="direct")
+    assert env.unwrapped.time_step == PCC_DIRECT_STEP and env.unwrapped.frame_skip * PCC_DIRECT_STEP == 0.05
+    env.close()
+
+
+def test_pcc_fast_start_without_the_ramp_converges_at_second_order():
+    study = halving_study(pcc_path, PCC_STEP, halvings=2, duration=0.5, command_ramp_time=0.0)
+    assert study["ratios"][0] >= 3.5, study
+    assert study["to_reference"][0] < 2.5, study
+    assert study["to_reference"][1] < 1.0, study
 
 
 def test_peter_with_a_payload_converges_at_second_order():
