@@ -184,3 +184,16 @@ def test_the_learned_bench_evaluates_the_policies_it_finds_and_names_the_missing
     for other in GOALS:
         if other is not goal:  # every goal has its row; the ones without a policy say so
             assert f"| **{other.stem}** | {other.target} | {other.minutes:g} min | not trained" in text
+
+
+def test_the_loop_options_ablation_trains_every_variant_on_the_same_goals():
+    from soft_envs.bench import loop_options
+
+    for label in loop_options.VARIANTS:
+        recipe = loop_options.variant_recipe(label).validate()
+        assert recipe.env_kwargs["realism"] == "realistic" and recipe.env_kwargs["kinematic"]
+    assert loop_options.variant_recipe("delta + history 2").env_kwargs["history"] == 2
+    rows = loop_options.ablation_rows(None, 0, timesteps=150, eval_episodes=2)
+    assert [row[0] for row in rows] == list(loop_options.VARIANTS)
+    for row in rows:
+        assert row[1] >= 150 and row[2].endswith(" %") and float(row[4]) > 0.0

@@ -36,6 +36,7 @@ BENCHES: dict[str, str] = {
     "rl": "soft_envs.bench.rl",
     "learnability": "soft_envs.bench.learnability",
     "learned": "soft_envs.bench.learned",
+    "loop_options": "soft_envs.bench.loop_options",
     "convergence": "soft_envs.bench.convergence",
     "batched": "soft_envs.bench.batched",
     "vector": "soft_envs.bench.vector",

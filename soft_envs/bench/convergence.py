@@ -235,8 +235,10 @@ def step_rates(n_steps: int, seed: int, rounds: int = 3) -> str:
     import os
     import tempfile
 
-    cases = (("`PCCTrack-v0` (chambers, configuration actions)", "soft_envs/PCCTrack-v0"),
-             ("`PeterReach-v0` (soft, 2 modules)", "soft_envs/PeterReach-v0"))
+    cases = (("`PCCTrack-v0` (chambers, configuration actions)", "soft_envs/PCCTrack-v0", {}),
+             ("`PCCTrack-v0` (`actuation=\"direct\"`: 5 ms before, 2.5 ms now)", "soft_envs/PCCTrack-v0",
+              {"actuation": "direct"}),
+             ("`PeterReach-v0` (soft, 2 modules)", "soft_envs/PeterReach-v0", {}))
     with tempfile.TemporaryDirectory() as where:
         empty = os.path.join(where, "run")
         os.makedirs(empty)
@@ -244,11 +246,11 @@ def step_rates(n_steps: int, seed: int, rounds: int = 3) -> str:
         if baseline is None:
             return f"(no git history: the rates against {BASELINE_COMMIT} need a clone of the repository)"
         rows = []
-        for label, env_id in progress(cases, desc="step rates", leave=False):
+        for label, env_id, kwargs in progress(cases, desc="step rates", leave=False):
             best = {"before": 0.0, "now": 0.0}
             for _ in range(rounds):
-                best["before"] = max(best["before"], _rate(baseline, env_id, n_steps, seed, {}, empty))
-                best["now"] = max(best["now"], _rate(None, env_id, n_steps, seed, {}, empty))
+                best["before"] = max(best["before"], _rate(baseline, env_id, n_steps, seed, kwargs, empty))
+                best["now"] = max(best["now"], _rate(None, env_id, n_steps, seed, kwargs, empty))
             rows.append([label, f"{best['before']:.0f}", f"{best['now']:.0f}",
                          f"{best['before'] / best['now']:.2f}×"])
     return markdown_table(["env", f"steps/s at `{BASELINE_COMMIT}` (before the corrector)", "steps/s now",
