@@ -158,6 +158,12 @@ RECIPES: dict[str, Recipe] = {
         note="pcc-residual over arms from the ideal one to the realistic ones: the regulator's dead time "
              "drawn from 0 (ideal) to 150 ms, not 100-150 ms (every other realistic range already holds its "
              "ideal value), so the policy must read the delay from the error it sees, not assume it"),
+    "pcc-residual-ideal": Recipe(
+        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, learning_rate=1e-3,
+        env_kwargs={"tracking_weight": 100.0, "action_type": "residual", "realism": "ideal",
+                    "action_mode": "delta", "delta_scale": 0.1, "max_episode_steps": 100},
+        note="pcc-residual on the ideal arm, where the law alone tracks to a third of a millimetre: the "
+             "policy must learn to leave the law alone, and any correction it keeps is its own error"),
     "soft_envs/QuadrupedWalk-v0": Recipe(
         env_id="soft_envs/QuadrupedWalk-v0", her=False, gamma=0.99, learning_rate=3e-4, learning_starts=5000,
         env_kwargs={},
@@ -178,7 +184,7 @@ class Goal:
     """A learned baseline's goal (issue 20): the policy ``stem`` (``STEM.zip`` in the policies
     folder) trained with recipe ``recipe`` and ``seed`` for ``minutes`` of budget, evaluated on
     the ``soft-envs evaluate`` task ``task`` under ``presets`` next to the IK controllers ``ik``;
-    ``target`` says what it must reach."""
+    ``target`` says what it must reach, judged under ``judged`` (default: every preset)."""
 
     stem: str
     label: str
@@ -189,6 +195,12 @@ class Goal:
     ik: tuple[str, ...]
     target: str
     seed: int = 0
+    judged: tuple[str, ...] | None = None
+
+    @property
+    def judged_presets(self) -> tuple[str, ...]:
+        """The presets the target is judged under (the others are shown, not judged)."""
+        return self.presets if self.judged is None else self.judged
 
 
 #: The goals of BENCHMARKS.md's ``learned`` section, trained and evaluated by

@@ -163,3 +163,21 @@ def test_learning_on_a_robot_beats_its_nominal_model_and_finds_its_parameters():
     fitted, truth = result["fitted"], result["truth"]
     np.testing.assert_allclose(fitted["leg_gain"], truth["leg_gain"], atol=0.1)
     assert "`leg_gain` [1]" in learn_on_robot._identification_table([result], 40)
+
+
+def test_a_learned_goal_is_judged_only_under_its_judged_presets():
+    from soft_envs.bench.learned import _verdict
+    from soft_envs.rl_recipes import Goal
+
+    rms = {("pd-ff", "ideal"): np.array([0.3e-3]), ("pd-ff", "realistic"): np.array([7.7e-3]),
+           ("me", "ideal"): np.array([5.0e-3]), ("me", "realistic"): np.array([6.0e-3])}
+    both = Goal("g", "label", "pcc-residual", 30.0, "pcc-spiral", ("ideal", "realistic"), ("pd-ff",), "target")
+    text, met = _verdict(both, {}, "me", rms)
+    assert not met and "ideal: RMS 5.00 mm vs the law's 0.30 mm" in text
+    realistic_only = Goal("g", "label", "pcc-residual", 30.0, "pcc-spiral", ("ideal", "realistic"), ("pd-ff",),
+                          "target", judged=("realistic",))
+    text, met = _verdict(realistic_only, {}, "me", rms)
+    assert met and "(shown, not judged)" in text
+    ideal_only = Goal("g", "label", "pcc-residual", 30.0, "pcc-spiral", ("ideal",), ("pd-ff",), "target")
+    text, met = _verdict(ideal_only, {}, "me", {k: v for k, v in rms.items() if k[1] == "ideal"})
+    assert not met and "realistic" not in text
