@@ -109,6 +109,15 @@ class Recipe:
 _PPO: dict[str, Any] = dict(algo="PPO", her=False, gamma=0.99, learning_rate=3e-4, batch_size=256, n_envs=4,
                             n_steps=512, net_arch=(256, 256), ent_coef=0.0)
 
+_PCC_RESIDUAL = Recipe(
+    env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, learning_rate=1e-3,
+    env_kwargs={"tracking_weight": 100.0, "action_type": "residual", "realism": "realistic",
+                "action_mode": "delta", "delta_scale": 0.1, "max_episode_steps": 100},
+    note="a correction of the tip's aim on top of the paper's PD + feed-forward law, trained on a new "
+         "arm every episode: a zero action is the law itself, so exploration starts from a tracking "
+         "arm; the action moves the correction (delta, 10 % of its range a step); 100-step episodes "
+         "(5 s) give more starts per budget, evaluation runs the whole spiral")
+
 #: name -> recipe. The names of the form of an env id are that env's default recipe.
 RECIPES: dict[str, Recipe] = {
     "soft_envs/PeterReach-v0": Recipe(
@@ -142,26 +151,14 @@ RECIPES: dict[str, Recipe] = {
         note="a new arm every episode and the 100-150 ms regulator delay: the episode starts on the path, a "
              "zero action holds the set-point (delta, 5 % of the range a step; the spiral needs about 1 %) and the "
              "observation holds the last two steps"),
-    "pcc-residual": Recipe(
-        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, learning_rate=1e-3,
-        env_kwargs={"tracking_weight": 100.0, "action_type": "residual", "realism": "realistic",
-                    "action_mode": "delta", "delta_scale": 0.1, "max_episode_steps": 100},
-        note="a correction of the tip's aim on top of the paper's PD + feed-forward law, trained on a new "
-             "arm every episode: a zero action is the law itself, so exploration starts from a tracking "
-             "arm; the action moves the correction (delta, 10 % of its range a step); 100-step episodes "
-             "(5 s) give more starts per budget, evaluation runs the whole spiral"),
-    "pcc-residual-spread": Recipe(
-        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, learning_rate=1e-3,
-        env_kwargs={"tracking_weight": 100.0, "action_type": "residual",
-                    "realism": {"preset": "realistic", "regulator_delay": [0.0, 0.15]},
-                    "action_mode": "delta", "delta_scale": 0.1, "max_episode_steps": 100},
+    "pcc-residual": _PCC_RESIDUAL,
+    "pcc-residual-spread": _PCC_RESIDUAL.replace(
+        env_kwargs={"realism": {"preset": "realistic", "regulator_delay": [0.0, 0.15]}},
         note="pcc-residual over arms from the ideal one to the realistic ones: the regulator's dead time "
              "drawn from 0 (ideal) to 150 ms, not 100-150 ms (every other realistic range already holds its "
              "ideal value), so the policy must read the delay from the error it sees, not assume it"),
-    "pcc-residual-ideal": Recipe(
-        env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, learning_rate=1e-3,
-        env_kwargs={"tracking_weight": 100.0, "action_type": "residual", "realism": "ideal",
-                    "action_mode": "delta", "delta_scale": 0.1, "max_episode_steps": 100},
+    "pcc-residual-ideal": _PCC_RESIDUAL.replace(
+        env_kwargs={"realism": "ideal"},
         note="pcc-residual on the ideal arm, where the law alone tracks to a third of a millimetre: the "
              "policy must learn to leave the law alone, and any correction it keeps is its own error"),
     "soft_envs/QuadrupedWalk-v0": Recipe(

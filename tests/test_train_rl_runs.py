@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -197,3 +198,21 @@ def test_the_loop_options_ablation_trains_every_variant_on_the_same_goals():
     assert [row[0] for row in rows] == list(loop_options.VARIANTS)
     for row in rows:
         assert row[1] >= 150 and row[2].endswith(" %") and float(row[4]) > 0.0
+
+
+def test_a_policy_trained_as_its_goal_asks_is_kept_and_its_checkpoint_resumed(tmp_path):
+    # The record and the checkpoint hold the recipe through JSON (tuples become lists): both must
+    # still compare equal to today's recipe, or `bench learned --train` retrains from zero.
+    from soft_envs.bench.learned import _as_recorded, _trained_as_asked
+    from soft_envs.rl_checkpoint import Checkpoint
+    from soft_envs.rl_recipes import GOALS
+
+    goal = next(g for g in GOALS if g.stem == "peter_soft")
+    path = tmp_path / f"{goal.stem}.zip"
+    train(recipe_for(goal.recipe), minutes=goal.minutes, timesteps=1, seed=goal.seed, output=str(path),
+          eval_every=10**9, eval_episodes=1, progress=False, log=lambda *_: None, budget_clock="cpu")
+    assert _trained_as_asked(policy_record(path), goal, "cpu")
+    assert not _trained_as_asked(policy_record(path), goal, "wall")
+    checkpoint = Checkpoint(tmp_path / "written.ckpt")  # a checkpoint's state goes through JSON the same way
+    checkpoint.save(load_model(path), {"recipe": dataclasses.asdict(recipe_for(goal.recipe))})
+    assert checkpoint.state()["recipe"] == _as_recorded(recipe_for(goal.recipe))

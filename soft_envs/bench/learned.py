@@ -20,6 +20,7 @@ measure), next to the paper's PD + feed-forward law.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,18 @@ def policies_folder() -> Path:
     return Path(os.environ.get("SOFT_ENVS_POLICIES", "runs/learned"))
 
 
+def _as_recorded(recipe: Any) -> Any:
+    """``recipe`` (a :class:`~soft_envs.rl_recipes.Recipe`) as a record holds it once through JSON
+    (tuples become lists), for comparing a record or checkpoint with the recipe of today."""
+    from soft_envs.rl_checkpoint import to_json_value
+
+    return json.loads(json.dumps(dataclasses.asdict(recipe), default=to_json_value))
+
+
 def _trained_as_asked(record: dict[str, Any], goal: Goal, budget_clock: str) -> bool:
     from soft_envs.rl_recipes import recipe_for
 
-    return (record.get("recipe") == dataclasses.asdict(recipe_for(goal.recipe)) and record.get("seed") == goal.seed
+    return (record.get("recipe") == _as_recorded(recipe_for(goal.recipe)) and record.get("seed") == goal.seed
             and record.get("budget_minutes") == goal.minutes and record.get("budget_clock") == budget_clock)
 
 
@@ -61,7 +70,7 @@ def _train_goal(item: tuple[Goal, str, str]) -> dict[str, Any]:
         return {"stem": goal.stem, "status": "kept (already trained with this recipe, seed and budget)"}
     recipe = recipe_for(goal.recipe)
     ckpt = Checkpoint(output.with_suffix(".ckpt"))
-    resume = ckpt.exists() and ckpt.state().get("recipe") == dataclasses.asdict(recipe) \
+    resume = ckpt.exists() and ckpt.state().get("recipe") == _as_recorded(recipe) \
         and ckpt.state().get("seed") == goal.seed and ckpt.state().get("budget_clock", "wall") == budget_clock
     with open(output.with_suffix(".log"), "a") as log_file:
         def log(*parts: Any) -> None:
