@@ -3,8 +3,9 @@ seed and budget, and evaluate it next to the IK controllers, as that section doe
 
     python examples/learned_baseline.py quadruped_walk                  # PPO walk (goal budget)
     python examples/learned_baseline.py pcc_residual --minutes 20       # PCC spiral, residual on PD + FF
+    python examples/learned_baseline.py pcc_residual_ideal              # the same on the ideal arm, 10 min
     python examples/learned_baseline.py peter_soft                      # soft PETER, ideal, 30 min
-    python examples/learned_baseline.py peter_real                      # soft PETER, a new robot every episode
+    python examples/learned_baseline.py peter_real                      # soft PETER, a new robot every episode, 60 min
     python examples/learned_baseline.py peter_soft --smoke              # a few seconds: the plumbing
 
 Needs the ``learn`` extra. The goals (recipe, seed, budget, evaluation task, presets, IK
