@@ -255,11 +255,11 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.start_straight = bool(start_straight)
         self.gravity = bool(gravity)
         self.payload = float(payload)
-        if time_step is None and frame_skip is None and soft:  # the control period is 50 ms whatever the step
-            time_step = DIRECT_TIME_STEP if actuation == "direct" else SOFT_TIME_STEP
-            frame_skip = round(SOFT_CONTROL_PERIOD / time_step)
-        time_step = (SOFT_TIME_STEP if soft else 2e-3) if time_step is None else time_step
-        frame_skip = (10 if soft else 25) if frame_skip is None else frame_skip
+        default_step = time_step is None
+        if default_step:
+            time_step = (DIRECT_TIME_STEP if actuation == "direct" else SOFT_TIME_STEP) if soft else 2e-3
+        if frame_skip is None:  # soft: a 50 ms env step at the default physics step
+            frame_skip = (round(SOFT_CONTROL_PERIOD / time_step) if default_step else 10) if soft else 25
         self.regulator_time_constant, self.regulator_delay = float(regulator_time_constant), float(regulator_delay)
         self.rayleigh_stiffness = float(rayleigh_stiffness)
         super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, realism=realism, **kwargs)
