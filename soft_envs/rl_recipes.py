@@ -109,6 +109,12 @@ class Recipe:
 _PPO: dict[str, Any] = dict(algo="PPO", her=False, gamma=0.99, learning_rate=3e-4, batch_size=256, n_envs=4,
                             n_steps=512, net_arch=(256, 256), ent_coef=0.0)
 
+_PETER_SOFT_REALISTIC = Recipe(
+    gamma=0.9, net_arch=(128, 128),
+    env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2},
+    note="a new robot every episode: the policy must close the loop on the measured error, so the "
+         "action moves the set-points (delta) and the observation holds the last two steps")
+
 _PCC_RESIDUAL = Recipe(
     env_id="soft_envs/PCCTrack-v0", her=False, gamma=0.9, learning_rate=1e-3,
     env_kwargs={"tracking_weight": 100.0, "action_type": "residual", "realism": "realistic",
@@ -129,15 +135,9 @@ RECIPES: dict[str, Recipe] = {
         net_arch=(128, 128), env_kwargs={"n_modules": 2},
         note="soft physics, ideal: the same as the kinematic recipe; the arm settles within the 0.1 s step "
              "(instant actuation), so the contextual-bandit view still holds"),
-    "peter-soft-realistic": Recipe(
-        gamma=0.9, net_arch=(128, 128),
-        env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2},
-        note="a new robot every episode: the policy must close the loop on the measured error, so the "
-             "action moves the set-points (delta) and the observation holds the last two steps"),
-    "peter-soft-realistic-success": Recipe(
-        gamma=0.9, net_arch=(128, 128),
-        env_kwargs={"n_modules": 2, "realism": "realistic", "action_mode": "delta", "history": 2,
-                    "success_reward": 1.0},
+    "peter-soft-realistic": _PETER_SOFT_REALISTIC,
+    "peter-soft-realistic-success": _PETER_SOFT_REALISTIC.replace(
+        env_kwargs={"success_reward": 1.0},
         note="peter-soft-realistic with a bonus of 1 a step within 1 mm of the measured tip: the distance "
              "term's slope, 0.1 a millimetre, is below what the critic resolves at -1 to -10 a step"),
     "soft_envs/PCCTrack-v0": Recipe(

@@ -18,14 +18,13 @@ import numpy as np
 
 from soft_envs.bench import markdown_table
 from soft_envs.console import progress
-from soft_envs.envs.pcc_track import DIRECT_TIME_STEP, SOFT_TIME_STEP
-from soft_envs.envs.peter_reach import SOFT_TIME_STEP as PETER_SOFT_TIME_STEP
+from soft_envs.envs import pcc_track, peter_reach
 
 TITLE = "Convergence of the soft arms' integration in time"
-PCC_STEP, PETER_STEP = SOFT_TIME_STEP, PETER_SOFT_TIME_STEP  # s, the envs' default physics steps
-PCC_DIRECT_STEP = DIRECT_TIME_STEP  # s, PCCTrack's default step with actuation="direct"
-PCC_CONTROL, PETER_CONTROL = 0.05, 0.1  # s, the envs' control periods
-PCC_CONTROLLER_PERIOD = 5e-3  # s, the PD + feed-forward law's period, fixed in the study
+PCC_STEP, PETER_STEP = pcc_track.SOFT_TIME_STEP, peter_reach.SOFT_TIME_STEP  # s, the envs' default steps
+PCC_DIRECT_STEP = pcc_track.DIRECT_TIME_STEP  # s, PCCTrack's default step with actuation="direct"
+PCC_CONTROL, PETER_CONTROL = pcc_track.SOFT_CONTROL_PERIOD, peter_reach.SOFT_CONTROL_PERIOD  # s, env steps
+PCC_CONTROLLER_PERIOD = pcc_track.SOFT_LAW_PERIOD  # s, the PD + feed-forward law's period, fixed in the study
 REFERENCE_FACTOR = 16  # the reference runs at the default step over this
 
 
@@ -271,8 +270,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         "its default motion is gentler; the row without the ramp is the fast start the issue measured. "
         "`actuation=\"direct\"` steps at 2.5 ms by default since its 5 ms path was 11 % of the span from the "
         "reference: with no regulator lag the law's `+D u̇` also cancels the damping of the arm's stiff modes, "
-        "which 5 ms does not resolve; from 2.5 ms its changes shrink 13× and then stop shrinking while those "
-        "modes come into resolution (0.6–0.3 ms).\n\n"
+        "which 5 ms does not resolve; from 2.5 ms its changes shrink 13× and then stop shrinking between 1.25 "
+        "and 0.3 ms (not yet the asymptotic range; this study does not go below 0.3 ms).\n\n"
         "**Before**\n\n" + halving_table(0, full, seed) + "\n\n**Now**\n\n" + halving_table(None, full, seed)
         + "\n\nWhich term made it first order (1 s episodes):\n\n" + diagnosis_table(seed)
         + f"\n\nSpeed: `env.step` rates at the envs' defaults, the same uniformly random actions, main at "

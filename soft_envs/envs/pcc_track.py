@@ -122,6 +122,7 @@ STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its
 SOFT_TIME_STEP = 5e-3  # s, soft physics through the chambers (0.3 % of the path's span; bench convergence)
 DIRECT_TIME_STEP = 2.5e-3  # s, soft physics with actuation="direct" (0.7 % at 2.5 ms, 11 % at 5 ms)
 SOFT_CONTROL_PERIOD = 0.05  # s, the env step of the soft arm (20 Hz control)
+SOFT_LAW_PERIOD = 5e-3  # s, the PD + feed-forward law's period on the soft arm [seed 004: a 250 Hz loop]
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
 
 
@@ -263,7 +264,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.regulator_time_constant, self.regulator_delay = float(regulator_time_constant), float(regulator_delay)
         self.rayleigh_stiffness = float(rayleigh_stiffness)
         super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, realism=realism, **kwargs)
-        period = (5e-3 if soft else self.time_step) if controller_period is None else controller_period
+        period = (SOFT_LAW_PERIOD if soft else self.time_step) if controller_period is None else controller_period
         self.controller_period = check_positive("controller_period [s]", period, 1.0)
         ratio = self.controller_period / self.time_step
         if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6 * ratio:
