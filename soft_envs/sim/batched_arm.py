@@ -300,14 +300,14 @@ def reference_step(topology: ArmTopology, params: ArmParams, state: ArmState, dt
     if not act.all():  # keep the solves regular for arms that do not move
         M[~act] = np.eye(n)
 
-    def end_terms(u_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        M_e, _, G_e = terms(topology, params, state, u=u_end, active=act)
+    def end_terms(u_end: np.ndarray, w_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        M_e, h_e, G_e = terms(topology, params, state, u=u_end, w=w_end, active=act)
         if not act.all():
             M_e[~act] = np.eye(n)
-        return M_e, G_e
+        return M_e, h_e, G_e
 
     out = generalized_alpha_step(
-        state.u, state.w, state.a, dt, params.stiffness, end_terms, start_terms=(M, G), coriolis=h - G,
+        state.u, state.w, state.a, dt, params.stiffness, end_terms, start_terms=(M, h, G),
         torque_start=np.broadcast_to(np.asarray(torque, dtype=float), (B, n)),
         torque_end=None if torque_end is None else np.broadcast_to(np.asarray(torque_end, dtype=float), (B, n)),
         rest_start=state.rest, rest_end=rest_end, rayleigh_mass=params.rayleigh[:, 0],

@@ -74,11 +74,11 @@ def cholesky_solve(A, b, x):
 
 
 @njit(**_INLINE)
-def _force(uk, wk, tau, rest, cor, G, k, dd, ray_m, M, out):
-    """``F = τ − C u̇ − G − K (u − r) − β_R K u̇ − α_R M u̇`` of one arm into ``out``."""
+def _force(uk, wk, tau, rest, h, k, dd, ray_m, M, out):
+    """``F = τ − h − K (u − r) − β_R K u̇ − α_R M u̇`` (``h = C u̇ + G``) of one arm into ``out``."""
     n = uk.shape[0]
     for i in range(n):
-        f = tau[i] - cor[i] - G[i] - k[i] * (uk[i] - rest[i]) - dd[i] * wk[i]
+        f = tau[i] - h[i] - k[i] * (uk[i] - rest[i]) - dd[i] * wk[i]
         if ray_m != 0.0:
             s = 0.0
             for j in range(n):
@@ -94,22 +94,21 @@ def step_workspace(n):
 
 
 @njit(**_INLINE)
-def predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s, g_s,
+def predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s,
             A, vec, u_out, w_out, a_out):
-    """The reference's step with the start terms ``M_s``, ``h_s`` = C u̇ + G, ``g_s`` up to its
+    """The reference's step with the start terms ``M_s``, ``h_s`` = C u̇ + G up to its
     first solve (the predictor; the whole step without corrector passes) into ``*_out``. ``k`` the
     stiffness, ``rayleigh`` = (α_R, β_R), ``cancel`` leaves the damping out, ``fresh`` starts from
     the true acceleration; ``coefficients`` = ``(dt, α_m, α_f, γ, β)``. What the corrector passes
     need is kept in ``vec`` ``(12, n)``; ``A`` ``(n, n)`` scratch."""
     dt, am, af, gamma, beta = coefficients
     n = u.shape[0]
-    cor, dd, f_s, acc_s, u_hat, w_hat, impl, a0 = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[8]
+    dd, f_s, acc_s, u_hat, w_hat, impl, a0 = vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[8]
     keep = 0.0 if cancel else 1.0
     ray_m = rayleigh[0] * keep
     for i in range(n):
-        cor[i] = h_s[i] - g_s[i]
         dd[i] = rayleigh[1] * keep * k[i]
-    _force(u, w, tau_s, rest_s, cor, g_s, k, dd, ray_m, M_s, f_s)
+    _force(u, w, tau_s, rest_s, h_s, k, dd, ray_m, M_s, f_s)
     if passes > 0 or fresh:
         for i in range(n):
             for j in range(n):
@@ -122,19 +121,18 @@ def predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, c
         impl[i] = (1.0 - af) * (beta * dt * dt * k[i] + gamma * dt * dd[i])
     vec[11, 0] = (1.0 - am) + (1.0 - af) * gamma * dt * ray_m  # the mass factor of the solves
     vec[11, 1] = ray_m
-    solve_pass(k, rest_e, tau_e, coefficients, M_s, g_s, M_s, False, A, vec, u_out, w_out, a_out)
+    solve_pass(k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, A, vec, u_out, w_out, a_out)
 
 
 @njit(**_INLINE)
-def solve_pass(k, rest_e, tau_e, coefficients, M_e, G_e, M_s, corrected, A, vec, u_out, w_out, a_out):
-    """One solve of the reference's pass loop with ``M``, ``G`` at the step's end ``M_e``, ``G_e``
+def solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, corrected, A, vec, u_out, w_out, a_out):
+    """One solve of the reference's pass loop with ``M``, ``h`` at the step's end ``M_e``, ``h_e``
     (``corrected``: a corrector pass, with its ``α_f (M_e − M_s) ü_n`` term); ``vec`` from :func:`predict`."""
     dt, am, af, gamma, beta = coefficients
     n = k.shape[0]
-    cor, dd, f_s, acc_s, u_hat, w_hat, impl, rhs, a0 = (vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6],
-                                                         vec[7], vec[8])
+    dd, f_s, acc_s, u_hat, w_hat, impl, rhs, a0 = vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[7], vec[8]
     mass_factor, ray_m = vec[11, 0], vec[11, 1]
-    _force(u_hat, w_hat, tau_e, rest_e, cor, G_e, k, dd, ray_m, M_e, rhs)
+    _force(u_hat, w_hat, tau_e, rest_e, h_e, k, dd, ray_m, M_e, rhs)
     for i in range(n):
         s = 0.0
         for j in range(n):
@@ -165,33 +163,34 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
     go to the ``*_out`` arrays. ``topology`` = ``(ints, table, trig, sec, lref)``."""
     sec, lref = topology[3], topology[4]
     M_e, A, vec = sws
-    g_e, h_e, zero = vec[9], vec[10], vec[7]
+    g_e, h_e = vec[9], vec[10]
     if not start:
         terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
-    predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s, g_s,
+    predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s,
             A, vec, u_out, w_out, a_out)
     for _ in range(passes):
         configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
-        for i in range(zero.shape[0]):
-            zero[i] = 0.0  # (vec[7] is the solve's right-hand side: free between passes)
-        terms_of_arm(topology, mass, inertia, gravity, u_out, zero, c_out, True, False, M_e, h_e, g_e, ws)
-        solve_pass(k, rest_e, tau_e, coefficients, M_e, g_e, M_s, True, A, vec, u_out, w_out, a_out)
+        terms_of_arm(topology, mass, inertia, gravity, u_out, w_out, c_out, True, True, M_e, h_e, g_e, ws)
+        if cancel:  # the controller's C u̇ of the step's start cancels the arm's: held there
+            for i in range(h_e.shape[0]):
+                h_e[i] = g_e[i] + (h_s[i] - g_s[i])
+        solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, A, vec, u_out, w_out, a_out)
     configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
 
 
 @njit(**_JIT)
 def single_predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s,
-                   g_s, A, vec, u_out, w_out, a_out):
+                   A, vec, u_out, w_out, a_out):
     """:func:`predict` for one arm whose terms come from elsewhere (:class:`~soft_envs.sim.soft_arm.SoftArmBody`:
     PyBullet's)."""
-    predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s, g_s,
+    predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s,
             A, vec, u_out, w_out, a_out)
 
 
 @njit(**_JIT)
-def single_correct(k, rest_e, tau_e, coefficients, M_e, G_e, M_s, A, vec, u_out, w_out, a_out):
-    """A corrector pass (:func:`solve_pass`) for one arm with its end terms ``M_e``, ``G_e``."""
-    solve_pass(k, rest_e, tau_e, coefficients, M_e, G_e, M_s, True, A, vec, u_out, w_out, a_out)
+def single_correct(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, A, vec, u_out, w_out, a_out):
+    """A corrector pass (:func:`solve_pass`) for one arm with its end terms ``M_e``, ``h_e``."""
+    solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, A, vec, u_out, w_out, a_out)
 
 
 @njit(**_JIT)

@@ -500,3 +500,26 @@ def batch_section_map(sec, lref, u, w, c, ue, ce, jac, acc):
             for i in range(3 * n_sec):
                 ce[b, i] = c[b, i]
         section_jacobian(ue[b], ce[b], w[b], planar, chord, links, lref, jac[b], acc[b])
+
+
+@njit(**_JIT)
+def arm_section_map(sec, lref, u, w, ref, c, ue, ce, J, acc, blocks):
+    """One arm's section map, for a single body (:meth:`SoftArmBody._kinematics`): ``c̃`` of ``u``
+    (θ's sign nearest ``ref``) into ``c``, the evaluation point ``ue`` and its ``c̃`` ``ce``, the
+    whole ``J = ∂c̃/∂u`` ``(3N, n)`` and ``J̇ w`` ``(3N,)``; ``blocks`` ``(N, 3, 3)`` scratch."""
+    planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
+    configuration(u, ref, True, planar, chord, links, lref, c)
+    if evaluation_point(u, c, planar, ue):
+        configuration(ue, c, True, planar, chord, links, lref, ce)
+    else:
+        for i in range(c.shape[0]):
+            ce[i] = c[i]
+    section_jacobian(ue, ce, w, planar, chord, links, lref, blocks, acc)
+    per = 2 if planar else 3
+    for r in range(J.shape[0]):
+        for col in range(J.shape[1]):
+            J[r, col] = 0.0
+    for i in range(lref.shape[0]):
+        for r in range(3):
+            for p in range(per):
+                J[3 * i + r, per * i + p] = blocks[i, r, p]

@@ -47,9 +47,9 @@ from soft_envs.exceptions import InvalidParameterError
 DEFAULT_SPECTRAL_RADIUS = 0.9  # ρ∞ (soft_arm's module docstring says why)
 DEFAULT_CORRECTOR_PASSES = 1  # the step's order is two from one pass on
 
-#: ``terms(u) -> (M, G)``: the mass matrix ``(..., n, n)`` and the gravity torque ``(..., n)`` at a
-#: configuration ``(..., n)``.
-Terms = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: ``terms(u, u̇) -> (M, h, G)``: the mass matrix ``(..., n, n)``, the bias ``h = C(u, u̇) u̇ + G(u)``
+#: and the gravity torque ``G`` ``(..., n)`` at a state (configuration and rate ``(..., n)``).
+Terms = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 class AlphaParameters(NamedTuple):
@@ -71,8 +71,8 @@ class AlphaParameters(NamedTuple):
 
 
 class AlphaStep(NamedTuple):
-    """The state after a step and the ``(M, h)`` its last solve used (evaluated at the last
-    corrector's end state; the start terms after no pass)."""
+    """The state after a step and the ``(M, h)`` its last solve used (evaluated at the state the
+    last corrector pass started from; the start terms after no pass)."""
 
     u: np.ndarray
     w: np.ndarray
@@ -97,8 +97,7 @@ def generalized_alpha_step(
     stiffness: np.ndarray,
     terms: Terms,
     *,
-    start_terms: tuple[np.ndarray, np.ndarray],
-    coriolis: np.ndarray,
+    start_terms: tuple[np.ndarray, np.ndarray, np.ndarray],
     torque_start: np.ndarray,
     torque_end: np.ndarray | None = None,
     rest_start: np.ndarray,
@@ -119,16 +118,18 @@ def generalized_alpha_step(
         u, w, a: smooth configuration, its rate and the method's auxiliary acceleration.
         dt: time step [s].
         stiffness: the diagonal of ``K`` (``(n,)`` or ``(B, n)``).
-        terms: ``(M, G)`` at a configuration, called once per corrector pass.
-        start_terms: ``(M, G)`` at ``u``.
-        coriolis: the velocity-product force ``C(u, u̇) u̇`` at the step's start (held over the step).
+        terms: ``(M, h, G)`` at a state ``(u, u̇)``, called once per corrector pass.
+        start_terms: ``(M, h, G)`` at ``(u, w)``.
         torque_start, torque_end: the generalised actuation at the step's start and end (default: held).
         rest_start, rest_end: the rest configuration at the step's start and end (default: held).
         rayleigh_mass, rayleigh_stiffness: ``α_R`` [1/s] and ``β_R`` [s] of ``D`` (scalars or ``(B,)``).
-        cancel_damping: leave ``D u̇`` out (a controller's ``+D u̇`` applied at the same implicit
-            velocity); a bool or ``(B,)``.
+        cancel_damping: a feedback-linearising controller acts at every step (a bool or ``(B,)``):
+            its ``+D u̇`` cancels the damping at the same implicit velocity (``D u̇`` left out) and
+            its ``+C u̇``, evaluated at the step's start, the velocity product held there (``h``
+            at the end is ``G_e + (h − G)_start``; the discrete cancellation is then exact, as the
+            continuous one is).
         parameters: the generalised-α parameters (default ``ρ∞ = 0.9``).
-        corrector_passes: evaluations of ``(M, G)`` at the step's end (0: at its start, the scheme
+        corrector_passes: evaluations of ``(M, h)`` at the step's end (0: at its start, the scheme
             before this module; first order).
         consistent_start: replace ``a`` by the true acceleration ``ü_n`` (a bool or ``(B,)``): the
             first step after a state was set (``a`` = 0 there is an ``O(1)`` error that makes the
@@ -148,12 +149,13 @@ def generalized_alpha_step(
     ray_m_vec = ray_m[..., None]
     damping_diagonal = (np.asarray(rayleigh_stiffness, dtype=float) * keep)[..., None] * k  # β_R K
 
-    def force(uk, wk, tau, rest, M, G):  # F = τ − C u̇ − G − K (u − r) − D u̇
-        f = tau - coriolis - G - k * (uk - rest) - damping_diagonal * wk
+    def force(uk, wk, tau, rest, M, h):  # F = τ − h − K (u − r) − D u̇, h = C u̇ + G
+        f = tau - h - k * (uk - rest) - damping_diagonal * wk
         return f - ray_m_vec * _matvec(M, wk) if mass_damped else f
 
-    M_s, G_s = start_terms
-    force_s = force(u, w, tau_s, rest_s, M_s, G_s)
+    M_s, h_s, G_s = start_terms
+    held = np.asarray(cancel_damping, dtype=bool)[..., None]  # where C u̇ stays at the step's start
+    force_s = force(u, w, tau_s, rest_s, M_s, h_s)
     fresh = np.asarray(consistent_start, dtype=bool)
     acc_s = _solve(M_s, force_s) if corrector_passes or np.any(fresh) else None  # ü_n
     if np.any(fresh):
@@ -164,17 +166,18 @@ def generalized_alpha_step(
     identity = np.eye(u.shape[-1])
     implicit_diagonal = (1.0 - af) * (beta * dt * dt * k + gamma * dt * damping_diagonal)  # (..., n)
     mass_factor = ((1.0 - am) + (1.0 - af) * gamma * dt * ray_m)[..., None, None]
-    M_e, G_e = M_s, G_s
+    M_e, h_e = M_s, h_s
     u_e = w_e = a_next = None
     for p in range(corrector_passes + 1):
         if p:
-            M_e, G_e = terms(u_e)
+            M_e, h_e, G_e = terms(u_e, w_e)
+            h_e = np.where(held, G_e + (h_s - G_s), h_e)
         # (1 − α_m) M_e a_{n+1} + α_m M_e a_n − α_f M_e ü_n = (1 − α_f) F_e(u_{n+1}, u̇_{n+1}), with
         # M_e ü_n = F_s + (M_e − M_s) ü_n: exactly the predictor's scheme while M_e is M_s.
-        rhs = (1.0 - af) * force(u_hat, w_hat, tau_e, rest_e, M_e, G_e) + af * force_s - am * _matvec(M_e, a)
+        rhs = (1.0 - af) * force(u_hat, w_hat, tau_e, rest_e, M_e, h_e) + af * force_s - am * _matvec(M_e, a)
         if p:
             rhs = rhs + af * _matvec(M_e - M_s, acc_s)
         a_next = _solve(mass_factor * M_e + identity * implicit_diagonal[..., None, :], rhs)
         u_e = u_hat + (beta * dt * dt) * a_next
         w_e = w_hat + (gamma * dt) * a_next
-    return AlphaStep(u_e, w_e, a_next, (M_e, G_e))
+    return AlphaStep(u_e, w_e, a_next, (M_e, h_e))
