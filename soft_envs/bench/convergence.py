@@ -1,7 +1,8 @@
 """Convergence of the soft arms' integration in time (``soft-envs bench convergence``): halving
 studies of the physics step on the PCC arm (``PCCTrack-v0``) and PETER (``PeterReach-v0``), the
-scheme before (no corrector pass: ``M`` and ``C u̇ + G`` at the step's start) and now, which term
-made the old scheme first order, and what the corrector costs in steps/s.
+scheme before (no corrector pass: ``M`` and ``C u̇ + G`` at the step's start) and now (both at the
+step's end), which term made the old scheme first order, the studies continued below the steps
+where the PCC arm's stiff modes are resolved, and what the corrector costs in steps/s.
 
 A study runs the same episode at a physics step ``dt₀, dt₀/2, dt₀/4, …`` (the control period
 fixed, ``frame_skip`` scaled; for the PCC arm also the PD + feed-forward law's 5 ms period) and a
@@ -36,7 +37,7 @@ def pcc_path(time_step: float, *, duration: float = 2.0, actuation: str = "press
     through the PD + feed-forward law every 5 ms, for ``duration`` [s] at physics step ``time_step``.
 
     ``corrector_passes`` sets the integrator's passes (default: the body's); ``terms_variant(body)``
-    may replace the body's ``configuration_terms`` (the diagnosis of :func:`diagnosis_table`)."""
+    may replace the body's ``state_terms`` (the diagnosis of :func:`diagnosis_table`)."""
     import gymnasium as gym
 
     import soft_envs  # noqa: F401  (registers the envs)
@@ -84,7 +85,7 @@ def _configure(body, corrector_passes: int | None, terms_variant: Callable | Non
     if corrector_passes is not None:
         body.corrector_passes = corrector_passes
     if terms_variant is not None:
-        body.configuration_terms = terms_variant(body)
+        body.state_terms = terms_variant(body)
 
 
 def halving_study(path: Callable[..., np.ndarray], base_step: float, *, halvings: int = 3,
@@ -113,7 +114,7 @@ def halving_rows(study: dict, label: str) -> list[list]:
     rows = []
     for k, dt in enumerate(study["steps"]):
         change = f"{study['changes'][k]:.4f} %" if k < len(study["changes"]) else "—"
-        ratio = f"{study['ratios'][k - 1]:.1f}×" if 0 < k <= len(study["ratios"]) else "—"
+        ratio = f"{study['ratios'][k - 1]:.2f}×" if 0 < k <= len(study["ratios"]) else "—"
         rows.append([label if k == 0 else "", f"{dt * 1e3:.4g}", change, ratio, f"{study['to_reference'][k]:.4f} %"])
     return rows
 
@@ -143,32 +144,49 @@ def halving_table(passes: int | None, full: bool, seed: int) -> str:
     return markdown_table(HALVING_HEADERS, rows)
 
 
-def _variant(which: str) -> Callable:
-    """``configuration_terms`` that correct only ``which`` ("M" or "G") at the step's end."""
+def _variant(corrected: str) -> Callable:
+    """``state_terms`` that take only the ``corrected`` terms ("M", "G" or "MG") at the step's end,
+    the others at its start (the body's current state while it steps)."""
     def make(body):
-        full = body.configuration_terms
+        full = body.state_terms
 
-        def terms(u):
-            M, G = full(u)
-            return (M, body.gravity_torque()) if which == "M" else (body.mass_matrix(), G)
+        def terms(u, w):
+            M = full(u, w)[0] if "M" in corrected else body.mass_matrix()
+            return M, (body.coriolis() + body.gravity_torque(u) if "G" in corrected else body.bias())
         return terms
     return make
 
 
 def diagnosis_table(seed: int) -> str:
     """Which start-of-step term made the old scheme first order: the PCC (chambers) and PETER
-    studies with only ``M`` or only ``G`` corrected at the step's end."""
+    studies with only some of ``M``, ``G``, ``C u̇`` at the step's end."""
     rows = []
     cases = [("PCC, configuration actions", pcc_path, PCC_STEP), ("PETER, 0.5 kg", peter_path, PETER_STEP)]
     variants = [("none (before)", {"corrector_passes": 0}), ("M only", {"terms_variant": _variant("M")}),
-                ("G only", {"terms_variant": _variant("G")}), ("M and G (now)", {}),
-                ("M and G, two corrector passes", {"corrector_passes": 2})]
+                ("G only", {"terms_variant": _variant("G")}),
+                ("M and G, C u̇ at the start (the last version)", {"terms_variant": _variant("MG")}),
+                ("M, G and C u̇ (now)", {}), ("M, G and C u̇, two corrector passes", {"corrector_passes": 2})]
     for label, path, step in progress(cases, desc="diagnosis", leave=False):
         for name, kwargs in variants:
             study = halving_study(path, step, duration=1.0, seed=seed, **kwargs)
             rows.append([label, name, " / ".join(f"{c:.3f}" for c in study["changes"]),
-                         " / ".join(f"{r:.1f}×" for r in study["ratios"])])
+                         " / ".join(f"{r:.2f}×" for r in study["ratios"])])
     return markdown_table(["case (1 s)", "terms at the step's end", "changes per halving (% span)", "shrink"], rows)
+
+
+def deep_table(seed: int) -> str:
+    """The PCC studies continued below the study's steps (1 s, five halvings, the reference at 1/128
+    of the default step): where the arm's stiff modes (axial, up to ~10⁴ rad/s with their damping)
+    are resolved, the changes shrink by the second order's 4×; above it they need not."""
+    rows = []
+    cases = [("PCC, chambers (1 s)", PCC_STEP, {}),
+             ("PCC, `actuation=\"direct\"` (1 s)", PCC_DIRECT_STEP, {"actuation": "direct"})]
+    for label, step, kwargs in progress(cases, desc="deep halving", leave=False):
+        study = halving_study(pcc_path, step, halvings=5, reference_factor=128, duration=1.0, seed=seed, **kwargs)
+        rows.append([label, " / ".join(f"{dt * 1e3:.4g}" for dt in study["steps"]),
+                     " / ".join(f"{c:.5f}" for c in study["changes"]),
+                     " / ".join(f"{r:.2f}×" for r in study["ratios"])])
+    return markdown_table(["case", "steps [ms]", "changes per halving (% span)", "shrink"], rows)
 
 
 BASELINE_COMMIT = "4f2ae3c"  # main before the corrector (and before the compiled step)
@@ -237,6 +255,9 @@ def step_rates(n_steps: int, seed: int, rounds: int = 3) -> str:
     cases = (("`PCCTrack-v0` (chambers, configuration actions)", "soft_envs/PCCTrack-v0", {}),
              ("`PCCTrack-v0` (`actuation=\"direct\"`: 5 ms before, 2.5 ms now)", "soft_envs/PCCTrack-v0",
               {"actuation": "direct"}),
+             ("`PCCTrack-v0` (`actuation=\"direct\"`, 2.5 ms in both)", "soft_envs/PCCTrack-v0",
+              {"actuation": "direct", "time_step": PCC_DIRECT_STEP,
+               "frame_skip": int(round(PCC_CONTROL / PCC_DIRECT_STEP))}),
              ("`PeterReach-v0` (soft, 2 modules)", "soft_envs/PeterReach-v0", {}))
     with tempfile.TemporaryDirectory() as where:
         empty = os.path.join(where, "run")
@@ -257,23 +278,30 @@ def step_rates(n_steps: int, seed: int, rounds: int = 3) -> str:
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
-    """The convergence section: halving tables before and now, the diagnosis and the step rates."""
+    """The convergence section: halving tables before and now, the diagnosis, the deep studies and the
+    step rates."""
     return (
         "Halving studies (module `soft_envs.bench.convergence`): the same 2 s episode at the default physics "
         "step and its halves, the control period fixed (PCC: the set-points of `PCCTrackingAgent` from the "
         "straight arm, the PD + feed-forward law every 5 ms; PETER: 0.5 kg payload, uniformly random actions, "
         "halvings from its 1/120 s step in both tables; the old default was 1/240 s), the tip paths compared "
-        "with a reference at 1/16 of the "
-        "default step. *Before*: `M` and `C u̇ + G` at the step's start (`corrector_passes=0`; the PCC env's "
-        "set-point fix below is in both). *Now*: `M` and `G` corrected at the step's end, `C u̇` at its start. "
-        "Since the PCC env ramps its commands (`command_ramp_time = 0.5 s`, the learnability work of issue 20) "
-        "its default motion is gentler; the row without the ramp is the fast start the issue measured. "
-        "`actuation=\"direct\"` steps at 2.5 ms by default since its 5 ms path was 11 % of the span from the "
-        "reference: with no regulator lag the law's `+D u̇` also cancels the damping of the arm's stiff modes, "
-        "which 5 ms does not resolve; from 2.5 ms its changes shrink 13× and then stop shrinking between 1.25 "
-        "and 0.3 ms (not yet the asymptotic range; this study does not go below 0.3 ms).\n\n"
+        "with a reference at 1/16 of the default step. *Before*: `M` and `C u̇ + G` at the step's start "
+        f"(`corrector_passes=0`, the scheme of `{BASELINE_COMMIT}`; the PCC env's set-point fix is in both). "
+        "*Now*: `M`, `G` and the velocity product `C u̇` at the step's end, from one corrector pass at the "
+        "predicted end state (where a controller cancels the damping at every step, `cancel_damping`, its "
+        "`+C u̇` of the step's start cancels the arm's, which is then held there). Since the PCC env ramps "
+        "its commands (`command_ramp_time = 0.5 s`) its default motion is gentler; the row without the ramp "
+        "is the fast start the issue measured. `actuation=\"direct\"` steps at 2.5 ms by default: its "
+        "law's torque, held over 5 ms with no regulator lag to smooth it, drives the arm's axial modes, which "
+        "a 5 ms step does not resolve (the row from 5 ms).\n\n"
         "**Before**\n\n" + halving_table(0, full, seed) + "\n\n**Now**\n\n" + halving_table(None, full, seed)
-        + "\n\nWhich term made it first order (1 s episodes):\n\n" + diagnosis_table(seed)
-        + f"\n\nSpeed: `env.step` rates at the envs' defaults, the same uniformly random actions, main at "
-        f"`{BASELINE_COMMIT}` (before the corrector) and now in separate processes, interleaved, the best of 3 "
-        "(CPU time of the loop):\n\n" + step_rates(400 if full else 200, seed))
+        + "\n\nWhich term made it first order (1 s episodes; the terms not named are taken at the step's "
+        "start):\n\n" + diagnosis_table(seed)
+        + "\n\nBelow the study's steps: the PCC studies continued to smaller steps (1 s, reference at 1/128 of "
+        "the default step). Their changes shrink unevenly while the step is between 1.25 and 0.3 ms, where "
+        "the arm's fast modes (axial, with stiffness-proportional damping) come into resolution, and by about "
+        "4× below:\n\n" + deep_table(seed)
+        + f"\n\nSpeed: `env.step` rates, the same uniformly random actions, main at `{BASELINE_COMMIT}` "
+        "(before the corrector) and now in separate processes, interleaved, the best of 3 (CPU time of the "
+        "loop); the envs at their defaults, and the direct actuation at 2.5 ms in both (the accuracy per cost: "
+        "at 2.5 ms *Before* and *Now* are the rows above):\n\n" + step_rates(400 if full else 200, seed))

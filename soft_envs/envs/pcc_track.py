@@ -14,9 +14,9 @@ each following its set-point through a first-order regulator
 calibrated on that bound. ``time_step = 5 ms``, ``frame_skip = 10`` (20 Hz control).
 ``actuation="direct"`` applies the generalised forces directly (no chambers, no bounds, no
 regulator: the ideal actuator), with ``time_step = 2.5 ms``, ``frame_skip = 20``: the law's
-``+D u̇`` then cancels the damping of the arm's stiff modes too (no regulator lag filters it), and
-at 5 ms their phase error moves the tip path by 11 % of its span, at 2.5 ms by 0.7 % (``soft-envs
-bench convergence``). ``physics="stiff"``: the arm of earlier versions — stiffness
+torque, held over its 5 ms period with no regulator lag to smooth it, drives the arm's axial
+modes, and a 5 ms step, which does not resolve them, moves the tip path by 11 % of its span,
+2.5 ms by 0.6 % (``soft-envs bench convergence``). ``physics="stiff"``: the arm of earlier versions — stiffness
 from E = 80 MPa (``stiffness_source="material"``), direct actuation, ``β = 8e-4 s``, 2 ms steps,
 ``frame_skip = 25``.
 
@@ -120,7 +120,7 @@ PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pressure", "direct")
 STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
 SOFT_TIME_STEP = 5e-3  # s, soft physics through the chambers (0.3 % of the path's span; bench convergence)
-DIRECT_TIME_STEP = 2.5e-3  # s, soft physics with actuation="direct" (0.7 % at 2.5 ms, 11 % at 5 ms)
+DIRECT_TIME_STEP = 2.5e-3  # s, soft physics with actuation="direct" (0.6 % at 2.5 ms, 11 % at 5 ms)
 SOFT_CONTROL_PERIOD = 0.05  # s, the env step of the soft arm (20 Hz control)
 SOFT_LAW_PERIOD = 5e-3  # s, the PD + feed-forward law's period on the soft arm [seed 004: a 250 Hz loop]
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process

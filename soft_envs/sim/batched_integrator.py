@@ -14,10 +14,10 @@ reference's, in its order, except for the linear solves: ``M`` and ``(1 − α_m
 are symmetric positive definite, so they are solved by Cholesky (LAPACK's LU with pivoting in
 the reference; the two agree to the matrices' condition number times the rounding error).
 
-The end terms are the configuration terms only (``M`` and ``G``: no velocities, the velocity
-product ``C u̇`` is held from the start), and the sines of the joint angles are shared between a
-section's half bend and its full bends (double-angle formulas), as in
-:func:`~soft_envs.sim.batched_kernels.rigid_terms`.
+The end terms are ``M`` and ``h = C u̇ + G`` at the predicted end state (for an arm whose
+controller cancels the damping, ``G`` there and ``C u̇`` held from the start, as the reference's),
+and the sines of the joint angles are shared between a section's half bend and its full bends
+(double-angle formulas), as in :func:`~soft_envs.sim.batched_kernels.rigid_terms`.
 
 Measured (``soft-envs bench batched``, what mattered): the loops over arms are compiled without
 numba's reference counting (``_nrt=False``): every per-arm view of a batch array otherwise

@@ -118,7 +118,8 @@ class PDFeedforward:
         kp: proportional gain [1/s²] (the paper: 80).
         kv: derivative gain [1/s] (the paper: 3).
         compensate_damping: include the ``+D u̇`` term (SPEC's form of the law); with a body
-            driven directly the body applies it implicitly (``step(..., cancel_damping=True)``).
+            driven directly the body applies it implicitly (``step(..., cancel_damping=True)``,
+            which also holds the arm's ``C u̇`` at the step's start, where the law's cancels it).
         stiffness_error: relative error of the controller's stiffness model: the feed-forward
             uses ``(1 + stiffness_error) K`` (0 = exact model), to measure model sensitivity.
         known_payload: the tip payload [kg] the controller's model includes (default none): the

@@ -39,34 +39,37 @@ itself, with the generalised-α method (Chung & Hulbert 1993, in the form of Arn
 with a little numerical dissipation only for modes the step does not resolve (their amplitude
 falls by at most 10 % per step when ``ω dt ≫ 1``). The elastic, damping, actuation and rest-shape
 terms are implicit (exactly, they are linear; actuation and rest shape at the step's start and
-end); ``M`` and ``G`` are taken at the step's start by a predictor and re-evaluated at its end by
+end; the chambers' pressure-to-torque map is constant in ``u``); ``M`` and ``h = C u̇ + G`` are
+taken at the step's start by a predictor and re-evaluated at its predicted end state ``(u, u̇)`` by
 one corrector pass (:attr:`SoftArmBody.corrector_passes`; two solves, two ``calculateMassMatrix``
-and three ``calculateInverseDynamics`` calls per step); the velocity product ``C u̇`` stays at
-the step's start. The first step after a state is set starts from the true acceleration.
+and two ``calculateInverseDynamics`` calls per step). Where a controller feedback-linearises the
+arm at every step (``step(..., cancel_damping=True)``) its ``+C u̇`` of the step's start cancels
+the arm's, which is held there (:mod:`soft_envs.sim.integrator`). The first step after a state is
+set starts from the true acceleration.
 
 Order, measured (``soft-envs bench convergence``: the envs' tip paths at the default step and its
 halves, against a run at 1/16 of the step). The scheme before (``corrector_passes=0``: ``M``,
 ``C u̇ + G`` at the step's start) was first order: the tip path changed by 4.9, 2.6, 1.3 % of its
 span per halving of the PCC study (2 s) and by 0.066, 0.033, 0.016 % on PETER with 0.5 kg (1/240 s).
-Two terms made it so: (1) the PCC env's set-point, sampled for the PD + feed-forward law one
+Three terms made it so: (1) the PCC env's set-point, sampled for the PD + feed-forward law one
 *physics* step ahead of its tick (a time shift of ``dt``; now the end of the law's hold, the same at
 the 5 ms default) — 4.9 → 1.6 % on the first halving; (2) the gravity torque ``G`` at the step's
-start — PETER's whole first-order error (with ``G`` corrected the changes shrink 4.7×, with only
-``M`` corrected 2.0×). ``M`` at the start is negligible, ``C u̇`` at the start is first order with a
-small constant (the last PCC halving shrinks 3.6× instead of 4×); at the step's end ``C u̇`` makes an
-undamped, feedback-linearised arm (the law's ``+D u̇`` cancelling the damping) unstable at 5 ms, so
-it is left explicit. Without the PCC env's command ramp (``command_ramp_time=0``) the changes
-shrink 4.0× and 3.6× (PCC, 1 s), 4.2× and 3.8× (PETER at its new 1/120 s step); at the default
-step that PCC path is 1.9 % of its span from the 1/16 reference (the lightly damped first mode's
-phase error, the law cancels the arm's damping; 0.5 % at 2.5 ms), PETER's 0.09 % at 1/120 s (the
-old scheme: 0.12 % at 1/240 s, so PETER's default step is now 1/120 s). With the ramp (the
-default, 0.5 s) the PCC motion is gentler: 0.31 % at 5 ms, shrinks 4.7× then 2.3× — the small
-first-order constant of ``C u̇`` at the step's start shows once the second-order part is that
-small. One corrector pass has converged the corrector: a second pass moves every figure by less
-than 0.01 % of the span, so the iteration matrix's missing derivatives (``∂h/∂u``, ``∂h/∂u̇``,
-``∂M/∂u ü``) cost nothing here except where they would let ``C u̇`` go to the step's end. With
-``actuation="direct"`` the PCC arm's unresolved stiff modes, driven by the law's 5 ms hold, keep
-the 5 ms path 11 % from the reference (18 % without the ramp; 0.7 % at 2.5 ms).
+start — PETER's first-order error (with only ``G`` corrected the changes shrink 3.8×, with only
+``M`` 2.1×); (3) the velocity product ``C u̇`` at the step's start, first order with a small
+constant — with ``M`` and ``G`` at the end but ``C u̇`` at the start (the previous version) the PCC
+study's second halving shrank 2.3×, with ``C u̇`` at the end too 3.5×. ``M`` at the start is
+negligible. Now, at the default steps, the paths are 0.10 % (PETER, 1/120 s; its changes shrink
+4.0× and 4.0×), 0.23 % (PCC through the chambers, 5 ms; 7.4× then 3.5×) and 0.63 % (PCC with
+``actuation="direct"``, 2.5 ms; 10.9× then 1.1×) of their span from the reference. Between 1.25
+and 0.3 ms the PCC arm's changes shrink unevenly while its fast axial modes come into resolution;
+below, by 4.1× (chambers) and 3.6× (direct) per halving (the bench's deep table, to 0.08 ms).
+Without the PCC env's command ramp (``command_ramp_time=0``) the changes shrink 4.2× and 3.9×, and
+the 5 ms path is 1.8 % from the reference (the lightly damped first mode's phase error: the law
+cancels the arm's damping; 0.4 % at 2.5 ms). One corrector pass has converged the corrector: a
+second moves every figure by less than 0.01 % of the span. With ``actuation="direct"`` the law's
+torque, held over 5 ms with no regulator lag to smooth it, drives the arm's axial modes, which a
+5 ms step does not resolve: 11 % from the reference at 5 ms (19 % without the ramp), hence that
+actuation's 2.5 ms step.
 Also checked in ``tests/sim``: an undamped elastic oscillation keeps its amplitude (the
 four-segment arm's first mode, 10 periods at 5 ms: 100 %; one segment's 172 rad/s mode, 6 steps
 per period: 99 %; the semi-implicit Euler it replaced removed 96 % within 50–100 ms at 2 ms), and
@@ -554,8 +557,10 @@ class SoftArmBody:
 
         ``torque`` is the generalised actuation in ``u`` at the step's start (and ``torque_end``
         at its end, default the same); ``rest_end`` the rest configuration at the step's end
-        (default unchanged). ``cancel_damping`` drops the damping force, as a controller's
-        ``+D u̇`` term applied at the same (implicit) velocity does.
+        (default unchanged). ``cancel_damping``: a controller feedback-linearises the arm at this
+        step (its ``+D u̇`` applied at the same, implicit, velocity: the damping force is dropped;
+        its ``+C u̇`` of the step's start: the arm's velocity product is held there,
+        :mod:`~soft_envs.sim.integrator`).
         """
         n = self.n_dof
         tau_s = np.array(torque, dtype=float)
