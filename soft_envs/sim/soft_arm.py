@@ -44,8 +44,11 @@ taken at the step's start by a predictor and re-evaluated at its predicted end s
 one corrector pass (:attr:`SoftArmBody.corrector_passes`; two solves, two ``calculateMassMatrix``
 and two ``calculateInverseDynamics`` calls per step). Where a controller feedback-linearises the
 arm at every step (``step(..., cancel_damping=True)``) its ``+C u̇`` of the step's start cancels
-the arm's, which is held there (:mod:`soft_envs.sim.integrator`). The first step after a state is
-set starts from the true acceleration.
+the arm's, which is held there (:mod:`soft_envs.sim.integrator`). The actuators' own dynamics are
+integrated exactly and enter at the step's start and end: the chamber regulators' first-order lag
+as its exponential (:class:`~soft_envs.sim.actuators.PressureRegulator`), PETER's legs at their
+constant fill and vent rates (:class:`~soft_envs.sim.actuators.PneumaticLegs`). The first step after
+a state is set starts from the true acceleration.
 
 Order, measured (``soft-envs bench convergence``: the envs' tip paths at the default step and its
 halves, against a run at 1/16 of the step). The scheme before (``corrector_passes=0``: ``M``,
