@@ -393,18 +393,23 @@ def _rates(jac, w, per, cd):
 
 
 @njit(**_INLINE)
-def _evaluation_state(sec, lref, u, w, c, ws):
-    """Evaluation point ``u_e``, its ``c̃_e``, ``J``, ``J̇ w`` and ``ċ̃`` into the workspace."""
+def _evaluation_map(sec, lref, u, w, c, ue, ce, jac, acc):
+    """Evaluation point ``ue`` of ``u`` (``c`` its ``c̃``), its ``c̃`` ``ce``, the section blocks of
+    ``J`` ``jac`` ``(N, 3, 3)`` and ``J̇ w`` ``acc``."""
     planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
-    per = 2 if planar else 3
-    ue, ce, cd, acc, jac = ws[0], ws[1], ws[2], ws[3], ws[6]
     if evaluation_point(u, c, planar, ue):
         configuration(ue, c, True, planar, chord, links, lref, ce)
     else:
         for i in range(c.shape[0]):
             ce[i] = c[i]
     section_jacobian(ue, ce, w, planar, chord, links, lref, jac, acc)
-    _rates(jac, w, per, cd)
+
+
+@njit(**_INLINE)
+def _evaluation_state(sec, lref, u, w, c, ws):
+    """Evaluation point ``u_e``, its ``c̃_e``, ``J``, ``J̇ w`` and ``ċ̃`` into the workspace."""
+    _evaluation_map(sec, lref, u, w, c, ws[0], ws[1], ws[6], ws[3])
+    _rates(ws[6], w, 2 if sec[0] != 0 else 3, ws[2])
 
 
 @njit(**_NO_NRT)
@@ -491,15 +496,8 @@ def terms_of_arm(topology, mass, inertia, gravity, u, w, c, with_mass, with_bias
 def batch_section_map(sec, lref, u, w, c, ue, ce, jac, acc):
     """Evaluation point ``ue``, its ``c̃`` ``ce``, the section blocks of ``J`` ``(B, N, 3, per)``
     and ``J̇ w`` ``(B, 3N)`` of every arm (what :func:`arm_terms` uses)."""
-    n_sec = lref.shape[0]
     for b in range(u.shape[0]):
-        planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
-        if evaluation_point(u[b], c[b], planar, ue[b]):
-            configuration(ue[b], c[b], True, planar, chord, links, lref, ce[b])
-        else:
-            for i in range(3 * n_sec):
-                ce[b, i] = c[b, i]
-        section_jacobian(ue[b], ce[b], w[b], planar, chord, links, lref, jac[b], acc[b])
+        _evaluation_map(sec, lref, u[b], w[b], c[b], ue[b], ce[b], jac[b], acc[b])
 
 
 @njit(**_JIT)
@@ -507,14 +505,9 @@ def arm_section_map(sec, lref, u, w, ref, c, ue, ce, J, acc, blocks):
     """One arm's section map, for a single body (:meth:`SoftArmBody._kinematics`): ``c̃`` of ``u``
     (θ's sign nearest ``ref``) into ``c``, the evaluation point ``ue`` and its ``c̃`` ``ce``, the
     whole ``J = ∂c̃/∂u`` ``(3N, n)`` and ``J̇ w`` ``(3N,)``; ``blocks`` ``(N, 3, 3)`` scratch."""
-    planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
-    configuration(u, ref, True, planar, chord, links, lref, c)
-    if evaluation_point(u, c, planar, ue):
-        configuration(ue, c, True, planar, chord, links, lref, ce)
-    else:
-        for i in range(c.shape[0]):
-            ce[i] = c[i]
-    section_jacobian(ue, ce, w, planar, chord, links, lref, blocks, acc)
+    planar = sec[0] != 0
+    configuration(u, ref, True, planar, sec[1] != 0, sec[2], lref, c)
+    _evaluation_map(sec, lref, u, w, c, ue, ce, blocks, acc)
     per = 2 if planar else 3
     for r in range(J.shape[0]):
         for col in range(J.shape[1]):
