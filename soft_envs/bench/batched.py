@@ -145,5 +145,5 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     table = markdown_table(["arm", "B", "µs per arm and physics step", "× single core", "terms (numba) µs/arm",
                             "bias (numpy over joints) µs/arm"], rows)
     return (table + "\n\nCPU time of this thread (best of 3 rounds) in one process; a step is one compiled call "
-            "for the batch (`sim.batched_integrator`: the terms at its start, the predictor, the configuration terms "
-            "at its end, the corrector); the single core runs the same compiled step on PyBullet's terms.")
+            "for the batch (`sim.batched_integrator`: the terms at its start, the predictor, the terms `M`, "
+            "`C u̇ + G` at its predicted end, the corrector); the single core runs the same compiled step on PyBullet's terms.")

@@ -45,7 +45,7 @@ and the kernel is already at a few thousand flops per arm), SIMD across arms (la
 layout: a rewrite of the kernel), JAX (no GPU here; compile and dispatch cost on CPU).
 A whole physics step is one compiled call for the batch
 (:func:`soft_envs.sim.batched_integrator.batch_step`: the terms at the start, the predictor, the
-configuration terms at the predicted end, the corrector, the new ``c̃``): 2.6 µs per PETER arm at
+terms ``M``, ``C u̇ + G`` at the predicted end, the corrector, the new ``c̃``): 2.6 µs per PETER arm at
 B = 1024 (3.2 µs PCC), from 3.9 (5.1) µs with the numpy integrator and reference-counted loops
 (the kernel rows above were 1.26 and 1.71 µs then), 36× (32×) the single PyBullet core's 92 µs
 (102 µs) in the same run — the single core now runs the same compiled step around PyBullet's

@@ -2,7 +2,7 @@
 transcribed for one arm (:func:`predict`, :func:`solve_pass`) and, for the batched core, fused
 with the rigid-body kernels of :mod:`soft_envs.sim.batched_kernels` into one call per physics step
 for the whole batch (:func:`batch_step`: per arm the terms at the step's start, the predictor,
-the configuration terms at the predicted end, the corrector, the new ``c̃``). The single PyBullet
+the terms ``M``, ``C u̇ + G`` at the predicted end, the corrector, the new ``c̃``). The single PyBullet
 bodies (:class:`~soft_envs.sim.soft_arm.SoftArmBody`) run the same transcription around
 PyBullet's terms (:func:`single_predict`, :func:`single_correct`), so a sub-env and a single env
 share the arithmetic of the step and differ only in who computes ``M``, ``C u̇ + G``.
