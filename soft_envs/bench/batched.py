@@ -146,4 +146,5 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
                             "bias (numpy over joints) µs/arm"], rows)
     return (table + "\n\nCPU time of this thread (best of 3 rounds) in one process; a step is one compiled call "
             "for the batch (`sim.batched_integrator`: the terms at its start, the predictor, the terms `M`, "
-            "`C u̇ + G` at its predicted end, the corrector); the single core runs the same compiled step on PyBullet's terms.")
+            "`C u̇ + G` at its predicted end, the corrector); the single core runs the same compiled step on "
+            "PyBullet's terms.")
