@@ -45,11 +45,11 @@ and the kernel is already at a few thousand flops per arm), SIMD across arms (la
 layout: a rewrite of the kernel), JAX (no GPU here; compile and dispatch cost on CPU).
 A whole physics step is one compiled call for the batch
 (:func:`soft_envs.sim.batched_integrator.batch_step`: the terms at the start, the predictor, the
-terms ``M``, ``C u̇ + G`` at the predicted end, the corrector, the new ``c̃``): 2.6 µs per PETER arm at
-B = 1024 (3.2 µs PCC), from 3.9 (5.1) µs with the numpy integrator and reference-counted loops
-(the kernel rows above were 1.26 and 1.71 µs then), 36× (32×) the single PyBullet core's 92 µs
-(102 µs) in the same run — the single core now runs the same compiled step around PyBullet's
-terms (147 and 156 µs before). The kernels compile in ~27 s of CPU once per checkout
+terms ``M``, ``C u̇ + G`` at the predicted end, the corrector, the new ``c̃``): 2.8 µs per PETER arm at
+B = 1024 (3.7 µs PCC; 2.3 and 2.9 µs while the end terms were ``M`` and ``G`` only — ``C u̇`` at the
+end needs the velocity recursion; 3.9 and 5.1 µs with the numpy integrator and reference-counted
+loops), 16× (22×) the single PyBullet core's 46 µs (80 µs) in the same run — the single core runs
+the same compiled step and section map around PyBullet's terms (147 and 156 µs before both). The kernels compile in ~27 s of CPU once per checkout
 (``cache=True``; then ~1.5 s to load).
 
 GPU. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` use scalar arithmetic and
