@@ -49,8 +49,8 @@ terms ``M``, ``C u̇ + G`` at the predicted end, the corrector, the new ``c̃``)
 B = 1024 (3.7 µs PCC; 2.3 and 2.9 µs while the end terms were ``M`` and ``G`` only — ``C u̇`` at the
 end needs the velocity recursion; 3.9 and 5.1 µs with the numpy integrator and reference-counted
 loops), 16× (22×) the single PyBullet core's 46 µs (80 µs) in the same run — the single core runs
-the same compiled step and section map around PyBullet's terms (147 and 156 µs before both). The kernels compile in ~27 s of CPU once per checkout
-(``cache=True``; then ~1.5 s to load).
+the same compiled step and section map around PyBullet's terms (147 and 156 µs before both). The
+kernels compile in ~27 s of CPU once per checkout (``cache=True``; then ~1.5 s to load).
 
 GPU. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` use scalar arithmetic and
 small local arrays only, so a GPU port is a transcription: ``numba.cuda.jit(device=True)`` on the
