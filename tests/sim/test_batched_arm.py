@@ -12,6 +12,7 @@ from soft_envs.geometry import quaternion_from_rotation_vector
 from soft_envs.robots import PCCArm, Peter, PlanarPCCArm
 from soft_envs.sim.batched_arm import ArmState, section_map, step, terms
 from soft_envs.sim.batched_bodies import BatchedPCCBody, BatchedSoftPeter
+from soft_envs.sim.batched_kernels import arm_section_map
 from soft_envs.sim.bullet import connect, disconnect
 from soft_envs.sim.pcc_body import PCCBody
 from soft_envs.sim.peter_soft import SoftPeterBody
@@ -103,14 +104,21 @@ def test_section_map_matches(chord, planar):
     from soft_envs.sim.batched_arm import configuration
     np.testing.assert_allclose(configuration(batched.topology, u, reference), c, rtol=1e-14, atol=1e-15)
     ue, ce, J, acc = section_map(batched.topology, u, w, c)
+    rows = 3 * sections.n_sections
     for b in range(B):
         ue_single = sections.evaluation_point(u[b], c[b])
         ce_single = sections.configuration(ue_single, c[b]) if ue_single is not u[b] else c[b]
         J_single, acc_single = sections.jacobian(ue_single, ce_single, w[b])
-        np.testing.assert_allclose(ue[b], ue_single, rtol=1e-14, atol=1e-18)
-        np.testing.assert_allclose(ce[b], ce_single, rtol=1e-14, atol=1e-15)
-        np.testing.assert_allclose(J[b], J_single, rtol=1e-12, atol=1e-12 * np.abs(J_single).max())
-        np.testing.assert_allclose(acc[b], acc_single, rtol=1e-12, atol=1e-12 * np.abs(acc_single).max())
+        # the one-arm kernel of the single bodies (SoftArmBody._kinematics): c̃ from u as well
+        one = [np.empty(rows), np.empty(n), np.empty(rows), np.empty((rows, n)), np.empty(rows)]
+        arm_section_map(batched.topology.sections, batched.topology.reference_lengths, u[b], w[b], reference[b],
+                        *one, np.empty((sections.n_sections, 3, 3)))
+        for got in ((ue[b], ce[b], J[b], acc[b]), tuple(one[1:])):
+            np.testing.assert_allclose(got[0], ue_single, rtol=1e-14, atol=1e-18)
+            np.testing.assert_allclose(got[1], ce_single, rtol=1e-14, atol=1e-15)
+            np.testing.assert_allclose(got[2], J_single, rtol=1e-12, atol=1e-12 * np.abs(J_single).max())
+            np.testing.assert_allclose(got[3], acc_single, rtol=1e-12, atol=1e-12 * np.abs(acc_single).max())
+        np.testing.assert_allclose(one[0], c[b], rtol=1e-14, atol=1e-15)
 
 
 def test_pure_step_leaves_its_input_and_masks_inactive_arms():
