@@ -80,7 +80,7 @@ from soft_envs.sim.integrator import (
     AlphaParameters,
     generalized_alpha_step,
 )
-from soft_envs.sim.soft_arm import SectionMap, spinless_sections
+from soft_envs.sim.sections import SectionMap, spinless_sections
 
 _KINDS = {"revolute_z": kernels.REVOLUTE_Z, "revolute_y": kernels.REVOLUTE_Y, "prismatic_z": kernels.PRISMATIC_Z}
 

@@ -21,7 +21,7 @@ from soft_envs.sim.batched_arm import BatchedSoftArm, _rows
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS as PCC_RAYLEIGH_STIFFNESS
 from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS as PETER_RAYLEIGH_STIFFNESS
-from soft_envs.sim.soft_arm import SectionMap
+from soft_envs.sim.sections import SectionMap
 
 #: ``BatchedPCCBody.model_violation`` codes (0: valid) and the reasons ``PCCTrackEnv`` gives.
 VIOLATIONS = (None, "the state is not finite", "a segment bent by more than 180°: beyond the PCC model",

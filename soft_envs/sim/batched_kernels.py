@@ -36,8 +36,8 @@ import math
 import numpy as np
 from numba import njit
 
-MIN_BEND = 1e-4  # rad, as soft_arm.MIN_BEND
-_SMALL_HALF = 1e-3
+from soft_envs.sim.sections import _SMALL_HALF, MIN_BEND  # one source for the section map's constants
+
 REVOLUTE_Z, REVOLUTE_Y, PRISMATIC_Z = 0, 1, 2
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": {"contract", "reassoc", "nsz", "arcp"}}
@@ -59,7 +59,7 @@ def _wrap(angle):
 
 @njit(**_INLINE)
 def _sinc(r, m):
-    """``sin(y)/y`` with ``y = r/2m`` and its first two derivatives in ``r`` (as soft_arm._sinc_scalar)."""
+    """``sin(y)/y`` with ``y = r/2m`` and its first two derivatives in ``r`` (as sections._sinc_scalar)."""
     y = r / (2.0 * m)
     if abs(y) < _SMALL_HALF:
         return (1.0 - y * y / 6.0 + y**4 / 120.0, (-y / 3.0 + y**3 / 30.0) / (2.0 * m),

@@ -27,7 +27,8 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.bullet import STANDARD_GRAVITY
-from soft_envs.sim.soft_arm import SectionMap, SoftArmBody
+from soft_envs.sim.sections import SectionMap
+from soft_envs.sim.soft_arm import SoftArmBody
 
 DEFAULT_RAYLEIGH_STIFFNESS = 0.02  # s (assumption, see the module docstring)
 

@@ -11,7 +11,7 @@ from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots import PCCArm, PlanarPCCArm
 from soft_envs.sim.bullet import connect, disconnect
 from soft_envs.sim.pcc_body import PCCBody
-from soft_envs.sim.soft_arm import SectionMap
+from soft_envs.sim.sections import SectionMap
 
 HORIZONTAL = (0.0, np.sin(np.pi / 4), 0.0, np.cos(np.pi / 4))  # the arm's z along the world's x
 
