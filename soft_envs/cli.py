@@ -84,7 +84,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     for name in names:
         module = bench.load(name)
         accepted = inspect.signature(module.run).parameters
-        options = {flag: True for flag in ("peers", "train") if getattr(args, flag) and flag in accepted}
+        options: dict = {flag: True for flag in ("peers", "train") if getattr(args, flag) and flag in accepted}
+        if args.goals and "goals" in accepted:
+            options["goals"] = list(args.goals)
+            if args.update and "previous" in accepted and os.path.exists(args.update):
+                options["previous"] = bench.read_section(args.update, name)
         start = time.perf_counter()
         try:
             body = module.run(full=args.full, seed=args.seed, plot_dir=args.plot, **options)
@@ -93,7 +97,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             continue
         seconds = time.perf_counter() - start
         command = f"soft-envs bench {name}" + (" --full" if args.full else "") + \
-            (f" --seed {args.seed}" if args.seed else "") + "".join(f" --{flag}" for flag in options)
+            (f" --seed {args.seed}" if args.seed else "") + \
+            "".join(f" --{flag}" for flag in options if options[flag] is True) + \
+            (f" --goals {' '.join(options['goals'])}" if "goals" in options else "")
         text = bench.section(name, module.TITLE, body, command, seconds)
         print(text.split("\n", 1)[1].rsplit("\n", 1)[0])
         print()
@@ -178,6 +184,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"[{stop}: {len(stop.evaluation.episodes)} of {len(jobs)} episodes finished{kept}]", file=sys.stderr)
         return 128 + stop.signum
     table = result.table()
+    gait = ev.gait_table(result)
+    if gait:
+        table += "\n\ngait figures (median over the episodes; soft_envs.envs.gait_meter):\n\n" + gait
     print(table)
     if args.output:
         with open(args.output, "w") as fh:
@@ -208,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the other IK libraries that are installed (bench ik; the 'peers' extra)")
     b.add_argument("--train", action="store_true",
                    help="bench learned: first train every goal's policy (hours; soft_envs.rl_recipes.GOALS)")
+    b.add_argument("--goals", nargs="+", metavar="STEM",
+                   help="bench learned: only these goals; with --update the others' rows are kept from the file")
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="run a controller in an environment (GUI, or a GIF/MP4 headless)")

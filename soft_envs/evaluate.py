@@ -35,9 +35,19 @@ import numpy as np
 from soft_envs import clock, console
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.jobs import Interrupted, ResultsFile, run_jobs, stop_on_signals
+from soft_envs.robots.quadruped import SERVO_SPEED
 
 #: The fields of a results-file record that name its episode (``--resume`` skips these).
 RECORD_KEY = ("task", "controller", "preset", "seed")
+#: The prefix of the ``info`` keys kept per episode as :attr:`EpisodeResult.figures` (the
+#: quadruped envs' gait figures, :mod:`soft_envs.envs.gait_meter`).
+GAIT_PREFIX = "gait_"
+#: The gait table's columns: ``info`` key, header, scale.
+GAIT_COLUMNS = (("gait_stance_slip_speed", "stance slip [mm/s]", 1e3),
+                ("gait_touchdowns_per_second", "touchdowns [1/s/foot]", 1.0),
+                ("gait_command_reversals_per_second", "reversals [1/s/joint]", 1.0),
+                ("gait_peak_joint_speed", "peak joint speed [rad/s]", 1.0),
+                ("gait_cost_of_transport", "cost of transport", 1.0))
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,11 @@ def _controller(name: str, env) -> Any:
                                 "or sb3:ALGO:PATH")
 
 
+def controller_for(name: str, env) -> Any:
+    """The controller called ``name`` (a task's controller or ``sb3:ALGO:PATH``) for ``env``."""
+    return _controller(name, env)
+
+
 def _known_controllers() -> set[str]:
     return {c for task in TASKS.values() for c in task.controllers}
 
@@ -155,16 +170,26 @@ class SB3Policy:
     writes next to the zip (:meth:`env_keywords`); everything else — the task, the realism
     preset — comes from the task and the preset, never from the policy. A policy saved without
     that file acts on the task's env as it is. A policy whose observation or action space is not
-    the env's raises :class:`~soft_envs.exceptions.InvalidParameterError`.
+    the env's raises :class:`~soft_envs.exceptions.InvalidParameterError`. A policy trained as a
+    modulation of a scripted gait (the recipe's ``base_gait``, :mod:`soft_envs.gait_residual`)
+    acts through that gait.
     """
 
     OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "action_type",
                             "residual_limit")
 
-    def __init__(self, policy, env=None) -> None:
+    def __init__(self, policy, env=None, base_gait: str = "") -> None:
         self.policy = policy
         self.recurrent = type(policy).__name__ == "RecurrentPPO"
         self._state, self._start = None, np.ones((1,), bool)
+        self.gait = None  # a scripted gait the policy modulates (soft_envs.gait_residual)
+        if base_gait:
+            if env is None:
+                raise InvalidParameterError("a policy that modulates a gait needs the env")
+            from soft_envs.gait_residual import GaitResidualEnv
+
+            env = GaitResidualEnv(env, base_gait)
+            self.gait = env.gait
         if env is not None:
             for kind in ("observation_space", "action_space"):
                 if getattr(env, kind) != getattr(policy, kind):
@@ -192,16 +217,23 @@ class SB3Policy:
     def from_spec(cls, spec: str, env=None) -> SB3Policy:
         """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra);
         with ``env``, checks that the policy's spaces are the env's."""
-        from soft_envs.train_rl import load_model
+        from soft_envs.train_rl import load_model, policy_record
 
         algo, path = cls._parse(spec)
-        return cls(load_model(path, algo), env)
+        base_gait = str(policy_record(path).get("recipe", {}).get("base_gait", "") or "")
+        return cls(load_model(path, algo), env, base_gait)
 
     def reset(self, obs=None, info=None) -> None:
-        """A recurrent policy's memory starts afresh; the others are memoryless."""
+        """A recurrent policy's memory starts afresh; the others are memoryless (a modulated gait
+        starts its cycle)."""
         self._state, self._start = None, np.ones((1,), bool)
+        if self.gait is not None:
+            self.gait.reset(obs, info)
 
     def act(self, obs):
+        if self.gait is not None:
+            modulation, _ = self.policy.predict(self.gait.observation(obs), deterministic=True)
+            return self.gait.action(obs, modulation)
         if self.recurrent:
             action, self._state = self.policy.predict(obs, state=self._state, episode_start=self._start,
                                                       deterministic=True)
@@ -233,7 +265,9 @@ class Job:
 class EpisodeResult:
     """What one episode gave. ``metric`` is the task's measure at the end (an error [m or rad];
     for ``quadruped-walk`` the distance walked [m]); ``time_to_goal`` [s] the first time
-    ``info["is_success"]`` held (NaN if never); ``env_kwargs`` the keywords of ``gym.make``."""
+    ``info["is_success"]`` held (NaN if never); ``env_kwargs`` the keywords of ``gym.make``;
+    ``figures`` the last step's gait figures where the env reports them
+    (:data:`~soft_envs.envs.gait_meter.GAIT_KEYS`: the quadruped tasks)."""
 
     task: str
     controller: str
@@ -246,6 +280,7 @@ class EpisodeResult:
     seconds: float
     env_id: str = ""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, float] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         """The episode as a results-file record: every field, ``final_error`` (= ``metric``, SI),
@@ -266,6 +301,8 @@ class EpisodeResult:
         values = dict(record, metric=record["final_error"])
         values["time_to_goal"] = float("nan") if values.get("time_to_goal") is None else values["time_to_goal"]
         values["metric"] = float("nan") if values["metric"] is None else values["metric"]
+        if values.get("figures"):
+            values["figures"] = {k: float("nan") if v is None else float(v) for k, v in values["figures"].items()}
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
     def key(self) -> tuple:
@@ -305,9 +342,10 @@ def run_episode(job: Job) -> EpisodeResult:
             success = not info["fallen"]
         else:
             success = bool(info.get("is_success", False))
+        figures = {key: float(value) for key, value in info.items() if key.startswith(GAIT_PREFIX)}
         return EpisodeResult(job.task.name, job.controller, job.preset, job.seed, success,
                              float(info[job.task.metric]), time_to_goal, steps, clock.now() - start,
-                             env_id=job.task.env_id, env_kwargs=kwargs)
+                             env_id=job.task.env_id, env_kwargs=kwargs, figures=figures)
     finally:
         env.close()
 
@@ -355,6 +393,31 @@ class Evaluation:
                          f"{label}: {r['metric_mean'] * scale:.3g} / {r['metric_p95'] * scale:.3g} {unit}", ttg])
         return markdown_table(["task", "controller", "preset", "episodes", "success", "mean / p95",
                                "time to goal [s]"], rows)
+
+
+def gait_table(evaluation: Evaluation, servo_speed: float = SERVO_SPEED) -> str:
+    """The gait figures of the episodes that have them (the quadruped tasks), one row per (task,
+    controller, preset): each the median over the episodes (non-finite values left out); the
+    servos' no-load speed ``servo_speed`` [rad/s] heads the peak joint speed's column. Empty when
+    no episode has figures."""
+    from soft_envs.report import markdown_table
+
+    groups: dict[tuple[str, str, str], list[EpisodeResult]] = {}
+    for e in evaluation.episodes:
+        if e.figures:
+            groups.setdefault((e.task, e.controller, e.preset), []).append(e)
+    if not groups:
+        return ""
+    rows = []
+    for (task, controller, preset), eps in groups.items():
+        row: list[Any] = [task, controller, preset, len(eps)]
+        for key, _, scale in GAIT_COLUMNS:
+            values = np.array([e.figures.get(key, np.nan) for e in eps], dtype=float)
+            values = values[np.isfinite(values)]
+            row.append(f"{np.median(values) * scale:.3g}" if values.size else "—")
+        rows.append(row)
+    headers = [f"{h} (servo {servo_speed:.3g})" if key == "gait_peak_joint_speed" else h for key, h, _ in GAIT_COLUMNS]
+    return markdown_table(["task", "controller", "preset", "episodes", *headers], rows)
 
 
 def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | None = None,

@@ -141,15 +141,24 @@ def algorithm_class(name: str):
     return algorithm
 
 
+def make_env(env_id: str, env_kwargs: dict[str, Any], base_gait: str = ""):
+    """``gym.make(env_id, **env_kwargs)``, as a modulation of ``base_gait`` if one is named
+    (:mod:`soft_envs.gait_residual`)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the environments)
+    from soft_envs.gait_residual import wrap
+
+    return wrap(gym.make(env_id, **env_kwargs), base_gait)
+
+
 def observation_statistics(env_id: str, env_kwargs: dict[str, Any], samples: int = 2000,
-                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                           seed: int = 0, base_gait: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation of the flattened observations of the env under uniformly
     random actions (a constant entry gets std 1)."""
     import gymnasium as gym
 
-    import soft_envs  # noqa: F401  (registers the environments)
-
-    env = gym.make(env_id, **env_kwargs)
+    env = make_env(env_id, env_kwargs, base_gait)
     env.action_space.seed(seed)
     rows = []
     try:
@@ -179,15 +188,11 @@ def env_kwargs_for(recipe: Recipe, *, n_modules: int | None = None, realism: str
 
 
 def evaluate_policy(model, env_kwargs: dict[str, Any], episodes: int = 100, seed: int = EVAL_SEED,
-                    env_id: str = ENV_ID) -> EvalResult:
+                    env_id: str = ENV_ID, base_gait: str = "") -> EvalResult:
     """Run ``model`` deterministically through ``env.step`` on the episodes of seeds ``seed …
     seed + episodes − 1`` and measure them (:data:`METRICS`)."""
-    import gymnasium as gym
-
-    import soft_envs  # noqa: F401  (registers the environments)
-
     metric = METRICS.get(env_id, "distance")
-    env = gym.make(env_id, **env_kwargs)
+    env = make_env(env_id, env_kwargs, base_gait)
     recurrent = type(model).__name__ == "RecurrentPPO"
     n = int(episodes)
     final, rms, success, ended, returns = np.empty(n), np.empty(n), np.zeros(n, bool), np.zeros(n, bool), np.empty(n)
@@ -262,8 +267,8 @@ def make_training_env(recipe: Recipe, env_kwargs: dict[str, Any], seed: int):
     import soft_envs  # noqa: F401  (registers the environments)
 
     if recipe.off_policy:
-        return gym.make(recipe.env_id, **env_kwargs)
-    native = gym.spec(recipe.env_id).vector_entry_point is not None
+        return make_env(recipe.env_id, env_kwargs, recipe.base_gait)
+    native = gym.spec(recipe.env_id).vector_entry_point is not None and not recipe.base_gait
     if native and env_kwargs.get("action_mode", "absolute") == "absolute" and not env_kwargs.get("history"):
         from soft_envs.vector import sb3_vec_env
 
@@ -271,6 +276,11 @@ def make_training_env(recipe: Recipe, env_kwargs: dict[str, Any], seed: int):
                            **env_kwargs)
     from stable_baselines3.common.env_util import make_vec_env
 
+    if recipe.base_gait:
+        from soft_envs.gait_residual import GaitResidualEnv
+
+        return make_vec_env(recipe.env_id, n_envs=recipe.n_envs, seed=seed, env_kwargs=env_kwargs,
+                            wrapper_class=GaitResidualEnv, wrapper_kwargs={"base": recipe.base_gait})
     return make_vec_env(recipe.env_id, n_envs=recipe.n_envs, seed=seed, env_kwargs=env_kwargs)
 
 
@@ -284,7 +294,8 @@ def make_model(recipe: Recipe, env, env_kwargs: dict[str, Any], seed: int, tenso
     if recipe.standardize:
         from soft_envs.policy_layers import StandardizedInput
 
-        mean, std = observation_statistics(recipe.env_id, env_kwargs, recipe.standardize_samples, seed=seed + 1)
+        mean, std = observation_statistics(recipe.env_id, env_kwargs, recipe.standardize_samples, seed=seed + 1,
+                                           base_gait=recipe.base_gait)
         policy_kwargs |= {"features_extractor_class": StandardizedInput,
                           "features_extractor_kwargs": {"mean": mean, "std": std}}
     common = dict(gamma=recipe.gamma, learning_rate=recipe.learning_rate, seed=seed, device="cpu", verbose=0,
@@ -362,7 +373,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     history = [] if state is None else [tuple(h) for h in state.get("history", [])]
 
     def evaluate(m):
-        return evaluate_policy(m, env_kwargs, eval_episodes, env_id=recipe.env_id)
+        return evaluate_policy(m, env_kwargs, eval_episodes, env_id=recipe.env_id, base_gait=recipe.base_gait)
 
     cpu0, cpu_before = _cpu_time(), float(state.get("cpu_seconds", 0.0)) if state else 0.0
     wall0, wall_before = _wall_time(), float(state.get("wall_seconds", elapsed0)) if state else 0.0

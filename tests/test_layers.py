@@ -38,6 +38,7 @@ LAYER = {
     "rl_checkpoint": "top",
     "vector": "top",  # the Stable-Baselines3 adapter of the vector envs
     "policy_layers": "top",  # torch layers of saved RL policies
+    "gait_residual": "top",  # a learned modulation of a scripted gait (train_rl and evaluate use it)
     "cli": "top",
     "report": "top",  # markdown tables and figures of the harness
     "": "top",  # soft_envs/__init__.py registers the environments

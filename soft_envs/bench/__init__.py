@@ -38,6 +38,7 @@ BENCHES: dict[str, str] = {
     "learned": "soft_envs.bench.learned",
     "loop_options": "soft_envs.bench.loop_options",
     "convergence": "soft_envs.bench.convergence",
+    "plausibility": "soft_envs.bench.plausibility",
     "batched": "soft_envs.bench.batched",
     "vector": "soft_envs.bench.vector",
 }
@@ -88,6 +89,13 @@ def section(name: str, title: str, body: str, command: str, seconds: float) -> s
 
 
 _SECTION = re.compile(r"<!-- bench:(\w+) -->.*?<!-- /bench:\1 -->", re.S)
+
+
+def read_section(path: str, name: str) -> str:
+    """The section ``name`` of the markdown file ``path`` as it stands (``""`` if it has none)."""
+    with open(path) as fh:
+        match = next((m for m in _SECTION.finditer(fh.read()) if m.group(1) == name), None)
+    return match.group(0) if match else ""
 
 
 def update_file(path: str, name: str, text: str) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ def pcc_rms(controllers: list[str], presets: tuple[str, ...], episodes: int,
     return out
 
 
-def _verdict(goal: Goal, metrics: dict[tuple[str, str], np.ndarray], spec: str, rms=None) -> tuple[str, bool]:
+def _verdict(goal: Goal, metrics: dict[tuple, Any], spec: str, rms=None) -> tuple[str, bool]:
     """What the policy reached on its goal's measure, and whether the goal is met."""
     if goal.task == "peter-2":
         d = metrics[spec, goal.presets[0]]
@@ -162,28 +163,105 @@ def _verdict(goal: Goal, metrics: dict[tuple[str, str], np.ndarray], spec: str, 
             met &= bool(mine <= factor * law) or not judged
         return "; ".join(parts), met
     if goal.task == "quadruped-walk":
-        from soft_envs import evaluate as ev
-
-        x = metrics[spec, goal.presets[0]]
-        seconds = ev.TASKS[goal.task].max_steps * 0.01  # 100 Hz control
-        falls = metrics[spec, goal.presets[0], "fell"]
-        return (f"{x.mean() / seconds:.3f} m/s mean, {int(falls.sum())} falls of {x.size}",
-                bool(x.mean() / seconds > 0.098 and not falls.any()))
+        return _walk_verdict(goal, metrics, spec)
     return "—", False
 
 
-def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: bool = False) -> str:
+#: What a learned walk must hold on its gait (issue 30): at most this many command reversals per
+#: second on any joint; joints within the servos' no-load speed; stance feet slipping no more
+#: than the Bézier trot's on the same seeds.
+MAX_REVERSALS_PER_SECOND = 10.0
+
+
+def _walk_verdict(goal: Goal, metrics: dict[tuple, Any], spec: str) -> tuple[str, bool]:
+    """The walk's goal: faster than the trot on the same seeds, no falls, and a servo gait
+    (:data:`MAX_REVERSALS_PER_SECOND`, the servos' speed, the trot's stance slip)."""
+    from soft_envs import evaluate as ev
+    from soft_envs.robots.quadruped import SERVO_SPEED
+
+    preset, trot = goal.presets[0], goal.ik[0]
+    seconds = ev.TASKS[goal.task].max_steps * 0.01  # 100 Hz control
+    x, x_trot = metrics[spec, preset], metrics[trot, preset]
+    falls = metrics[spec, preset, "fell"]
+
+    def figure(controller: str, key: str, reduce) -> float:
+        values = np.array([f.get(key, np.nan) for f in metrics[controller, preset, "figures"]], dtype=float)
+        return float(reduce(values))
+
+    slip, slip_trot = (figure(c, "gait_stance_slip_speed", np.median) for c in (spec, trot))
+    reversals = figure(spec, "gait_command_reversals_per_second", np.max)
+    peak = figure(spec, "gait_peak_joint_speed", np.max)
+    checks = {"faster than the trot": x.mean() > x_trot.mean(), "no falls": not falls.any(),
+              "slip ≤ the trot's": slip <= slip_trot, f"reversals ≤ {MAX_REVERSALS_PER_SECOND:g}/s": reversals
+              <= MAX_REVERSALS_PER_SECOND, "joints within the servos' speed": peak <= SERVO_SPEED * (1 + 1e-9)}
+    failed = [name for name, ok in checks.items() if not ok]
+    text = (f"{x.mean() / seconds:.3f} m/s (trot {x_trot.mean() / seconds:.3f}), {int(falls.sum())} falls of {x.size}; "
+            f"stance slip {1e3 * slip:.1f} mm/s (trot {1e3 * slip_trot:.1f}), reversals ≤ {reversals:.1f}/s, "
+            f"peak joint speed {peak:.2f} rad/s" + (f" — fails: {', '.join(failed)}" if failed else ""))
+    return text, not failed
+
+
+def _carried(previous: str, stems: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """From a ``previous`` section of this bench, the goals table's rows, the policies table's rows
+    and the evaluation parts (each from its ``soft-envs evaluate`` line to the next) of ``stems``."""
+    lines = previous.splitlines()
+    verdicts = [line for line in lines for stem in stems if line.startswith(f"| **{stem}** |")]
+    policies = [line for line in lines for stem in stems if line.startswith(f"| **{stem}**: ")]
+    parts: list[str] = []
+    current: list[str] = []
+    for paragraph in previous.split("\n\n"):
+        if paragraph.startswith("`soft-envs evaluate"):
+            if current:
+                parts.append("\n\n".join(current))
+            current = [paragraph]
+        elif current and not paragraph.startswith("<!--"):
+            current.append(paragraph.split("\n<!--")[0])
+    if current:
+        parts.append("\n\n".join(current))
+    return verdicts, policies, [part for part in parts if any(f"**{stem}**" in part for stem in stems)]
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a report names it: relative to the working folder inside it, else under
+    ``$SOFT_ENVS_POLICIES`` (never a path of one machine)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return f"$SOFT_ENVS_POLICIES/{path.name}" if path.suffix else "$SOFT_ENVS_POLICIES"
+
+
+def _without_machine_paths(previous: str) -> str:
+    """``previous`` with its policies folder (``Policies from `FOLDER```) written as
+    ``$SOFT_ENVS_POLICIES`` where it was an absolute path."""
+    match = re.search(r"Policies from `([^`]+)`", previous)
+    if match and match.group(1).startswith("/"):
+        previous = previous.replace(match.group(1).rstrip("/"), "$SOFT_ENVS_POLICIES")
+    return previous
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: bool = False,
+        goals: list[str] | None = None, previous: str | None = None) -> str:
+    """The section (module docstring). ``goals``: evaluate (and train) only the goals of these
+    stems; the others' rows and tables are carried, as they are and said so, from ``previous``
+    (this bench's section as it stands, e.g. in BENCHMARKS.md)."""
     from soft_envs import evaluate as ev
     from soft_envs.clock import now
     from soft_envs.train_rl import policy_record
 
+    stems = [g.stem for g in GOALS]
+    chosen = tuple(g for g in GOALS if goals is None or g.stem in goals)
+    unknown = sorted(set(goals or ()) - set(stems))
+    if unknown:
+        from soft_envs.exceptions import InvalidParameterError
+
+        raise InvalidParameterError(f"unknown goals {unknown}; choose from {stems}")
     folder = policies_folder()
     if train:
-        train_goals(folder)
+        train_goals(folder, chosen)
     episodes = 50 if full else 5
     first = FIRST_SEED + seed
     trained, parts, verdicts = [], [], []
-    for goal in GOALS:
+    for goal in chosen:
         path = folder / f"{goal.stem}.zip"
         if not path.exists():  # said, not left out: the table lists every goal
             verdicts.append([f"**{goal.stem}**", goal.target, f"{goal.minutes:g} min",
@@ -212,10 +290,16 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
                 sel = (cols["controller"] == c) & (cols["preset"] == p)
                 metrics[c, p] = cols["metric"][sel]
                 metrics[c, p, "fell"] = ~cols["success"][sel]
-        parts.append(f"`soft-envs evaluate --tasks {goal.task} --controllers {' '.join(controllers)} "
+                metrics[c, p, "figures"] = [e.figures for e in result.episodes if e.controller == c and e.preset == p]
+        shown = [c.replace(str(path), _shown(path)) for c in controllers]
+        parts.append(f"`soft-envs evaluate --tasks {goal.task} --controllers {' '.join(shown)} "
                      f"--presets {' '.join(goal.presets)} --episodes {episodes} --seed {first}` "
                      f"({now() - start:.0f} s):"
                      f"\n\n{result.table().replace(spec, f'**{goal.stem}**')}")
+        gait = ev.gait_table(result)
+        if gait:
+            parts.append("Gait figures, the same episodes (median over them; `soft_envs.envs.gait_meter`):\n\n"
+                         + gait.replace(spec, f"**{goal.stem}**"))
         rms = None
         if goal.task == "pcc-spiral":
             rms = pcc_rms(controllers, goal.presets, episodes, first)
@@ -232,15 +316,24 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
                                      "soft-envs bench learned --full --train)")
     head = markdown_table(["policy", "recipe", "algorithm", "env steps", "budget [min]", "wall [min]", "CPU [min]",
                            "load 1-min start → end (15-min)", "env keywords"], trained)
-    goals = markdown_table(["policy", "goal (issue 20)", "budget", f"reached ({episodes} held-out episodes)", "met"],
-                           verdicts)
+    table = markdown_table(["policy", "goal (issues 20, 30)", "budget", f"reached ({episodes} held-out episodes)",
+                            "met"], verdicts)
+    others = [g.stem for g in GOALS if g not in chosen]
+    carried = ""
+    if others and previous:
+        old_verdicts, old_policies, old_parts = _carried(_without_machine_paths(previous), others)
+        table = "\n".join(table.splitlines() + old_verdicts)
+        head = "\n".join(head.splitlines() + old_policies)
+        parts += old_parts
+        carried = (f" Carried unchanged from this section's previous run (not re-evaluated now): "
+                   f"{', '.join(others)}.")
     return (f"Regenerate: `soft-envs bench learned --full --train --update BENCHMARKS.md` (module "
             f"`soft_envs.bench.learned`; the goals, recipes and seeds are data in `soft_envs.rl_recipes.GOALS`). "
-            f"Policies from `{folder}`; each `PATH.json` holds its recipe, seed, steps, wall and CPU time and the "
-            f"load; budgets count the run's CPU time (the wall time of an idle core; `--train` runs {TRAIN_WORKERS} "
+            f"Policies from `{_shown(folder)}`; each `PATH.json` holds its recipe, seed, steps, wall and CPU time and "
+            f"the load; budgets count the run's CPU time (the wall time of an idle core; `--train` runs {TRAIN_WORKERS} "
             f"at a time, and the wall and load columns show what each run shared). "
             f"Evaluated over {episodes} held-out seeded episodes (seeds from {first}) per row, next to the IK "
-            f"controllers, in {WORKERS} worker processes.\n\n{goals}\n\n{head}\n\n" + "\n\n".join(parts))
+            f"controllers, in {WORKERS} worker processes.{carried}\n\n{table}\n\n{head}\n\n" + "\n\n".join(parts))
 
 
 def _fmt(value) -> str:

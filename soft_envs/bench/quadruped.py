@@ -192,7 +192,7 @@ def gait(n_seeds: int, seconds: float, seed: int) -> str:
     rows = []
     body_length = Quadruped().body_length
     for label, kwargs in (("heading feedback (default)", {}), ("open loop", dict(heading_gain=0.0, lateral_gain=0.0))):
-        speeds, drift, yaw, falls, distance = [], [], [], 0, []
+        speeds, drift, yaw, falls, distance, figures = [], [], [], 0, [], []
         env = gym.make("soft_envs/QuadrupedWalk-v0", max_episode_steps=int(round(seconds / 0.01)))
         steps = int(round(seconds / env.unwrapped.dt))
         for k in progress(range(n_seeds), desc=f"trot, {label}", leave=False):
@@ -208,21 +208,29 @@ def gait(n_seeds: int, seconds: float, seed: int) -> str:
             distance.append(info["x"])
             drift.append(abs(info["y"]) / max(info["x"], 1e-9) * 100)
             yaw.append(abs(np.degrees(info["yaw"])))
+            figures.append([info["gait_stance_slip_speed"] * 1e3, info["gait_command_reversals_per_second"],
+                            info["gait_peak_joint_speed"], info["gait_cost_of_transport"]])
         env.close()
         speeds = np.array(speeds)
+        slip, reversals, peak, cot = np.array(figures).T
         rows.append([label, n_seeds, f"{seconds:.0f}", f"{speeds.mean():.3f}", f"{speeds.min():.3f}",
                      f"{speeds.mean() / body_length:.2f}", f"{np.mean(drift):.2f} / {np.max(drift):.2f}",
-                     f"{np.mean(yaw):.1f} / {np.max(yaw):.1f}", falls])
+                     f"{np.mean(yaw):.1f} / {np.max(yaw):.1f}", falls, f"{np.median(slip):.2f}",
+                     f"{np.max(reversals):.1f}", f"{np.max(peak):.2f}", f"{np.median(cot):.2f}"])
     c = TrotController.__init__.__kwdefaults__
     return (
         f"`QuadrupedWalk-v0` driven by `TrotController` (step length {c['step_length'] * 100:.0f} cm, "
         f"clearance {c['clearance'] * 100:.0f} cm, period {c['period']} s, 100 samples per cycle, NR IK "
         f"each step); {n_seeds} seeds (initial joint noise) × {seconds:.0f} s ({steps} steps), flat ground, "
-        "friction 1. Targets: ≥ 0.075 m/s (half a body length per second), no fall, lateral drift "
-        "< 10 % of the distance.\n\n"
+        "friction 1; the servo model of `soft_envs.sim.servo` (no-load speed "
+        f"{Quadruped().servo_speed:g} rad/s). Targets: ≥ 0.075 m/s (half a body length per second), no fall, "
+        "lateral drift < 10 % of the distance. The gait figures (`soft_envs.envs.gait_meter`): median stance-foot "
+        "slip, the most command reversals per second of any joint and the largest joint speed over the seeds, "
+        "the median cost of transport.\n\n"
         + markdown_table(["controller", "seeds", "s", "mean speed [m/s]", "min speed [m/s]",
                           "body lengths/s", "lateral drift mean / max [% of distance]",
-                          "|yaw| at the end mean / max [°]", "falls"], rows)
+                          "|yaw| at the end mean / max [°]", "falls", "stance slip [mm/s]", "reversals [1/s]",
+                          "peak joint speed [rad/s]", "cost of transport"], rows)
     )
 
 

@@ -2,9 +2,11 @@
 
 Action (``Box(-1, 1, (12,))``, float32): joint position targets, normalised per joint,
 ``q = lower + (a + 1)/2 · (upper − lower)`` [rad]; legs in the order front-left, front-right,
-rear-left, rear-right (seed legs 1–4), ``(abduction, hip, knee)`` per leg. The servos are
-PyBullet position motors limited to the servo torque (0.22 N m) and speed (10.5 rad/s) of
-``urdf/quadruped/README.md``.
+rear-left, rear-right (seed legs 1–4), ``(abduction, hip, knee)`` per leg. The targets go to
+hobby servos as the hardware drives them (:mod:`soft_envs.sim.servo`): a 50 Hz PWM frame (a
+target is heard at the next frame, so only every other 10 ms command acts), a proportional
+drive with a 0.5° deadband, and a DC motor's torque–speed line from the stall torque (0.22 N m)
+to the no-load speed (10.5 rad/s) of ``urdf/quadruped/README.md`` — no joint is driven faster.
 
 Observation (flat ``Box``, float32, SI units; values clipped into the bounds):
 
@@ -28,8 +30,8 @@ gait of 100 samples per cycle at a 1 s cycle (one sample per step; faster gaits 
 Realism (``realism=``, :mod:`soft_envs.sim.realism`; table :data:`QUADRUPED_REALISM`): the
 simulated robot may differ from ``env.model``, the nominal model a controller plans with — the
 ground's friction (a factor on the ``ground_friction`` keyword: the floor is
-``ground_friction · friction_scale``), each servo's strength (its torque limit and position
-gain) and zero offset (the joint sits at ``target + offset``, its angle reads
+``ground_friction · friction_scale``), each servo's strength (stall torque and no-load speed, a
+supply factor), drive band, motor time constant and zero offset (the joint sits at ``target + offset``, its angle reads
 ``true − offset``), the trunk's mass and a payload on it, a command delay (whole control
 periods: the servos act on the action of that many steps before), and noise and latency on
 the measured state (joint angles and velocities, IMU orientation and angular velocity, body
@@ -49,11 +51,13 @@ from gymnasium import spaces
 
 from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, SoftEnv
+from soft_envs.envs.gait_meter import GaitMeter
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.realism import DelayedSensor, Perturbation
+from soft_envs.sim.servo import ServoBank, ServoParameters
 
 _SERVO = ("urdf/quadruped/README.md: MG90S-class micro servos rated 2.2 kg·cm at 6 V; the MG90S "
           "data sheet gives 1.8 kg·cm at 4.8 V (−18 %)")
@@ -63,9 +67,17 @@ QUADRUPED_REALISM: tuple[Perturbation, ...] = (
                  (0.5, 1.5), "assumption: rubber feet on floors from polished tile (μ ≈ 0.5) to rubber mats; "
                  "pybullet_envs' Minitaur randomizer draws its foot friction in 0.8–1.5", ideal=1.0,
                  valid=(0.01, 10.0)),
-    Perturbation("motor_strength", "1", "factor on each servo's torque limit and position gain", (0.8, 1.1),
+    Perturbation("motor_strength", "1", "factor on each servo's stall torque and no-load speed (both "
+                 "proportional to its supply voltage)", (0.8, 1.1),
                  f"{_SERVO}: a sagging supply; +10 % for unit-to-unit scatter (assumption)", ideal=1.0,
                  valid=(0.05, 5.0), per_element=True),
+    Perturbation("servo_band", "rad", "position error at which each servo's drive saturates (its stiffness is "
+                 "stall torque / band)", (0.06, 0.15),
+                 "assumption: analog servo amplifiers reach full drive 3–9° off target (soft_envs.sim.servo)",
+                 ideal=ServoParameters().band, valid=(0.01, 1.0), per_element=True),
+    Perturbation("servo_time_constant", "s", "mechanical time constant of each servo's motor", (0.006, 0.02),
+                 "assumption: micro DC motors of 10–20 mm with their gear train (soft_envs.sim.servo)",
+                 ideal=ServoParameters().time_constant, valid=(0.001, 0.2), per_element=True),
     Perturbation("joint_offset", "rad", "zero error of each servo: the joint sits at target + offset, its "
                  "angle reads true − offset", (-0.035, 0.035),
                  "assumption: servo horns sit on splined shafts and each servo's zero is trimmed by eye, ±2° "
@@ -77,8 +89,8 @@ QUADRUPED_REALISM: tuple[Perturbation, ...] = (
     Perturbation("payload", "kg", "mass added to the trunk (spread like the trunk's)", (0.0, 0.1),
                  "assumption: a camera or sensor board, up to 20 % of the robot's 0.456 kg", valid=(0.0, 2.0)),
     Perturbation("command_delay", "s", "age of the targets the servos act on (whole control periods)",
-                 (0.0, 0.02), "assumption: hobby servos read their target from a 50 Hz PWM frame, so a new "
-                 "target acts up to 20 ms later", valid=(0.0, 60.0)),
+                 (0.0, 0.02), "assumption: the controller's computation and its I2C write to the PWM driver, up "
+                 "to two control periods (the 50 Hz PWM frame itself is in the servo model)", valid=(0.0, 60.0)),
     Perturbation("joint_angle_noise", "rad", "standard deviation of each measured joint angle", (0.003, 0.01),
                  "assumption: the servos' potentiometers read by a 10-bit ADC (0.2° a count) with their "
                  "non-linearity, 0.2–0.6°", valid=(0.0, 0.5)),
@@ -102,7 +114,8 @@ QUADRUPED_REALISM: tuple[Perturbation, ...] = (
 _NOISE_SLICES = (("orientation_noise", slice(0, 4)), ("angular_velocity_noise", slice(4, 7)),
                  ("linear_velocity_noise", slice(7, 10)), ("joint_angle_noise", slice(10, 22)),
                  ("joint_velocity_noise", slice(22, 34)))
-_PLANT_REALISM = ("friction_scale", "motor_strength", "joint_offset", "trunk_mass_error", "payload")
+_PLANT_REALISM = ("friction_scale", "motor_strength", "servo_band", "servo_time_constant", "joint_offset",
+                  "trunk_mass_error", "payload")
 #: [m] height the body is lifted to at a reset so that every contact point is dropped (far above
 #: Bullet's contact breaking distance, 0.02 m, and the robot's size).
 CONTACT_CLEARANCE = 10.0
@@ -115,11 +128,11 @@ class QuadrupedBody:
     Args:
         client: a :class:`BulletClient`.
         robot: the :class:`Quadruped` model (its URDF is loaded).
-        position_gain, velocity_gain: PyBullet position-motor gains of the servos.
+        servo: the servos' nominal :class:`~soft_envs.sim.servo.ServoParameters`.
+        time_step: [s] the physics step (the servos are driven every step: :meth:`step`).
     """
 
-    def __init__(self, client, robot: Quadruped, *, position_gain: float = 0.3,
-                 velocity_gain: float = 1.0) -> None:
+    def __init__(self, client, robot: Quadruped, servo: ServoParameters, time_step: float) -> None:
         self.client = client
         self.robot = robot
         with robot.urdf_path() as path:
@@ -133,22 +146,38 @@ class QuadrupedBody:
             links[info[12].decode()] = i
         self.joint_ids = [joints[Quadruped.joint_name(leg, j)] for leg in LEG_NAMES for j in JOINT_NAMES]
         self.foot_ids = [links[Quadruped.foot_link_name(leg)] for leg in LEG_NAMES]
-        self.position_gain = float(position_gain)
-        self.velocity_gain = float(velocity_gain)
         for j in range(client.getNumJoints(self.id)):  # no default velocity motors
             client.setJointMotorControl2(self.id, j, pybullet.VELOCITY_CONTROL, force=0.0)
         dynamics = client.getDynamicsInfo(self.id, -1)
         self.trunk_mass = float(dynamics[0])  # [kg], nominal (the URDF's)
         self.trunk_inertia = np.array(dynamics[2], dtype=float)  # [kg m²], principal, nominal
-        self.strength = np.ones(12)  # factor on each servo's torque limit and position gain
+        self.servos = ServoBank(12, servo, time_step)
+        self._driving = np.zeros(12, dtype=bool)  # the servos whose motor acted in the last step
+        self._limit_joint_speeds()
         self.offsets = np.zeros(12)  # [rad], each servo's zero error
+        self.peak_speed = 0.0  # [rad/s] largest joint speed since the last read_servo_meters()
+        self.work = 0.0  # [J] Σ ∫|τ q̇| dt of the servos since the last read_servo_meters()
 
-    def set_servo_imperfections(self, strength: np.ndarray, offsets: np.ndarray) -> None:
-        """Per-servo ``strength`` (12,) (factor on torque limit and position gain) and zero ``offsets``
-        (12,) [rad]: the joint goes to ``target + offset`` (the servo reads its angle as
-        ``true − offset``). Ones and zeros: the nominal servos."""
-        self.strength = np.asarray(strength, dtype=float).reshape(12).copy()
+    def set_servo_imperfections(self, supply: np.ndarray | float, offsets: np.ndarray, band: np.ndarray | float,
+                                time_constant: np.ndarray | float) -> None:
+        """Per-servo ``supply`` (12,) (factor on stall torque and no-load speed), zero ``offsets``
+        (12,) [rad] (the joint goes to ``target + offset``, the servo reads its angle as
+        ``true − offset``), proportional ``band`` [rad] and motor ``time_constant`` [s]."""
+        self.servos.set_scatter(supply, band, time_constant)
         self.offsets = np.asarray(offsets, dtype=float).reshape(12).copy()
+        self._limit_joint_speeds()
+
+    def _limit_joint_speeds(self) -> None:
+        """Clamp each joint's speed in the solver at its servo's no-load speed: the geared rotor,
+        some 50 times the leg's inertia about the joint, cannot be spun faster by the light legs
+        (nor does the motor drive it faster: :mod:`soft_envs.sim.servo`)."""
+        for j, speed in zip(self.joint_ids, self.servos.no_load_speeds()):
+            self.client.changeDynamics(self.id, j, maxJointVelocity=float(speed))
+
+    def mass(self) -> float:
+        """[kg] the robot's whole mass (its trunk's as set now)."""
+        links = range(-1, self.client.getNumJoints(self.id))
+        return float(sum(self.client.getDynamicsInfo(self.id, i)[0] for i in links))
 
     def set_trunk_mass(self, mass: float) -> None:
         """Give the trunk ``mass`` [kg], its inertia scaled with it (the same distribution)."""
@@ -173,26 +202,40 @@ class QuadrupedBody:
         true = q + self.offsets if np.any(self.offsets) else q
         for j, value in zip(self.joint_ids, true):
             self.client.resetJointState(self.id, j, float(value), 0.0)
-        self.command(q)
+        self.servos.reset(true)
+        self._driving[:] = False
+        self.peak_speed, self.work = 0.0, 0.0
 
     def command(self, q: np.ndarray) -> None:
-        """Servo targets ``q`` (12,) [rad], torque- and speed-limited like the hobby servos."""
+        """Servo targets ``q`` (12,) [rad]: what the next PWM frame carries (:mod:`soft_envs.sim.servo`)."""
         q = np.asarray(q, dtype=float).ravel()
-        if np.any(self.offsets):
-            q = q + self.offsets
-        torque, speed = self.robot.servo_torque, self.robot.servo_speed
-        for k, (j, value) in enumerate(zip(self.joint_ids, q)):
-            self.client.setJointMotorControl2(
-                self.id, j, pybullet.POSITION_CONTROL, targetPosition=float(value),
-                force=torque * self.strength[k], maxVelocity=speed,
-                positionGain=self.position_gain * self.strength[k], velocityGain=self.velocity_gain)
+        self.servos.command(q + self.offsets if np.any(self.offsets) else q)
+
+    def step(self) -> None:
+        """One physics step: the servos drive their velocity motors from the joints' state, then
+        the world steps; the peak joint speed and the servos' work are accumulated."""
+        angle, speed, torque = self.joint_state()
+        self.peak_speed = max(self.peak_speed, float(np.max(np.abs(speed))))
+        self.work += float(np.abs(torque * speed).sum()) * self.servos.time_step
+        target, limit = self.servos.drive(angle, speed)
+        self._driving = limit > 0.0
+        self.client.setJointMotorControlArray(self.id, self.joint_ids, pybullet.VELOCITY_CONTROL,
+                                              targetVelocities=target.tolist(), forces=limit.tolist())
+        self.client.stepSimulation()
+
+    def read_servo_meters(self) -> tuple[float, float]:
+        """``(peak joint speed [rad/s], servo work [J])`` since the last call; restarts both."""
+        out = (self.peak_speed, self.work)
+        self.peak_speed, self.work = 0.0, 0.0
+        return out
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(true angles [rad], velocities [rad/s], applied torques [N m])``, each (12,) (a servo
-        reads its angle as ``true − offset``)."""
+        """``(true angles [rad], velocities [rad/s], servo torques [N m])``, each (12,) (a servo
+        reads its angle as ``true − offset``; the torque its motor applied in the last physics
+        step, 0 where its gears were apart — Bullet keeps reporting a motor's last torque)."""
         states = self.client.getJointStates(self.id, self.joint_ids)
         return (np.array([s[0] for s in states]), np.array([s[1] for s in states]),
-                np.array([s[3] for s in states]))
+                np.where(self._driving, [s[3] for s in states], 0.0))
 
     def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """``(position [m], quaternion (x, y, z, w))`` of the body frame in the world."""
@@ -277,7 +320,9 @@ class QuadrupedBaseEnv(SoftEnv):
                                                      rgbaColor=[0.85, 0.85, 0.8, 1.0])
         self.ground = self.client.createMultiBody(0.0, plane, plane_visual)
         self.client.changeDynamics(self.ground, -1, lateralFriction=self.ground_friction)
-        self.body = QuadrupedBody(self.client, self.model)
+        self.servo = ServoParameters(stall_torque=self.model.servo_torque, no_load_speed=self.model.servo_speed)
+        self.body = QuadrupedBody(self.client, self.model, self.servo, self.time_step)
+        self.gait = GaitMeter(self.dt, self.body.mass(), reversal_threshold=self.servo.deadband)
         self.joint_targets = self.model.standing_configuration().ravel()
         self._cache: dict[str, Any] = {}
         self.sensor = DelayedSensor()  # the measured state (realism)
@@ -296,14 +341,15 @@ class QuadrupedBaseEnv(SoftEnv):
         return QUADRUPED_REALISM
 
     def _realism_sizes(self) -> dict[str, int]:
-        return {"motor_strength": 12, "joint_offset": 12}
+        return {"motor_strength": 12, "joint_offset": 12, "servo_band": 12, "servo_time_constant": 12}
 
     def _apply_realism(self) -> None:
         """Give the ground, the servos, the trunk and the sensors this episode's perturbations."""
         drawn = self.perturbations
         if any(not self.realism.is_ideal(name) for name in _PLANT_REALISM):
             self.client.changeDynamics(self.ground, -1, lateralFriction=self.ground_friction * drawn["friction_scale"])
-            self.body.set_servo_imperfections(drawn["motor_strength"], drawn["joint_offset"])
+            self.body.set_servo_imperfections(drawn["motor_strength"], drawn["joint_offset"], drawn["servo_band"],
+                                              drawn["servo_time_constant"])
             self.body.set_trunk_mass(self.body.trunk_mass * (1.0 + drawn["trunk_mass_error"]) + drawn["payload"])
         noise = np.zeros(39)
         for name, part in _NOISE_SLICES:
@@ -323,6 +369,10 @@ class QuadrupedBaseEnv(SoftEnv):
         self._cache = {"position": pos, "quaternion": orn, "rotation": rot, "linear": lin, "angular": ang,
                        "q": q, "qd": qd, "torque": tau, "contacts": self.body.foot_contacts(self.ground),
                        "feet": self.body.feet_world()}
+        if reset:
+            self.body.read_servo_meters()
+            self.gait = GaitMeter(self.dt, self.body.mass(), reversal_threshold=self.servo.deadband)
+            self.gait.reset(self.joint_targets, self._cache["contacts"], pos)
         if not self.realism.is_ideal():
             true = self._state_vector()
             true[10:22] -= self.perturbations["joint_offset"]  # the servos' own readings
@@ -373,8 +423,17 @@ class QuadrupedBaseEnv(SoftEnv):
             self.body.command(self.command_line.read(self.joint_targets))
 
     def simulate(self, n_steps: int | None = None) -> None:
-        super().simulate(n_steps)
+        """Step the servos and the physics ``n_steps`` (default ``frame_skip``) times, then read the state."""
+        for _ in range(self.frame_skip if n_steps is None else n_steps):
+            self.body.step()
+            self._after_physics_step()
         self._read_state()
+        peak, work = self.body.read_servo_meters()
+        self.gait.update(self.joint_targets, self._cache["contacts"], self.body.contact_slip_velocity(),
+                         self._cache["position"], peak, work)
+
+    def _after_physics_step(self) -> None:
+        """Hook: called after every physics step (the pose env integrates its feet's sliding)."""
 
     def _camera(self) -> dict[str, Any]:
         pos = self._cache.get("position", np.zeros(3))

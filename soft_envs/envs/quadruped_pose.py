@@ -136,12 +136,9 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
                                         f"got {value!r}")
         return quaternion_to_rpy(matrix_to_quaternion(rpy_to_matrix(*goal)))
 
-    def simulate(self, n_steps: int | None = None) -> None:
-        """Step the physics, integrating each foot's contact-point sliding at every physics step."""
-        for _ in range(self.frame_skip if n_steps is None else n_steps):
-            self.client.stepSimulation()
-            self._sliding += self.body.contact_slip_velocity() * self.time_step
-        self._read_state()
+    def _after_physics_step(self) -> None:
+        """Integrate each foot's contact-point sliding at every physics step."""
+        self._sliding += self.body.contact_slip_velocity() * self.time_step
 
     # ------------------------------------------------------------------ measures
     def rpy(self) -> np.ndarray:
@@ -213,5 +210,5 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         return {"orientation_error": error, "rpy_error": rpy_error, "foot_slip": float(self.foot_slip().max()),
                 "foot_displacement": float(self.foot_displacement().max()),
                 "is_success": bool(error < self.success_threshold), "fallen": self.fallen(),
-                "goal": self.goal.copy()}
+                "goal": self.goal.copy()} | self.gait.figures()
 

@@ -113,4 +113,4 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         s = self._cache
         return {"x": float(s["position"][0]), "y": float(s["position"][1]),
                 "yaw": float(quaternion_to_rpy(s["quaternion"])[2]), "fallen": self.fallen(),
-                "forward_velocity": float(s["linear"][0])}
+                "forward_velocity": float(s["linear"][0])} | self.gait.figures()

@@ -49,7 +49,8 @@ L0, L1, L2, L3 = 0.012532, 0.00585, 0.045, 0.050
 # Joint ranges [rad] of the hobby-servo robot (not in the paper; see urdf/quadruped/README.md).
 JOINT_LOWER = np.array([-0.6, -2.2, 0.3])
 JOINT_UPPER = np.array([0.6, 0.6, 2.9])
-# MG90S-class micro servo at 6 V: 2.2 kg·cm stall torque, 0.1 s / 60°.
+# MG90S-class micro servo: 2.2 kg·cm stall torque (6 V), no-load speed 0.1 s / 60° (4.8 V: the slower of
+# the data sheet's two); how the servo model uses them: soft_envs.sim.servo.
 SERVO_TORQUE = 0.22  # [N m]
 SERVO_SPEED = 10.5  # [rad/s]
 FOOT_RADIUS = 0.008  # [m]

@@ -181,3 +181,57 @@ def test_a_learned_goal_is_judged_only_under_its_judged_presets():
     ideal_only = Goal("g", "label", "pcc-residual", 30.0, "pcc-spiral", ("ideal",), ("pd-ff",), "target")
     text, met = _verdict(ideal_only, {}, "me", {k: v for k, v in rms.items() if k[1] == "ideal"})
     assert not met and "realistic" not in text
+
+
+def test_a_learned_walk_is_judged_on_its_gait_not_only_its_speed():
+    """Issue 30: faster than the trot and no falls is not enough — a vibrating gait (many command
+    reversals, skating feet) fails its goal."""
+    from soft_envs.bench.learned import _walk_verdict
+    from soft_envs.rl_recipes import Goal
+
+    goal = Goal("walk", "label", "quadruped-walk-gait", 60.0, "quadruped-walk", ("ideal",), ("trot",), "target")
+    servo_gait = {"gait_stance_slip_speed": 0.002, "gait_command_reversals_per_second": 8.0,
+                  "gait_peak_joint_speed": 10.0}
+    trot = {"gait_stance_slip_speed": 0.003, "gait_command_reversals_per_second": 9.9, "gait_peak_joint_speed": 10.5}
+
+    def metrics(x: float, figures: dict) -> dict:
+        return {("me", "ideal"): np.full(3, x), ("me", "ideal", "fell"): np.zeros(3, bool),
+                ("me", "ideal", "figures"): [figures] * 3, ("trot", "ideal"): np.full(3, 0.5),
+                ("trot", "ideal", "fell"): np.zeros(3, bool), ("trot", "ideal", "figures"): [trot] * 3}
+
+    text, met = _walk_verdict(goal, metrics(0.8, servo_gait), "me")
+    assert met and "fails" not in text
+    vibrating = servo_gait | {"gait_command_reversals_per_second": 50.0, "gait_stance_slip_speed": 0.3}
+    text, met = _walk_verdict(goal, metrics(3.0, vibrating), "me")
+    assert not met and "reversals ≤ 10/s" in text and "slip ≤ the trot's" in text
+    text, met = _walk_verdict(goal, metrics(0.4, servo_gait), "me")
+    assert not met and "faster than the trot" in text
+
+
+@pytest.mark.parametrize(("task", "controller", "figure"), [
+    ("peter-2", "trr-feedback", "leg rate / its limit"), ("pcc-spiral", "pd-ff", "pressure / bound"),
+    ("quadruped-pose", "body-pose", "peak joint speed / servo")])
+def test_the_plausibility_audit_reads_each_envs_actuators_within_their_limits(task, controller, figure):
+    """The IK controllers drive actuators that hold their physical limits (ratios ≤ 1)."""
+    from soft_envs.bench.plausibility import _episode
+
+    result = _episode((task, controller, 3_000_000))
+    assert 0.0 < result["actuators"][figure] <= 1.0 + 1e-9
+    assert result["reversals"] >= 0.0 and 0.0 <= result["at_bounds"] <= 1.0
+
+
+def test_learned_goals_not_rerun_are_carried_from_the_previous_section_without_machine_paths():
+    from soft_envs.bench.learned import _carried, _without_machine_paths
+
+    previous = ("<!-- bench:learned -->\n## title\n\nRegenerate: x. Policies from `/home/me/runs/learned`; each.\n\n"
+                "| policy | goal | budget | reached | met |\n|---|---|---|---|---|\n"
+                "| **a** | ga | 1 min | ra | yes |\n| **b** | gb | 2 min | rb | no |\n\n"
+                "| policy | recipe |\n|---|---|\n| **a**: A | `ra` |\n| **b**: B | `rb` |\n\n"
+                "`soft-envs evaluate --tasks t --controllers sb3:SAC:/home/me/runs/learned/a.zip` (1 s):\n\n"
+                "| task | controller |\n|---|---|\n| t | **a** |\n\n"
+                "`soft-envs evaluate --tasks u --controllers sb3:SAC:/home/me/runs/learned/b.zip` (1 s):\n\n"
+                "| task | controller |\n|---|---|\n| u | **b** |\n\nRMS of b\n<!-- /bench:learned -->")
+    verdicts, policies, parts = _carried(_without_machine_paths(previous), ["b"])
+    assert verdicts == ["| **b** | gb | 2 min | rb | no |"] and policies == ["| **b**: B | `rb` |"]
+    assert len(parts) == 1 and parts[0].startswith("`soft-envs evaluate --tasks u") and parts[0].endswith("RMS of b")
+    assert "/home/me" not in parts[0] and "$SOFT_ENVS_POLICIES/b.zip" in parts[0]

@@ -60,7 +60,8 @@ def test_realistic_is_reproducible_per_seed_and_changes_the_run(env_id):
     other, _, info_other = _rollout(env_id, seed=2, realism="realistic")
     ideal, _, _ = _rollout(env_id, seed=1)
     assert not np.allclose(obs, ideal, atol=1e-6) and not np.allclose(obs, other[: len(obs)], atol=1e-6)
-    sizes = {"motor_strength": 12, "joint_offset": 12, "guide_gain": 6, "guide_offset": 6}
+    sizes = {"motor_strength": 12, "joint_offset": 12, "servo_band": 12, "servo_time_constant": 12, "guide_gain": 6,
+             "guide_offset": 6}
     for p in TABLES[env_id]:
         value = np.asarray(info["realism"][p.name])
         assert value.shape == ((sizes[p.name],) if p.per_element else ())

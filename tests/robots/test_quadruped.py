@@ -190,6 +190,7 @@ def test_pybullet_feet_equal_the_model_for_any_configuration():
 
 def test_urdf_loads_and_stands_under_gravity():
     from soft_envs.envs.quadruped_base import QuadrupedBody
+    from soft_envs.sim.servo import ServoParameters
 
     client = connect()
     try:
@@ -197,11 +198,11 @@ def test_urdf_loads_and_stands_under_gravity():
         client.setGravity(0, 0, -9.81)
         client.setPhysicsEngineParameter(numSolverIterations=50)
         ground = client.createMultiBody(0, client.createCollisionShape(pybullet.GEOM_PLANE))
-        body = QuadrupedBody(client, ROBOT)
+        body = QuadrupedBody(client, ROBOT, ServoParameters(), 1 / 500)
         height = ROBOT.stance_height + ROBOT.foot_radius
         body.reset(ROBOT.standing_configuration().ravel(), position=(0, 0, height))
         for _ in range(500):  # 1 s
-            client.stepSimulation()
+            body.step()
         position, orientation = body.base_pose()
         assert abs(position[2] - height) < 2e-3  # the servos hold the stance height
         assert np.all(body.foot_contacts(ground) == 1.0)

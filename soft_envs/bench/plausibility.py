@@ -1,0 +1,227 @@
+"""Plausibility audit (issue 30): how each env's learned policy uses its actuators, next to the IK
+controllers on the same seeds.
+
+A learned result counts only with the physics it used: a policy that beats its IK baseline by a
+mechanism no hardware has (targets flipped every step, actuators driven beyond their rates) shows
+a defect of the env. For every env this bench trains the env's recipe for a short CPU budget
+(:data:`AUDITS`), then runs it and the env's IK controllers over the same held-out seeds and
+reports, per controller:
+
+* the task's measure and success rate (as ``soft-envs evaluate``);
+* **reversals/s** — direction reversals of the applied action per second, on the action
+  component that reverses most (a reversal: a turn back by more than 1 % of the action range,
+  :class:`~soft_envs.envs.gait_meter.ReversalCounter`);
+* **at bounds** — the share of action components within 1 % of the action box's bounds;
+* the **actuators against their physical limits**, per env: PETER's legs' rest-length rate
+  against the fill (10 mm/s) and vent rates; the PCC chambers' pressures at their bound and
+  the set-point reversals against the pressure regulators' bandwidth (``1/(2π τ)``, reversals
+  beyond twice it are chatter the regulator filters out); the quadruped's peak joint speed
+  against its servos' no-load speed and the stance feet's slip; the hexapod's guide speed (the
+  env is quasi-static and models no guide speed: the figure says what a real guide would need).
+
+A row is flagged where the learned policy beats the IK controller on the measure and one of its
+actuator figures is beyond the physical limit.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from soft_envs.bench import markdown_table
+
+TITLE = "Plausibility: how learned policies use their actuators, next to the IK controllers (every env)"
+FIRST_SEED = 3_000_000  # held out from training (own stream) and from train-rl's evaluations (1 000 000)
+REVERSAL_THRESHOLD = 0.02  # 1 % of the normalised action range [−1, 1]
+BOUND_MARGIN = 0.02  # "at a bound": within 1 % of the range of it
+
+
+@dataclass(frozen=True)
+class Audit:
+    """One env's audit: the ``soft-envs evaluate`` task, the recipe trained, the IK controllers."""
+
+    task: str
+    recipe: str
+    ik: tuple[str, ...]
+
+
+AUDITS: tuple[Audit, ...] = (
+    Audit("peter-2", "peter-soft", ("trr-feedback",)),
+    Audit("pcc-spiral", "soft_envs/PCCTrack-v0", ("pd-ff",)),
+    Audit("quadruped-walk", "quadruped-walk-gait", ("trot",)),
+    Audit("quadruped-pose", "soft_envs/QuadrupedPose-v0", ("body-pose",)),
+    Audit("hexapod-pose", "soft_envs/HexapodPose-v0", ("hexapod-jacobian",)),
+)
+
+
+def _train(item: tuple[Audit, str, float, int]) -> str:
+    """Train one audit's recipe for ``minutes`` of CPU time into ``folder``; the policy's spec."""
+    from soft_envs.rl_recipes import recipe_for
+    from soft_envs.train_rl import train
+
+    audit, folder, minutes, seed = item
+    recipe = recipe_for(audit.recipe)
+    output = Path(folder) / f"{audit.task}.zip"
+    train(recipe, minutes=minutes, seed=seed, output=output, eval_every=10**9, eval_episodes=2, progress=False,
+          log=lambda *parts: None, budget_clock="cpu")
+    return f"sb3:{recipe.algo}:{output}"
+
+
+class _ActuatorProbe:
+    """Reads an env's actuators after every step and keeps their peak figures (module docstring)."""
+
+    def __init__(self, env) -> None:
+        self.env = env.unwrapped
+        self.figures: dict[str, float] = {}
+        self._last: np.ndarray | None = None
+        self.pressure_reversals = None
+        regulator = getattr(self.env, "regulator", None)
+        if regulator is not None:
+            from soft_envs.envs.gait_meter import ReversalCounter
+
+            self.pressure_reversals = ReversalCounter(regulator.pressures.size, 0.01 * regulator.max_pressure)
+            self.pressure_reversals.reset(regulator.pressures)
+
+    def _rate(self, value: np.ndarray) -> np.ndarray:
+        rate = np.zeros_like(value) if self._last is None else (value - self._last) / self.env.dt
+        self._last = value.copy()
+        return rate
+
+    def _peak(self, name: str, value: float) -> None:
+        self.figures[name] = max(self.figures.get(name, 0.0), float(value))
+
+    def step(self, info: dict[str, Any]) -> None:
+        env = self.env
+        legs = getattr(env, "legs", None)
+        if legs is not None and not legs.instant:  # PETER: rest lengths vs the fill and vent rates
+            rate = self._rate(np.asarray(legs.actual_lengths, dtype=float))
+            limit = np.where(rate >= 0.0, legs.fill_rate, legs.vent_rate)
+            self._peak("leg rate / its limit", np.max(np.abs(rate) / limit))
+        regulator = getattr(env, "regulator", None)
+        if regulator is not None:  # PCC: chamber pressures and their regulators
+            self._peak("pressure / bound", np.max(np.abs(regulator.pressures)) / regulator.max_pressure)
+            at_bound = np.mean(np.abs(regulator.pressures) >= 0.99 * regulator.max_pressure)
+            self.figures["time at pressure bound"] = self.figures.get("time at pressure bound", 0.0) + at_bound
+            self.pressure_reversals.update(regulator.pressures)
+        if "gait_peak_joint_speed" in info:  # quadruped: servos and feet
+            self.figures["peak joint speed / servo"] = info["gait_peak_joint_speed"] / env.model.servo_speed
+            self.figures["stance slip [mm/s]"] = 1e3 * info["gait_stance_slip_speed"]
+        if "inputs" in info:  # hexapod: the guides' speed
+            self._peak("guide speed [mm/s]", 1e3 * np.max(np.abs(self._rate(np.asarray(info["inputs"], dtype=float)))))
+
+    def finish(self, steps: int) -> dict[str, float]:
+        out = dict(self.figures)
+        if "time at pressure bound" in out:
+            out["time at pressure bound"] /= max(steps, 1)
+        if self.pressure_reversals is not None:
+            regulator = self.env.regulator
+            bandwidth = 1.0 / (2.0 * np.pi * regulator.time_constant) if regulator.time_constant > 0 else np.inf
+            per_second = self.pressure_reversals.count.max() / (steps * self.env.dt)
+            out["pressure reversals/s / 2·bandwidth"] = per_second / (2 * bandwidth)
+        return out
+
+
+def _episode(item: tuple[str, str, int]) -> dict[str, Any]:
+    """One seeded episode of ``task`` with ``controller``: the task's measure and the audit's figures."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+    from soft_envs import evaluate as ev
+    from soft_envs.envs.gait_meter import ReversalCounter
+
+    task_name, controller, seed = item
+    task = ev.TASKS[task_name]
+    kwargs = dict(task.kwargs)
+    if controller.startswith("sb3:"):
+        kwargs |= ev.SB3Policy.env_keywords(controller)
+    if task.max_steps is not None:
+        kwargs["max_episode_steps"] = task.max_steps
+    env = gym.make(task.env_id, **kwargs)
+    try:
+        agent = ev.controller_for(controller, env)
+        obs, info = env.reset(seed=seed)
+        agent.reset(obs, info)
+        u = env.unwrapped
+        action = u.previous_action
+        reversals = ReversalCounter(action.size, REVERSAL_THRESHOLD)
+        reversals.reset(action)
+        probe = _ActuatorProbe(env)
+        low, high = env.action_space.low, env.action_space.high
+        at_bounds, steps, done = 0.0, 0, False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs))
+            done = terminated or truncated
+            applied = u.previous_action
+            reversals.update(applied)
+            margin = BOUND_MARGIN * (high - low) / 2.0
+            at_bounds += float(np.mean((applied <= low + margin) | (applied >= high - margin)))
+            probe.step(info)
+            steps += 1
+        seconds = steps * u.dt
+        success = not info["fallen"] if task.env_id.endswith("QuadrupedWalk-v0") else bool(info.get("is_success"))
+        return {"metric": float(info[task.metric]), "success": success,
+                "reversals": float(reversals.count.max() / seconds), "at_bounds": at_bounds / steps,
+                "actuators": probe.finish(steps)}
+    finally:
+        env.close()
+
+
+def _better(task: str, mine: float, theirs: float) -> bool:
+    """Whether the measure ``mine`` beats ``theirs`` (the walk's distance is larger-better)."""
+    return mine > theirs if task == "quadruped-walk" else mine < theirs
+
+
+#: The actuator figures whose limit is 1 (ratios).
+_RATIOS = ("leg rate / its limit", "pressure / bound", "pressure reversals/s / 2·bandwidth", "peak joint speed / servo")
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, minutes: float | None = None,
+        workers: int = 2) -> str:
+    from soft_envs import evaluate as ev
+
+    minutes = minutes if minutes is not None else (10.0 if full else 2.0)
+    episodes = 10 if full else 3
+    first = FIRST_SEED + seed
+    with tempfile.TemporaryDirectory(prefix="plausibility-") as folder:
+        with mp.get_context("spawn").Pool(workers) as pool:
+            specs = pool.map(_train, [(a, folder, minutes, seed) for a in AUDITS])
+            sections, flags = [], []
+            for audit, spec in zip(AUDITS, specs):
+                controllers = list(audit.ik) + [spec]
+                results = pool.map(_episode, [(audit.task, c, first + k) for c in controllers for k in range(episodes)])
+                per = {c: results[i * episodes:(i + 1) * episodes] for i, c in enumerate(controllers)}
+                names = sorted({key for rows in per.values() for r in rows for key in r["actuators"]})
+                unit = ev.TASKS[audit.task].unit
+                scale = 1e3 if unit == "m" else (np.degrees(1.0) if unit == "rad" else 1.0)
+                label = {"m": "mm", "rad": "°"}.get(unit, unit)
+                rows = []
+                for c, eps in per.items():
+                    name = f"learned (`{audit.recipe}`)" if c == spec else c
+                    figures = {n: max(r["actuators"].get(n, 0.0) for r in eps) for n in names}
+                    rows.append([name, f"{scale * np.mean([r['metric'] for r in eps]):.3g} {label}",
+                                 f"{100 * np.mean([r['success'] for r in eps]):.0f} %",
+                                 f"{max(r['reversals'] for r in eps):.1f}",
+                                 f"{100 * np.mean([r['at_bounds'] for r in eps]):.0f} %"]
+                                + [f"{figures[n]:.3g}" for n in names])
+                mine = np.mean([r["metric"] for r in per[spec]])
+                ik = np.mean([r["metric"] for r in per[audit.ik[0]]])
+                beyond = [n for n in _RATIOS if n in names and max(r["actuators"].get(n, 0.0) for r in per[spec]) > 1.0]
+                if _better(audit.task, mine, ik) and beyond:
+                    flags.append(f"**{audit.task}**: the learned policy beats `{audit.ik[0]}` with {', '.join(beyond)} "
+                                 "beyond the limit")
+                headers = ["controller", f"{ev.TASKS[audit.task].metric} (mean)", "success", "reversals/s (max)",
+                           "at bounds", *names]
+                sections.append(f"**{audit.task}** (`{ev.TASKS[audit.task].env_id}`, {episodes} episodes, seeds "
+                                f"from {first}; the learned policy: recipe `{audit.recipe}`, seed {seed}, {minutes:g} "
+                                f"CPU-min):\n\n" + markdown_table(headers, rows))
+    verdict = ("No learned policy beats its IK controller with an actuator beyond its limit." if not flags
+               else "Flagged:\n\n" + "\n".join(f"- {f}" for f in flags))
+    return (f"Regenerate: `soft-envs bench plausibility{' --full' if full else ''} --update BENCHMARKS.md` (module "
+            "`soft_envs.bench.plausibility`: what each column means is in its docstring; ratios above 1 are beyond "
+            f"the hardware). Each env's recipe trained for {minutes:g} CPU-min ({workers} at a time), then run "
+            f"with its IK controllers on the same held-out seeds.\n\n{verdict}\n\n" + "\n\n".join(sections))
