@@ -119,12 +119,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         for path, size in write_gallery(args.gallery, seed=args.seed).items():
             print(f"wrote {path} ({size / 1e3:.0f} kB)")
         return 0
-    if args.name not in DEMOS:
+    gui = has_display() and not args.output
+    mode = "human" if gui else "rgb_array"
+    if args.policy:
+        from soft_envs.demos import learned
+
+        frames = learned(args.policy, render_mode=mode, steps=args.steps, seed=args.seed)
+        args.name = os.path.splitext(os.path.basename(args.policy))[0]
+    elif args.name not in DEMOS:
         print(f"unknown demo {args.name!r}; choose from {', '.join(DEMOS)}", file=sys.stderr)
         return 2
-    demo = DEMOS[args.name]
-    gui = has_display() and not args.output
-    frames = demo(render_mode="human" if gui else "rgb_array", steps=args.steps, seed=args.seed)
+    else:
+        frames = DEMOS[args.name](render_mode=mode, steps=args.steps, seed=args.seed)
     if gui:
         return 0
     output = args.output or f"{args.name}_demo.gif"
@@ -229,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--frame-time", type=float, default=0.05, help="seconds per frame in the file")
     d.add_argument("--gallery", metavar="DIR", help="write the README's pictures instead: every demo as a looping "
                    "GIF (DIR/demos/NAME.gif, at most 1 MB) and the sim-to-real figure from BENCHMARKS.md")
+    d.add_argument("--policy", metavar="PATH.zip", help="instead of a demo: a policy saved by train-rl acting in "
+                   "the env it was trained on (its PATH.json; the 'learn' extra)")
     d.set_defaults(func=_cmd_demo)
 
     e = sub.add_parser("evaluate", help="run controllers through env.step over seeded episodes and compare them",

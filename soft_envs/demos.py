@@ -83,6 +83,21 @@ def hexapod(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, **e
     return run_demo(env, HexapodJacobianAgent(env), steps=steps, seed=seed, new_goal_every=30)
 
 
+def learned(policy: str, render_mode: str = "rgb_array", steps: int = 300, seed: int = 0, **env_kwargs) -> list:
+    """A policy saved by ``soft-envs train-rl`` (``PATH.zip`` with its ``PATH.json``) acting in the
+    env it was trained on (the env id and observation keywords from ``PATH.json``), through
+    :class:`~soft_envs.evaluate.SB3Policy` as ``soft-envs evaluate`` runs it (the ``learn`` extra)."""
+    from soft_envs.evaluate import SB3Policy
+    from soft_envs.train_rl import policy_record
+
+    record = policy_record(policy)
+    if "env_id" not in record:
+        raise InvalidParameterError(f"{policy}: no PATH.json with the env id next to it (soft-envs train-rl writes it)")
+    spec = f"sb3:{record.get('algo', 'PPO')}:{policy}"
+    env = gym.make(record["env_id"], render_mode=render_mode, **(SB3Policy.env_keywords(spec) | env_kwargs))
+    return run_demo(env, SB3Policy.from_spec(spec, env), steps=steps, seed=seed)
+
+
 #: demo name -> function
 DEMOS: dict[str, Callable[..., list]] = {"peter": peter, "pcc": pcc, "quadruped": quadruped, "hexapod": hexapod}
 

@@ -180,10 +180,11 @@ RECIPES: dict[str, Recipe] = {
              "let the policy trade a fall for speed)"),
     "quadruped-walk-gait": Recipe(
         env_id="soft_envs/QuadrupedWalk-v0", **(_PPO | {"n_envs": 8}), base_gait="trot",
-        env_kwargs={"healthy_reward": 0.5, "fall_weight": 10.0, "action_rate_weight": 0.2},
+        env_kwargs={"healthy_reward": 0.5, "fall_weight": 10.0, "action_rate_weight": 0.5, "slip_weight": 30.0},
         note="PPO modulating the Bézier trot (soft_envs.gait_residual: stride, period and a joint residual of "
-             "10 % of the range; Iscen et al. 2018's policies modulating trajectory generators): the servo gait is "
-             "the starting point, and a price on the action's rate keeps the residual smooth"),
+             "10 % of the range, through a 50 ms filter; Iscen et al. 2018's policies modulating trajectory "
+             "generators): the servo gait is the starting point; prices on the action's rate and on the stance "
+             "feet's slip (1 mm/s of slip costs what 3 cm/s of speed earns) keep it one"),
     "soft_envs/QuadrupedPose-v0": Recipe(env_id="soft_envs/QuadrupedPose-v0", gamma=0.9, learning_rate=3e-4,
                                          env_kwargs={}),
     "soft_envs/HexapodPose-v0": Recipe(env_id="soft_envs/HexapodPose-v0", gamma=0.5, env_kwargs={}),

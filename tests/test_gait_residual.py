@@ -22,7 +22,7 @@ def test_the_wrapped_env_is_a_clean_gymnasium_env():
     env = GaitResidualEnv(gym.make(WALK, max_episode_steps=20))
     try:
         check_env(env, skip_render_check=True)
-        assert env.action_space.shape == (14,) and env.observation_space.shape == (41,)
+        assert env.action_space.shape == (14,) and env.observation_space.shape == (55,)
     finally:
         env.close()
 

@@ -216,3 +216,20 @@ def test_a_policy_trained_as_its_goal_asks_is_kept_and_its_checkpoint_resumed(tm
     checkpoint = Checkpoint(tmp_path / "written.ckpt")  # a checkpoint's state goes through JSON the same way
     checkpoint.save(load_model(path), {"recipe": dataclasses.asdict(recipe_for(goal.recipe))})
     assert checkpoint.state()["recipe"] == _as_recorded(recipe_for(goal.recipe))
+
+
+def test_a_gait_modulating_policy_trains_evaluates_and_demos_through_its_gait(tmp_path):
+    """The walk goal's recipe end to end: trained on the wrapped env, saved with its recipe, then
+    run by `soft-envs evaluate` (SB3Policy) and `soft-envs demo --policy` through the trot."""
+    from soft_envs.demos import learned
+    from soft_envs.evaluate import TASKS, Job, run_episode
+
+    recipe = recipe_for("quadruped-walk-gait").replace(**SMALL, env_kwargs={"max_episode_steps": 8})
+    result = train(recipe, minutes=None, timesteps=64, eval_every=10**6, eval_episodes=1, output=tmp_path / "walk",
+                   progress=False, log=lambda *_: None)
+    assert policy_record(result.path)["recipe"]["base_gait"] == "trot"
+    episode = run_episode(Job(dataclasses.replace(TASKS["quadruped-walk"], max_steps=10), f"sb3:PPO:{result.path}",
+                              "ideal", 0))
+    assert episode.steps == 10 and set(episode.figures) >= {"gait_command_reversals_per_second"}
+    frames = learned(str(result.path), steps=3, width=32, height=24)
+    assert len(frames) == 3 and frames[0].shape == (24, 32, 3)

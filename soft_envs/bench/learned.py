@@ -330,8 +330,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
     return (f"Regenerate: `soft-envs bench learned --full --train --update BENCHMARKS.md` (module "
             f"`soft_envs.bench.learned`; the goals, recipes and seeds are data in `soft_envs.rl_recipes.GOALS`). "
             f"Policies from `{_shown(folder)}`; each `PATH.json` holds its recipe, seed, steps, wall and CPU time and "
-            f"the load; budgets count the run's CPU time (the wall time of an idle core; `--train` runs {TRAIN_WORKERS} "
-            f"at a time, and the wall and load columns show what each run shared). "
+            f"the load; budgets count the run's CPU time (the wall time of an idle core; `--train` runs "
+            f"{TRAIN_WORKERS} at a time, and the wall and load columns show what each run shared). "
             f"Evaluated over {episodes} held-out seeded episodes (seeds from {first}) per row, next to the IK "
             f"controllers, in {WORKERS} worker processes.{carried}\n\n{table}\n\n{head}\n\n" + "\n\n".join(parts))
 

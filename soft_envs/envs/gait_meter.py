@@ -87,6 +87,7 @@ class GaitMeter:
         self.steps = 0
         self.peak_speed = 0.0
         self.work = 0.0
+        self.step_slip = 0.0  # [m/s] mean slip speed of the feet in contact at the last step (0: none)
 
     def reset(self, command: np.ndarray, contacts: np.ndarray, position: np.ndarray) -> None:
         """A new episode: the targets [rad] (12,), foot contacts (4,) and body position [m]."""
@@ -96,7 +97,7 @@ class GaitMeter:
         self.contacts = np.asarray(contacts, dtype=float).copy()
         self.start = np.asarray(position, dtype=float)[:2].copy()
         self.position = self.start.copy()
-        self.steps, self.peak_speed, self.work = 0, 0.0, 0.0
+        self.steps, self.peak_speed, self.work, self.step_slip = 0, 0.0, 0.0, 0.0
 
     def update(self, command: np.ndarray, contacts: np.ndarray, slip: np.ndarray, position: np.ndarray,
                peak_speed: float, work: float) -> None:
@@ -108,7 +109,9 @@ class GaitMeter:
         self.touchdowns += (contacts > 0.5) & (self.contacts < 0.5)
         self.contacts = contacts.copy()
         speeds = np.linalg.norm(np.asarray(slip, dtype=float), axis=-1)
-        self.slips.extend(speeds[contacts > 0.5].tolist())
+        stance = speeds[contacts > 0.5]
+        self.slips.extend(stance.tolist())
+        self.step_slip = float(stance.mean()) if stance.size else 0.0
         self.position = np.asarray(position, dtype=float)[:2].copy()
         self.steps += 1
         self.peak_speed = max(self.peak_speed, float(peak_speed))

@@ -29,7 +29,8 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``info``: ``orientation_error`` [rad], ``rpy_error`` (3,) [rad], ``foot_slip`` (largest foot's
 sliding [m]), ``foot_displacement`` (largest horizontal displacement of a foot centre, rolling
 included [m]), ``is_success`` (error below ``success_threshold``, 1°),
-``fallen``. Terminates on a fall (as in ``QuadrupedWalk-v0``).
+``fallen`` and the episode's gait figures so far (:mod:`soft_envs.envs.gait_meter`). Terminates
+on a fall (as in ``QuadrupedWalk-v0``).
 
 Realism (``realism=``; the table and its effects: :mod:`soft_envs.envs.quadruped_base`): the
 observation's current roll, pitch, yaw (``[42:45]``, ``achieved_goal``) come from the measured

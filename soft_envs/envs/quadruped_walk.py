@@ -13,10 +13,14 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward), per ste
 * ``orientation = −orientation_weight · (roll² + pitch²)`` [rad²];
 * ``torque = −torque_weight · mean((τ / τ_max)²)`` — servo effort;
 * ``fall = −fall_weight`` on the step the robot falls (else 0) — the episode's end priced;
+* ``slip = −slip_weight · mean |v_slip|`` over the feet in contact [m/s] — stance feet skating
+  (Isaac Lab's ``feet_slide``; default 0);
 * ``action_rate = −action_rate_weight · ‖a − a_prev‖²``.
 
 Terminates on a fall: body below 4 cm, tilted more than 50°, or body/legs (not feet) touching
-the ground. ``info`` carries ``x``, ``y`` [m], ``yaw`` [rad], ``fallen``, ``forward_velocity``.
+the ground. ``info`` carries ``x``, ``y`` [m], ``yaw`` [rad], ``fallen``, ``forward_velocity`` and
+the episode's gait figures so far (:mod:`soft_envs.envs.gait_meter`: stance-foot slip,
+touchdowns and command reversals per second, peak joint speed, cost of transport).
 
 Realism (``realism=``; the table and its effects: :mod:`soft_envs.envs.quadruped_base`): ground
 friction, servo strength and zero offsets, trunk mass and payload, command delay, noise and
@@ -45,6 +49,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         forward_weight, healthy_reward, lateral_weight, orientation_weight, torque_weight, action_rate_weight: reward
             weights (all >= 0).
         fall_weight: price of a fall (the ``fall`` term, >= 0; default 0: no term's worth).
+        slip_weight: price of the stance feet's slip speed (the ``slip`` term, >= 0; default 0).
         reset_noise_scale: initial joint-angle noise half-width [rad].
         **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
             (``ground_friction``, ``solver_iterations``, ``time_step``, ``frame_skip``) and
@@ -54,8 +59,10 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
 
     def __init__(self, *, forward_weight: float = 1.0, healthy_reward: float = 0.05, lateral_weight: float = 0.5,
                  orientation_weight: float = 0.1, torque_weight: float = 0.005, action_rate_weight: float = 0.01,
-                 fall_weight: float = 0.0, reset_noise_scale: float = 0.02, **kwargs: Any) -> None:
+                 fall_weight: float = 0.0, slip_weight: float = 0.0, reset_noise_scale: float = 0.02,
+                 **kwargs: Any) -> None:
         EzPickle.__init__(self, forward_weight=forward_weight, healthy_reward=healthy_reward, fall_weight=fall_weight,
+                          slip_weight=slip_weight,
                           lateral_weight=lateral_weight, orientation_weight=orientation_weight,
                           torque_weight=torque_weight, action_rate_weight=action_rate_weight,
                           reset_noise_scale=reset_noise_scale, **kwargs)
@@ -66,6 +73,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             orientation_weight=orientation_weight,
             torque_weight=torque_weight,
             fall_weight=fall_weight,
+            slip_weight=slip_weight,
         )
         self.forward_weight = float(forward_weight)
         self.healthy_reward = float(healthy_reward)
@@ -73,6 +81,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         self.orientation_weight = float(orientation_weight)
         self.torque_weight = float(torque_weight)
         self.fall_weight = float(fall_weight)
+        self.slip_weight = float(slip_weight)
         super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale, **kwargs)
         self.observation_space = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
         self._previous_xy = np.zeros(2)
@@ -104,6 +113,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             "orientation": -self.orientation_weight * float(roll**2 + pitch**2),
             "torque": -self.torque_weight * float(np.mean(torque**2)),
             "fall": -self.fall_weight if fallen else 0.0,
+            "slip": -self.slip_weight * self.gait.step_slip,
         }
 
     def _terminated(self) -> bool:
