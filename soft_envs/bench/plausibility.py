@@ -181,7 +181,7 @@ _RATIOS = ("leg rate / its limit", "pressure / bound", "pressure reversals/s / 2
 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, minutes: float | None = None,
-        workers: int = 2) -> str:
+        workers: int = 1) -> str:
     from soft_envs import evaluate as ev
 
     minutes = minutes if minutes is not None else (10.0 if full else 2.0)

@@ -31,8 +31,8 @@ Realism (``realism=``, :mod:`soft_envs.sim.realism`; table :data:`QUADRUPED_REAL
 simulated robot may differ from ``env.model``, the nominal model a controller plans with — the
 ground's friction (a factor on the ``ground_friction`` keyword: the floor is
 ``ground_friction · friction_scale``), each servo's strength (stall torque and no-load speed, a
-supply factor), drive band, motor time constant and zero offset (the joint sits at ``target + offset``, its angle reads
-``true − offset``), the trunk's mass and a payload on it, a command delay (whole control
+supply factor), drive band, motor time constant and zero offset (the joint sits at
+``target + offset``, its angle reads ``true − offset``), the trunk's mass and a payload on it, a command delay (whole control
 periods: the servos act on the action of that many steps before), and noise and latency on
 the measured state (joint angles and velocities, IMU orientation and angular velocity, body
 velocity; contacts and height are delayed, not noisy). The observation shows the measured

@@ -19,17 +19,22 @@ PyBullet position motor does not hold, is modelled per servo:
   when the shaft turns faster than ``d ω₀``. The rotor's inertia, reflected through the gears,
   makes the unloaded speed follow ``d ω₀`` with the motor's mechanical time constant
   ``time_constant`` (assumption: 10 ms, the range of micro DC motors of 10–20 mm).
+* **gear play** — ``backlash`` (assumption: 1° at the horn, what metal-gear micro servos show;
+  plastic gears more): when the motor reverses, the gears part and the output gets no torque
+  until the motor side has crossed the play; a flank only pushes.
 
 In PyBullet the servo is a velocity motor solved implicitly with the joints (stable for the
 light legs at any gain): each physics step it aims at the unloaded motor's speed one step ahead,
 ``ω + (d ω₀ − ω)(1 − e^{−Δt/T})``, with at most the torque ``τ_stall |d − ω/ω₀|`` of the
 torque–speed line at the present speed. So the servo never drives its shaft faster than ``ω₀``
-under any command sequence, and holds a load with the stiffness ``τ_stall/band``.
+under any command sequence, and holds a load with the stiffness ``τ_stall/band``; the body also
+clamps each joint's speed at ``ω₀`` in the solver (the geared rotor, far heavier than a leg,
+is not spun faster by the leg: :class:`~soft_envs.envs.quadruped_base.QuadrupedBody`).
 
-The response this gives (``tests/sim/test_servo.py``, nominal values, a free leg): a 60° step
-takes 0.13 s to within 2° (data sheet, no load: 0.1 s per 60° of travel at full speed); a
-small step reaches 63 % in about 25 ms after its frame — the lag of tens of milliseconds of
-hobby servos.
+The response this gives (``tests/sim/test_servo.py``, nominal values, the hip of a hanging leg):
+a 60° step gets within 2° in 0.11 s (data sheet, no load: 0.1 s per 60°) at the no-load speed; a
+3° step reaches 63 % in about 20 ms after its frame — the lag of tens of milliseconds of hobby
+servos; within the deadband and the play a held joint rests up to about 1° off its target.
 """
 
 from __future__ import annotations
