@@ -32,8 +32,9 @@ simulated robot may differ from ``env.model``, the nominal model a controller pl
 ground's friction (a factor on the ``ground_friction`` keyword: the floor is
 ``ground_friction · friction_scale``), each servo's strength (stall torque and no-load speed, a
 supply factor), drive band, motor time constant and zero offset (the joint sits at
-``target + offset``, its angle reads ``true − offset``), the trunk's mass and a payload on it, a command delay (whole control
-periods: the servos act on the action of that many steps before), and noise and latency on
+``target + offset``, its angle reads ``true − offset``), the trunk's mass and a payload on it,
+a command delay (whole control periods: the servos act on the action of that many steps
+before), and noise and latency on
 the measured state (joint angles and velocities, IMU orientation and angular velocity, body
 velocity; contacts and height are delayed, not noisy). The observation shows the measured
 state; the rewards, ``info`` and the fall test use the true state. ``reset_noise_scale``
