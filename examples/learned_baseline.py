@@ -1,7 +1,7 @@
 """Train one of the learned baselines of BENCHMARKS.md's ``learned`` section with its goal's recipe,
 seed and budget, and evaluate it next to the IK controllers, as that section does.
 
-    python examples/learned_baseline.py quadruped_walk                  # PPO modulating the trot, 50 min
+    python examples/learned_baseline.py quadruped_walk                  # PPO modulating the trot, 25 min
     python examples/learned_baseline.py pcc_residual --minutes 20       # PCC spiral, residual on PD + FF
     python examples/learned_baseline.py pcc_residual_ideal              # the same on the ideal arm, 10 min
     python examples/learned_baseline.py peter_soft                      # soft PETER, ideal, 30 min

@@ -7,8 +7,11 @@ Bézier trot (:class:`~soft_envs.agents.gait.TrotController`, Newton–Raphson l
 and the policy's action ``a`` (14,) in ``[−1, 1]`` does three things:
 
 * ``a[12]`` scales the trot's stride: ``L = L₀ (1 + stride_range · a[12])``, and ``a[13]`` its
-  period: ``T = T₀ (1 + period_range · a[13])`` (the generator's parameters, as PMTG's policies
-  set theirs; the phase runs on continuously when the period changes);
+  period: ``T = T₀ (1 + period_range · (a[13] + 1)/2)``, never shorter than the trot's (the
+  generator's parameters, as PMTG's policies set theirs; the phase runs on continuously when the
+  period changes). The cadence may only slow: each joint of the trot turns four times a cycle,
+  so its 2.5 Hz already gives the ten command reversals per second a servo gait is held to
+  (:data:`soft_envs.bench.learned.MAX_REVERSALS_PER_SECOND`); speed must come from the stride;
 * ``a[:12]`` is added to the trot's normalised joint targets, ``residual_scale`` times itself,
   the sum clipped into ``[−1, 1]``.
 
@@ -61,11 +64,13 @@ class GaitResidual:
             raise InvalidParameterError(f"smoothing must be >= 0 [s]; got {smoothing!r}")
         self.blend = self.base.dt / (float(smoothing) + self.base.dt)  # the filter's weight of a new value
         self.filtered = np.zeros(self.SIZE)
+        self.filtered[13] = -1.0  # the trot's own period
 
     def reset(self, obs=None, info=None) -> None:
         self.base.reset(obs, info)
-        self.base.period, self.base.step_length = self.nominal_period, self.nominal_stride
         self.filtered = np.zeros(self.SIZE)
+        self.filtered[13] = -1.0  # the trot's own period
+        self.base.period, self.base.step_length = self.nominal_period, self.nominal_stride
 
     def observation(self, obs: np.ndarray) -> np.ndarray:
         """The env's observation with the phase of the next step, ``(sin, cos)``, and the filtered
@@ -81,7 +86,7 @@ class GaitResidual:
         modulation = self.filtered
         base = self.base
         cycles = base.time / base.period  # the phase, kept across a change of period
-        base.period = self.nominal_period * (1.0 + self.period_range * modulation[13])
+        base.period = self.nominal_period * (1.0 + self.period_range * 0.5 * (modulation[13] + 1.0))
         base.time = cycles * base.period
         base.step_length = self.nominal_stride * (1.0 + self.stride_range * modulation[12])
         return np.clip(self.base.act(obs) + self.residual_scale * modulation[:12], -1.0, 1.0)

@@ -27,7 +27,7 @@ def test_the_wrapped_env_is_a_clean_gymnasium_env():
         env.close()
 
 
-def test_a_zero_modulation_is_the_trot():
+def test_a_modulation_that_keeps_the_period_and_adds_nothing_is_the_trot():
     wrapped = GaitResidualEnv(gym.make(WALK, max_episode_steps=50))
     plain = gym.make(WALK, max_episode_steps=50)
     trot = TrotController(plain)
@@ -35,8 +35,10 @@ def test_a_zero_modulation_is_the_trot():
         obs_w, _ = wrapped.reset(seed=3)
         obs_p, info = plain.reset(seed=3)
         trot.reset(obs_p, info)
+        trot_itself = np.zeros(14)
+        trot_itself[13] = -1.0  # the period's range starts at the trot's own
         for _ in range(50):
-            obs_w, _, _, _, info_w = wrapped.step(np.zeros(14))
+            obs_w, _, _, _, info_w = wrapped.step(trot_itself)
             obs_p, _, _, _, info_p = plain.step(trot.act(obs_p))
             np.testing.assert_array_equal(obs_w[:39], obs_p)
         assert info_w["x"] == info_p["x"]
@@ -75,7 +77,7 @@ def test_the_stride_modulation_walks_faster_and_the_phase_survives_a_period_chan
             env.reset(seed=0)
             for _ in range(300):
                 action = np.zeros(14)
-                action[12] = stride
+                action[12], action[13] = stride, -1.0
                 _, _, terminated, _, info = env.step(action)
                 assert not terminated
             distances.append(info["x"])
@@ -89,6 +91,11 @@ def test_the_stride_modulation_walks_faster_and_the_phase_survives_a_period_chan
         action[13] = 1.0  # a longer period: the phase goes on from where it was
         env.step(action)
         assert gait.base.time / gait.base.period == pytest.approx(phase + gait.base.dt / gait.base.period)
+        assert gait.base.period > gait.nominal_period
+        env.reset(seed=0)
+        for _ in range(20):
+            env.step(-np.ones(14))  # the shortest period it can ask for is the trot's
+        assert gait.base.period == pytest.approx(gait.nominal_period)
     finally:
         env.close()
 
