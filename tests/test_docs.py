@@ -85,7 +85,8 @@ def test_python_blocks_run(path: Path, tmp_path, monkeypatch):
                 exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 - the documentation's code
     finally:
         for value in list(namespace.values()):
-            if hasattr(value, "close") and hasattr(value, "unwrapped"):  # environments left open
+            # environments left open (not the classes a block imported)
+            if hasattr(value, "close") and hasattr(value, "unwrapped") and not isinstance(value, type):
                 value.close()
 
 

@@ -205,7 +205,8 @@ def _carried(previous: str, stems: list[str]) -> tuple[list[str], list[str], lis
     """From a ``previous`` section of this bench, the goals table's rows, the policies table's rows
     and the evaluation parts (each from its ``soft-envs evaluate`` line to the next) of ``stems``."""
     lines = previous.splitlines()
-    verdicts = [line for line in lines for stem in stems if line.startswith(f"| **{stem}** |")]
+    goals_table = lines[:next((i for i, line in enumerate(lines) if line.startswith("| policy | recipe")), len(lines))]
+    verdicts = [line for line in goals_table for stem in stems if line.startswith(f"| **{stem}** |")]
     policies = [line for line in lines for stem in stems if line.startswith(f"| **{stem}**: ")]
     parts: list[str] = []
     current: list[str] = []

@@ -270,10 +270,12 @@ def pose(seed: int) -> str:
         + "\n\nA rigid spherical foot whose leg tilts by Δφ must either slide its contact or roll its "
         "centre by r·Δφ (≈ 2 mm for r = 8 mm and the 15° poses); the seed's point feet have no "
         "radius. The default controller plans the centres to roll, so the contacts stay put while the "
-        "centres move by about r·Δφ; holding the centres still (the seed's point-foot reading) "
-        "makes the contacts slide instead. Without the integral feedback the servos' compliance "
-        "leaves most of the yaw error. The feet have Bullet's friction anchor on (see "
-        "`urdf/quadruped/README.md`); without it the yaw poses crept ~2.3 mm."
+        "centres move by about r·Δφ. Holding the centres still (the seed's point-foot reading) made "
+        "the contacts slide 1–4 mm with PyBullet's stiff position motors; on the modelled servos "
+        "(deadband, gear play, a drive that saturates 0.1 rad off target) the legs give way instead "
+        "and the feet roll in both plans. Without the integral feedback the servos' compliance "
+        "leaves a few tenths of a degree, most of it in yaw. The feet have Bullet's friction anchor on "
+        "(see `urdf/quadruped/README.md`); without it the yaw poses crept ~2.3 mm."
     )
 
 

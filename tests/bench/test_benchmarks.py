@@ -230,8 +230,10 @@ def test_learned_goals_not_rerun_are_carried_from_the_previous_section_without_m
                 "`soft-envs evaluate --tasks t --controllers sb3:SAC:/home/me/runs/learned/a.zip` (1 s):\n\n"
                 "| task | controller |\n|---|---|\n| t | **a** |\n\n"
                 "`soft-envs evaluate --tasks u --controllers sb3:SAC:/home/me/runs/learned/b.zip` (1 s):\n\n"
-                "| task | controller |\n|---|---|\n| u | **b** |\n\nRMS of b\n<!-- /bench:learned -->")
+                "| task | controller |\n|---|---|\n| u | **b** |\n\nRMS of b\n\n| controller | preset |\n|---|---|\n"
+                "| **b** | ideal |\n<!-- /bench:learned -->")
     verdicts, policies, parts = _carried(_without_machine_paths(previous), ["b"])
     assert verdicts == ["| **b** | gb | 2 min | rb | no |"] and policies == ["| **b**: B | `rb` |"]
-    assert len(parts) == 1 and parts[0].startswith("`soft-envs evaluate --tasks u") and parts[0].endswith("RMS of b")
+    assert len(parts) == 1 and parts[0].startswith("`soft-envs evaluate --tasks u") and "RMS of b" in parts[0]
+    assert parts[0].endswith("| **b** | ideal |")  # the RMS table stays in its part, not among the verdicts
     assert "/home/me" not in parts[0] and "$SOFT_ENVS_POLICIES/b.zip" in parts[0]

@@ -62,8 +62,9 @@ def test_walk_reward_terms_and_fall_termination(fall_weight):
     walk_env.reset(seed=1)
     _, reward, _, _, info = walk_env.step(walk_env.action_space.sample())
     terms = [v for k, v in info.items() if k.startswith("reward_")]
-    assert len(terms) == 7 and reward == pytest.approx(sum(terms), abs=1e-12)
+    assert len(terms) == 8 and reward == pytest.approx(sum(terms), abs=1e-12)
     assert info["reward_fall"] == 0.0  # standing
+    assert info["reward_slip"] == 0.0  # slip_weight defaults to 0
     # Upside down on the ground: a fall, priced by the fall term.
     env.body.reset(env.model.standing_configuration().ravel(), position=(0, 0, 0.03), orientation=(1, 0, 0, 0))
     _, reward, terminated, _, info = walk_env.step(np.zeros(12, dtype=np.float32))
@@ -73,6 +74,19 @@ def test_walk_reward_terms_and_fall_termination(fall_weight):
     walk_env.close()
     with pytest.raises(ValueError, match="fall_weight"):
         gym.make("soft_envs/QuadrupedWalk-v0", fall_weight=-1.0)
+    with pytest.raises(ValueError, match="slip_weight"):
+        gym.make("soft_envs/QuadrupedWalk-v0", slip_weight=-1.0)
+
+
+def test_the_slip_term_prices_the_stance_feet_skating():
+    """``slip = −slip_weight · mean stance-foot slip speed`` of the step (the gait meter's)."""
+    env = gym.make("soft_envs/QuadrupedWalk-v0", slip_weight=30.0)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(20):
+        _, _, _, _, info = env.step(env.action_space.sample())
+        assert info["reward_slip"] == pytest.approx(-30.0 * env.unwrapped.gait.step_slip) and info["reward_slip"] <= 0
+    env.close()
 
 
 def test_scripted_trot_walks_forward_straight_without_falling(walk_env):
