@@ -128,3 +128,25 @@ def test_the_calibrated_controller_learns_on_the_episodes_robot_then_reaches_its
     nominal, calibrated = (run_episode(job) for job in jobs)
     assert nominal.metric > 2e-3  # the nominal model misses this robot by millimetres …
     assert calibrated.metric < 0.3 * nominal.metric and calibrated.steps == 50  # … the calibrated one much less
+
+
+def test_gait_figures_survive_a_results_file_and_make_a_gait_table():
+    """The quadruped episodes keep their gait figures (info's ``gait_*``) through a results-file
+    record (an undefined cost of transport, ``inf``, is stored as null and read back as NaN) and
+    ``gait_table`` shows their medians; other tasks have none and no table."""
+    import json
+    import math
+
+    from soft_envs import evaluate as ev
+    from soft_envs.jobs import _json_value
+
+    figures = {"gait_stance_slip_speed": 0.002, "gait_touchdowns_per_second": 2.5,
+               "gait_command_reversals_per_second": 9.8, "gait_peak_joint_speed": 10.5,
+               "gait_cost_of_transport": math.inf}
+    walk = ev.EpisodeResult("quadruped-walk", "trot", "ideal", 0, True, 0.7, math.nan, 500, 1.0, figures=figures)
+    back = ev.EpisodeResult.from_record(json.loads(json.dumps(_json_value(walk.record()))))
+    assert back.figures["gait_peak_joint_speed"] == 10.5 and math.isnan(back.figures["gait_cost_of_transport"])
+    table = ev.gait_table(ev.Evaluation([back, walk]))
+    assert "| quadruped-walk | trot | ideal | 2 | 2 | 2.5 | 9.8 | 10.5 | — |" in table
+    reach = ev.EpisodeResult("peter-2", "trr", "ideal", 0, True, 1e-4, 0.5, 10, 1.0)
+    assert ev.gait_table(ev.Evaluation([reach])) == ""
