@@ -27,46 +27,45 @@ def test_the_wrapped_env_is_a_clean_gymnasium_env():
         env.close()
 
 
-def test_a_modulation_that_keeps_the_period_and_adds_nothing_is_the_trot():
+@pytest.fixture
+def wrapped_and_plain():
+    """The walk as a learner trains on it (wrapped) and as evaluate runs it (plain), both open."""
     wrapped = GaitResidualEnv(gym.make(WALK, max_episode_steps=50))
     plain = gym.make(WALK, max_episode_steps=50)
+    yield wrapped, plain
+    wrapped.close()
+    plain.close()
+
+
+def test_a_modulation_that_keeps_the_period_and_adds_nothing_is_the_trot(wrapped_and_plain):
+    wrapped, plain = wrapped_and_plain
     trot = TrotController(plain)
-    try:
-        obs_w, _ = wrapped.reset(seed=3)
-        obs_p, info = plain.reset(seed=3)
-        trot.reset(obs_p, info)
-        trot_itself = np.zeros(14)
-        trot_itself[13] = -1.0  # the period's range starts at the trot's own
-        for _ in range(50):
-            obs_w, _, _, _, info_w = wrapped.step(trot_itself)
-            obs_p, _, _, _, info_p = plain.step(trot.act(obs_p))
-            np.testing.assert_array_equal(obs_w[:39], obs_p)
-        assert info_w["x"] == info_p["x"]
-    finally:
-        wrapped.close()
-        plain.close()
+    obs_w, _ = wrapped.reset(seed=3)
+    obs_p, info = plain.reset(seed=3)
+    trot.reset(obs_p, info)
+    trot_itself = np.zeros(14)
+    trot_itself[13] = -1.0  # the period's range starts at the trot's own
+    for _ in range(50):
+        obs_w, _, _, _, info_w = wrapped.step(trot_itself)
+        obs_p, _, _, _, info_p = plain.step(trot.act(obs_p))
+        np.testing.assert_array_equal(obs_w[:39], obs_p)
+    assert info_w["x"] == info_p["x"]
 
 
-def test_the_controller_acts_as_the_training_env_does():
+def test_the_controller_acts_as_the_training_env_does(wrapped_and_plain):
     """What a policy sees and does through the wrapper equals what the evaluation's controller
     (the same GaitResidual on the plain env) sees and does."""
-    rng = np.random.default_rng(0)
-    modulations = rng.uniform(-1, 1, (30, 14))
-    wrapped = GaitResidualEnv(gym.make(WALK, max_episode_steps=30))
-    plain = gym.make(WALK, max_episode_steps=30)
+    wrapped, plain = wrapped_and_plain
+    modulations = np.random.default_rng(0).uniform(-1, 1, (30, 14))
     gait = GaitResidual(plain)
-    try:
-        obs_w, _ = wrapped.reset(seed=5)
-        obs, info = plain.reset(seed=5)
-        gait.reset(obs, info)
-        for m in modulations:
-            np.testing.assert_array_equal(gait.observation(obs), obs_w)
-            obs_w, *_ = wrapped.step(m)
-            obs, *_ = plain.step(gait.action(obs, m))
+    obs_w, _ = wrapped.reset(seed=5)
+    obs, info = plain.reset(seed=5)
+    gait.reset(obs, info)
+    for m in modulations:
         np.testing.assert_array_equal(gait.observation(obs), obs_w)
-    finally:
-        wrapped.close()
-        plain.close()
+        obs_w, *_ = wrapped.step(m)
+        obs, *_ = plain.step(gait.action(obs, m))
+    np.testing.assert_array_equal(gait.observation(obs), obs_w)
 
 
 def test_the_stride_modulation_walks_faster_and_the_phase_survives_a_period_change():

@@ -372,7 +372,7 @@ class QuadrupedBaseEnv(SoftEnv):
                        "feet": self.body.feet_world()}
         if reset:
             self.body.read_servo_meters()
-            self.gait = GaitMeter(self.dt, self.body.mass(), reversal_threshold=self.servo.deadband)
+            self.gait.mass = self.body.mass()  # this episode's (realism moves the trunk's)
             self.gait.reset(self.joint_targets, self._cache["contacts"], pos)
         if not self.realism.is_ideal():
             true = self._state_vector()

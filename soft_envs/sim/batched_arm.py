@@ -14,7 +14,7 @@ in its base frame (base tilt), stiffness, damping. PETER and the PCC arm are
 ``tests/sim/test_batched_arm.py`` checks the terms against ``calculateMassMatrix`` /
 ``calculateInverseDynamics`` and the stepping against ``SoftPeterBody`` / ``PCCBody``.
 
-Layout (MJX/Brax, ``/work/shared/VECTOR-ANCHORS.md``): :class:`ArmTopology` is static (joint
+Layout (as MJX and Brax lay out a batched model): :class:`ArmTopology` is static (joint
 kinds, offsets, the section map; numpy, never batched), :class:`ArmParams` holds the per-arm
 parameters as ``(B, …)`` arrays, :class:`ArmState` the per-arm state as ``(B, n)`` arrays
 (``u``, ``w``, the integrator's ``a``, ``c̃``, ``u_rest``, time). :func:`step` is a pure
