@@ -17,11 +17,8 @@ if not _os.path.isdir(_os.path.join(_HERE, "agents")):
     if _os.path.isfile(_os.path.join(_ROOT, "agents", "__init__.py")) and _ROOT not in __path__:
         __path__.append(_ROOT)
 
-from soft_envs.console import quiet_native_output as _quiet_native_output  # noqa: E402
-
-with _quiet_native_output():  # PyBullet prints its build banner on import
-    import pybullet as _pybullet  # noqa: F401
-
+# PyBullet is imported where it is used (soft_envs.sim.bullet): the batched soft-arm core and its
+# vector envs' physics import without it (issue 32).
 from soft_envs.envs import register_all as _register_all  # noqa: E402
 
 __version__ = "0.4.0.dev0"  # the one place the version is written (pyproject reads it); CHANGELOG.md

@@ -72,7 +72,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from soft_envs import bench
-    from soft_envs.exceptions import MissingDependencyError
+    from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 
     names = args.names or [n for n in DEFAULT_BENCHES if n in bench.available()]
     if names == ["all"]:
@@ -85,6 +85,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         module = bench.load(name)
         accepted = inspect.signature(module.run).parameters
         options: dict = {flag: True for flag in ("peers", "train") if getattr(args, flag) and flag in accepted}
+        if args.device != "cpu":
+            if "device" not in accepted:
+                print(f"bench {name!r} runs on the CPU only (no --device)", file=sys.stderr)
+                return 2
+            options["device"] = args.device
         if args.goals and "goals" in accepted:
             options["goals"] = list(args.goals)
             if args.update and "previous" in accepted and os.path.exists(args.update):
@@ -95,17 +100,24 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         except MissingDependencyError as exc:  # e.g. no trained policies for `learned`: keep its section
             print(f"[skipped bench '{name}': {exc}]", file=sys.stderr)
             continue
+        except InvalidParameterError as exc:  # e.g. --device cuda where there is no GPU
+            print(f"bench {name}: {exc}", file=sys.stderr)
+            return 2
         seconds = time.perf_counter() - start
         command = f"soft-envs bench {name}" + (" --full" if args.full else "") + \
             (f" --seed {args.seed}" if args.seed else "") + \
             "".join(f" --{flag}" for flag in options if options[flag] is True) + \
             (f" --goals {' '.join(options['goals'])}" if "goals" in options else "")
-        text = bench.section(name, module.TITLE, body, command, seconds)
+        if "device" in options:
+            command += f" --device {options['device']}"
+        section_name = name if "device" not in options else f"{name}_{options['device']}"
+        text = bench.section(section_name, module.TITLE + (f" ({options['device']})" if "device" in options else ""),
+                             body, command, seconds)
         print(text.split("\n", 1)[1].rsplit("\n", 1)[0])
         print()
         if args.update:
-            bench.update_file(args.update, name, text)
-            print(f"[updated section '{name}' of {args.update}]")
+            bench.update_file(args.update, section_name, text)
+            print(f"[updated section '{section_name}' of {args.update}]")
     return 0
 
 
@@ -223,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the other IK libraries that are installed (bench ik; the 'peers' extra)")
     b.add_argument("--train", action="store_true",
                    help="bench learned: first train every goal's policy (hours; soft_envs.rl_recipes.GOALS)")
+    b.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="bench batched: the GPU core and env (numba's CUDA target; a section of its own)")
     b.add_argument("--goals", nargs="+", metavar="STEM",
                    help="bench learned: only these goals; with --update the others' rows are kept from the file")
     b.set_defaults(func=_cmd_bench)

@@ -20,6 +20,9 @@ import math
 
 import numpy as np
 
+#: Standard gravity [m/s²], along the world's −z in every simulation of the package.
+STANDARD_GRAVITY = 9.81
+
 _YZX = np.array([1, 2, 0])
 _ZXY = np.array([2, 0, 1])
 

@@ -16,12 +16,11 @@ import time
 import numpy as np
 
 from soft_envs.bench import markdown_table
+from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots import PCCArm, Peter
+from soft_envs.sim import threads
 from soft_envs.sim.batched_arm import BatchedSoftArm, terms
 from soft_envs.sim.batched_bodies import BatchedPCCBody, BatchedSoftPeter
-from soft_envs.sim.bullet import connect, disconnect
-from soft_envs.sim.pcc_body import PCCBody
-from soft_envs.sim.peter_soft import SoftPeterBody
 
 TITLE = "Batched soft-arm core"
 
@@ -97,6 +96,9 @@ def _arms(B: int):
 
 
 def _single(name: str, client):
+    from soft_envs.sim.pcc_body import PCCBody
+    from soft_envs.sim.peter_soft import SoftPeterBody
+
     if name.startswith("PETER"):
         body = SoftPeterBody(client, Peter(2), payload=0.2)
         body.reset(np.full(6, 1.0))
@@ -110,6 +112,8 @@ def _single(name: str, client):
 def measure(batches=(1, 64, 1024), budget_steps: int = 4000) -> list[list]:
     """Rows ``[arm, B, µs per arm and step, × the single core, µs per arm for the terms (numba),
     µs per arm for the bias (numpy candidate)]``."""
+    from soft_envs.sim.bullet import connect, disconnect  # PyBullet: the single core, the baseline
+
     rows = []
     client = connect()
     try:
@@ -138,8 +142,35 @@ def measure(batches=(1, 64, 1024), budget_steps: int = 4000) -> list[list]:
     return rows
 
 
-def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
-    """The bench's markdown."""
+def thread_rows(B: int = 1024, steps: int = 8) -> list[list]:
+    """``[arm, B, threads, µs per arm and step (wall clock), × one thread]`` for one thread and every
+    core of this process (:mod:`soft_envs.sim.threads`), in one run."""
+    rows = []
+    for name in _arms(1):
+        base = None
+        for nt in sorted({1, threads.available_cores()}):
+            arm, dt = _arms(B)[name]
+            arm.num_threads = nt
+            arm.step(dt, 0.0)
+            best = np.inf
+            for _ in range(3):
+                start = time.perf_counter()  # wall clock: the threads' work in parallel
+                for _ in range(steps):
+                    arm.step(dt, 0.0)
+                best = min(best, (time.perf_counter() - start) / steps / B)
+            base = best if base is None else base
+            rows.append([name, B, nt, f"{best * 1e6:.2f}", f"{base / best:.2f}"])
+    return rows
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, device: str = "cpu") -> str:
+    """The bench's markdown (``device="cuda"``: :mod:`soft_envs.bench.batched_device`)."""
+    if device == "cuda":
+        from soft_envs.bench import batched_device
+
+        return batched_device.run(full=full, seed=seed, plot_dir=plot_dir)
+    if device != "cpu":
+        raise InvalidParameterError(f"device must be 'cpu' or 'cuda'; got {device!r}")
     batches = (1, 16, 64, 256, 1024, 4096) if full else (1, 64, 1024)
     rows = measure(batches)
     table = markdown_table(["arm", "B", "µs per arm and physics step", "× single core", "terms (numba) µs/arm",
@@ -147,4 +178,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     return (table + "\n\nCPU time of this thread (best of 3 rounds) in one process; a step is one compiled call "
             "for the batch (`sim.batched_integrator`: the terms at its start, the predictor, the terms `M`, "
             "`C u̇ + G` at its predicted end, the corrector); the single core runs the same compiled step on "
-            "PyBullet's terms.")
+            "PyBullet's terms.\n\n"
+            + markdown_table(["arm", "B", "threads", "µs per arm and step (wall)", "× one thread"], thread_rows())
+            + "\n\nThe batch split into blocks of arms, one thread each (`num_threads=`, default: the cores this "
+            "process may use); the results are identical to one thread's (`tests/sim/test_threads.py`).")

@@ -35,7 +35,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import pybullet
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -50,6 +49,7 @@ from hypothesis.stateful import (
 
 from soft_envs.bench.fuzz_keywords import ACTION_KINDS, REJECTED_KINDS, keywords, make_action, reset_options
 from soft_envs.exceptions import ClosedEnvironmentError, SoftEnvsError
+from soft_envs.sim.bullet import pybullet
 
 TYPED_ERRORS = (SoftEnvsError, gym.error.Error)
 MAX_PYBULLET_CLIENTS = 1024  # PyBullet's table of connections

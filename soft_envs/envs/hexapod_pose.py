@@ -62,7 +62,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
@@ -78,7 +77,7 @@ from soft_envs.exceptions import (
 from soft_envs.geometry import rotation_vector_error
 from soft_envs.robots.cosserat import Hexapod6PFS, HexapodSolution
 from soft_envs.robots.cosserat.equations import FK_FREE, FK_ROWS, SINGLE_SEARCH
-from soft_envs.sim.bullet import STANDARD_GRAVITY, connect
+from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, pybullet
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 
 #: Most RK4 steps per rod (``n_steps``): 1000 already costs ~0.1 s a step; 10⁶ was accepted and took

@@ -98,7 +98,6 @@ import math
 from typing import Any
 
 import numpy as np
-import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
@@ -109,7 +108,7 @@ from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, workspace_pressure_limit
 from soft_envs.sim.actuators import PressureRegulator
-from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.urdf import check_joint_count

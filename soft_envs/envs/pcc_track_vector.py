@@ -34,6 +34,7 @@ from soft_envs.envs.pcc_track import PCCTrackEnv
 from soft_envs.envs.vector_base import SoftVectorEnv
 from soft_envs.envs.vector_parts import BatchedSensor
 from soft_envs.exceptions import InvalidParameterError
+from soft_envs.sim import threads
 from soft_envs.sim.batched_actuators import BatchedPDFeedforward, BatchedPressureRegulator
 from soft_envs.sim.batched_arm import ArmState, terms
 from soft_envs.sim.batched_bodies import BatchedPCCBody
@@ -50,11 +51,15 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
         num_envs: number of sub-envs.
         max_episode_steps: episode length [steps] (the registered 400; ``None``: no limit).
         autoreset_mode: ``"NextStep"`` (default), ``"SameStep"`` or ``"Disabled"``.
+        num_threads: threads that step the arms (default: the cores this process may use; the
+            results are the same for any number, :mod:`soft_envs.sim.threads`).
         **kwargs: :class:`~soft_envs.envs.pcc_track.PCCTrackEnv` keywords.
     """
 
     def __init__(self, num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,
-                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, **kwargs: Any) -> None:
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, num_threads: int | None = None,
+                 **kwargs: Any) -> None:
+        num_threads = threads.check_threads(num_threads)
         single = PCCTrackEnv(**kwargs)
         if single.action_type == "residual":
             single.close()
@@ -63,7 +68,8 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
         super().__init__(single, num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode)
         model, n, n_dof = single.model, self.num_envs, single.model.n_dof
         self.body = BatchedPCCBody(model, n, gravity=STANDARD_GRAVITY if single.gravity else 0.0,
-                                   rayleigh_stiffness=single.rayleigh_stiffness, payload=single.payload)
+                                   rayleigh_stiffness=single.rayleigh_stiffness, payload=single.payload,
+                                   num_threads=num_threads)
         self.body.set_stiffness(None, single.nominal_stiffness)
         law = single.controller
         self.controller = BatchedPDFeedforward(model, law.kp, law.kv, compensate_damping=law.compensate_damping,

@@ -85,16 +85,16 @@ import math
 from typing import Any
 
 import numpy as np
-import pybullet
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.peter_parts import SOFT_CONTROL_PERIOD, SOFT_TIME_STEP, reach_observation
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
 from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
 from soft_envs.sim.actuators import PneumaticLegs
-from soft_envs.sim.bullet import STANDARD_GRAVITY, connect
+from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, pybullet
 from soft_envs.sim.peter_body import PeterBody
 from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS, SoftPeterBody
 from soft_envs.sim.realism import DelayedSensor, Perturbation
@@ -103,8 +103,6 @@ from soft_envs.sim.urdf import check_joint_count
 PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pneumatic", "instant")
 MAX_COMMAND_DELAY = 5.0  # s: one episode of the soft env
-SOFT_TIME_STEP = 1.0 / 120.0  # s, soft physics (second-order integrator; soft-envs bench convergence)
-SOFT_CONTROL_PERIOD = 0.1  # s, soft physics: 10 Hz control
 
 #: PETER's sim-to-real perturbations (``realism=``); the physics-only ones are the last three.
 PETER_REALISM: tuple[Perturbation, ...] = (
@@ -146,20 +144,6 @@ PETER_REALISM: tuple[Perturbation, ...] = (
 )
 PHYSICS_ONLY_REALISM = ("leg_stiffness_error", "mass_error", "payload")
 PLANT_REALISM = ("base_tilt", "radius_error") + PHYSICS_ONLY_REALISM  # change the simulated arm
-
-
-def reach_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, setpoints: np.ndarray,
-                      goal_conditioned: bool) -> np.ndarray | dict[str, np.ndarray]:
-    """The observation (module docstring) of one arm (``(3,)`` parts) or of a batch (``(B, 3)``):
-    measured tip [m], goal [m], measured tip velocity [m/s], normalised set-points; float32.
-    The single and the vector env build it here."""
-    if goal_conditioned:
-        return {
-            "observation": np.concatenate((tip, velocity, setpoints), axis=-1).astype(np.float32),
-            "achieved_goal": tip.astype(np.float32),
-            "desired_goal": goal.astype(np.float32),
-        }
-    return np.concatenate((tip, goal, goal - tip, velocity, setpoints), axis=-1).astype(np.float32)
 
 
 class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):

@@ -31,11 +31,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from soft_envs.envs import ENVIRONMENTS
-from soft_envs.envs.peter_reach import PLANT_REALISM, PeterReachEnv, reach_observation
+from soft_envs.envs.peter_parts import reach_observation
+from soft_envs.envs.peter_reach import PLANT_REALISM, PeterReachEnv
 from soft_envs.envs.vector_base import SoftVectorEnv
 from soft_envs.envs.vector_parts import BatchedSensor
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
+from soft_envs.sim import threads
 from soft_envs.sim.batched_actuators import BatchedPneumaticLegs
 from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.bullet import STANDARD_GRAVITY
@@ -52,11 +54,15 @@ class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
         num_envs: number of sub-envs.
         max_episode_steps: episode length [steps] (the registered 50; ``None``: no limit).
         autoreset_mode: ``"NextStep"`` (default), ``"SameStep"`` or ``"Disabled"``.
+        num_threads: threads that step the arms (default: the cores this process may use; the
+            results are the same for any number, :mod:`soft_envs.sim.threads`).
         **kwargs: :class:`~soft_envs.envs.peter_reach.PeterReachEnv` keywords (not ``physics="stiff"``).
     """
 
     def __init__(self, num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,
-                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, **kwargs: Any) -> None:
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, num_threads: int | None = None,
+                 **kwargs: Any) -> None:
+        num_threads = threads.check_threads(num_threads)
         single = PeterReachEnv(**kwargs)
         if not single.kinematic and single.physics != "soft":
             single.close()
@@ -79,7 +85,7 @@ class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
         if not single.kinematic:
             self.body = BatchedSoftPeter(model, n, payload=single.payload,
                                          gravity=STANDARD_GRAVITY if single.gravity else 0.0,
-                                         rayleigh_stiffness=single.rayleigh_stiffness)
+                                         rayleigh_stiffness=single.rayleigh_stiffness, num_threads=num_threads)
         if self.realistic:
             self.sensor = BatchedSensor(n, 6, int(round(realism.ranges["observation_latency"][1] / single.dt)))
             self.clock = np.zeros(n)  # [s] since each kinematic arm's reset
@@ -202,12 +208,23 @@ class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
 
 
 def make_peter_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,
-                            autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+                            autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, device: str = "cpu",
                             **kwargs: Any) -> gym.vector.VectorEnv:
     """The ``vector_entry_point`` of ``soft_envs/PeterReach-v0``: the native vector env (soft physics,
-    ``kinematic=True``), else (``physics="stiff"``) a ``SyncVectorEnv`` of single envs."""
+    ``kinematic=True``), else (``physics="stiff"``) a ``SyncVectorEnv`` of single envs;
+    ``device="cuda"``: the soft arms on a GPU
+    (:class:`~soft_envs.envs.peter_reach_cuda.PeterReachCudaVectorEnv`, autoreset ``"SameStep"``)."""
+    if device == "cuda":
+        from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
+
+        if AutoresetMode(autoreset_mode) is not AutoresetMode.SAME_STEP and autoreset_mode != AutoresetMode.NEXT_STEP:
+            raise InvalidParameterError("the GPU PeterReach resets in the same step (autoreset_mode='SameStep')")
+        return PeterReachCudaVectorEnv(num_envs, max_episode_steps=max_episode_steps, **kwargs)
+    if device != "cpu":
+        raise InvalidParameterError(f"device must be 'cpu' or 'cuda'; got {device!r}")
     if kwargs.get("kinematic", False) or kwargs.get("physics", "soft") == "soft":
         return PeterReachVectorEnv(num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode,
                                    **kwargs)
+    kwargs.pop("num_threads", None)  # single envs: one arm each
     make = [lambda: gym.make(ENV_ID, max_episode_steps=max_episode_steps, **kwargs)] * int(num_envs)
     return gym.vector.SyncVectorEnv(make, autoreset_mode=AutoresetMode(autoreset_mode))

@@ -47,7 +47,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pybullet
 from gymnasium import spaces
 
 from soft_envs.envs import ENVIRONMENTS
@@ -56,7 +55,7 @@ from soft_envs.envs.gait_meter import GaitMeter
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.quadruped import JOINT_NAMES, LEG_NAMES, Quadruped
-from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
 from soft_envs.sim.realism import DelayedSensor, Perturbation
 from soft_envs.sim.servo import ServoBank, ServoParameters
 

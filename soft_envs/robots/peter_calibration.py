@@ -51,11 +51,10 @@ from typing import Any
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
+from soft_envs.geometry import STANDARD_GRAVITY, quaternion_from_rotation_vector, quaternion_to_matrix
 from soft_envs.robots.base import KinematicModel, check_target
 from soft_envs.robots.peter import Peter
 
-STANDARD_GRAVITY = 9.81  # m/s², the value soft_envs.sim.bullet simulates with
 GROUPS = ("gain", "offset", "leak", "radius", "loads", "tilt")
 #: Prior widths (one standard deviation) of the calibrated parameters about the nominal model
 #: [assumed: at least the realistic preset's ranges]: gain [1], offset [m], leak [m], radius

@@ -52,14 +52,14 @@ loops), 16× (22×) the single PyBullet core's 46 µs (80 µs) in the same run �
 the same compiled step and section map around PyBullet's terms (147 and 156 µs before both). The
 kernels compile in ~27 s of CPU once per checkout (``cache=True``; then ~1.5 s to load).
 
-GPU. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` use scalar arithmetic and
-small local arrays only, so a GPU port is a transcription: ``numba.cuda.jit(device=True)`` on the
-same functions with one thread per arm (workspace in ``cuda.local.array``), or ``jax.vmap`` of a
-``jnp`` transcription (the joint loop unrolled by ``jit``; static topology as in MJX). Expected
-scaling: one arm is ~10⁴ flops and ~3 kB of state and workspace, so a GPU's thousands of
-threads run 10⁴–10⁵ arms per launch at a few µs per step (launch-bound below ~10⁴ arms);
-per-arm throughput then rises ~100× over one CPU core, and the Python per-step overhead
-(actuators, observations) must move onto the device too, or it dominates.
+GPU and threads. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` and
+:mod:`~soft_envs.sim.batched_integrator` use scalar arithmetic and small arrays only, so
+:mod:`soft_envs.sim.batched_cuda` compiles the very same functions for CUDA (one thread an arm,
+scratch in ``cuda.local.array``): on one H200, 12.7 ns per PETER arm and physics step at
+B = 262,144 against 6.3 µs for one CPU thread of the same machine, equal to the CPU core to
+~1e-13 (``soft-envs bench batched --device cuda``). On the CPU, :func:`step` splits the batch
+into blocks of arms stepped in parallel threads (:mod:`soft_envs.sim.threads`, ``num_threads``),
+with results identical to one thread.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain
-from soft_envs.sim import batched_integrator
+from soft_envs.sim import batched_integrator, threads
 from soft_envs.sim import batched_kernels as kernels
 from soft_envs.sim.integrator import (
     DEFAULT_CORRECTOR_PASSES,
@@ -244,7 +244,8 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
          torque_end: np.ndarray | None = None, rest_end: np.ndarray | None = None,
          cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
          parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES,
-         start_terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> ArmState:
+         start_terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+         num_threads: int | None = None) -> ArmState:
     """The state after one step of ``dt`` [s] (pure: ``state`` is not changed), by the single core's
     scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`),
     in one compiled call for the batch (:func:`soft_envs.sim.batched_integrator.batch_step`).
@@ -252,7 +253,9 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
     ``torque`` ``(B, n)`` is the generalised actuation at the step's start (``torque_end`` at its
     end), ``rest_end`` the rest configuration at its end, ``active`` ``(B,)`` the arms that move
     (the others keep their state exactly). ``start_terms`` = ``(M, C u̇ + G, G)`` at ``state``
-    if already known (:func:`terms`), else computed.
+    if already known (:func:`terms`), else computed. ``num_threads`` threads step blocks of arms
+    (:mod:`soft_envs.sim.threads`; default: the cores this process may use), with results identical
+    to one thread.
     """
     B, n = state.u.shape
     act = np.ones(B, dtype=np.bool_) if active is None else _per_arm_flags(active, B)
@@ -268,11 +271,16 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
         M, h, G = (np.ascontiguousarray(x, dtype=float) for x in start_terms)
     out = ArmState(np.empty((B, n)), np.empty((B, n)), np.empty((B, n)), np.empty_like(state.c), state.rest,
                    np.where(act, state.time + dt, state.time), state.fresh & ~act)
-    batched_integrator.batch_step(
-        *topology.arrays, params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh,
-        state.u, state.w, state.a, state.c, state.rest, rest_e, tau_s, tau_e, _per_arm_flags(cancel_damping, B),
-        state.fresh & (corrector_passes > 0), act, float(dt), am, af, gamma, beta, int(corrector_passes),
-        start_terms is not None, M, h, G, out.u, out.w, out.a, out.c)
+    per_arm = (params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh, state.u, state.w,
+               state.a, state.c, state.rest, rest_e, tau_s, tau_e, _per_arm_flags(cancel_damping, B),
+               state.fresh & (corrector_passes > 0), act)
+    results = (M, h, G, out.u, out.w, out.a, out.c)
+
+    def step_block(rows: slice) -> None:
+        batched_integrator.batch_step(*topology.arrays, *(x[rows] for x in per_arm), float(dt), am, af, gamma, beta,
+                                      int(corrector_passes), start_terms is not None, *(x[rows] for x in results))
+
+    threads.run_blocks(step_block, B, threads.check_threads(num_threads))
     if rest_end is not None:
         out.rest = np.where(act[:, None], rest_e, state.rest)
     return out
@@ -369,6 +377,8 @@ class BatchedSoftArm:
         base_orientation: quaternion ``(x, y, z, w)``, ``(4,)`` or ``(B, 4)`` (default upright).
         spectral_radius, corrector_passes: the integrator's ``ρ∞`` and corrector passes
             (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as ``SoftArmBody``).
+        num_threads: threads that step the batch (default: the cores this process may use;
+            results are identical for any number).
 
     State (:attr:`state`, an :class:`ArmState` of ``(B, …)`` arrays) starts straight at rest;
     per-arm parameters are :attr:`params`. Methods taking ``index`` accept arm indices, a boolean
@@ -380,11 +390,13 @@ class BatchedSoftArm:
                  rayleigh_stiffness: float | np.ndarray = 0.0,
                  base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0),
                  spectral_radius: float = DEFAULT_SPECTRAL_RADIUS,
-                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> None:
+                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES, num_threads: int | None = None) -> None:
         if int(n_arms) != n_arms or n_arms < 1:
             raise InvalidParameterError(f"n_arms must be a positive integer; got {n_arms!r}")
         self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
         self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
+        #: Threads that step the batch (:func:`step`; default: the cores this process may use).
+        self.num_threads = threads.check_threads(num_threads)
         if not (math.isfinite(gravity) and gravity >= 0):
             raise InvalidParameterError(f"gravity must be >= 0 m/s²; got {gravity!r}")
         B = self.n_arms = int(n_arms)
@@ -545,7 +557,7 @@ class BatchedSoftArm:
         self.state = step(self.topology, self.params, self.state, dt, torque, torque_end=torque_end,
                           rest_end=rest_end, cancel_damping=cancel_damping, active=active,
                           parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
-                          start_terms=start)
+                          start_terms=start, num_threads=self.num_threads)
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame, ``(B, 3)``."""

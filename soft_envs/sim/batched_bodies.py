@@ -15,12 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
+from soft_envs.geometry import STANDARD_GRAVITY
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.batched_arm import BatchedSoftArm, _rows
-from soft_envs.sim.bullet import STANDARD_GRAVITY
-from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS as PCC_RAYLEIGH_STIFFNESS
-from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS as PETER_RAYLEIGH_STIFFNESS
+from soft_envs.sim.damping import PCC_RAYLEIGH_STIFFNESS, PETER_RAYLEIGH_STIFFNESS
 from soft_envs.sim.sections import SectionMap
 
 #: ``BatchedPCCBody.model_violation`` codes (0: valid) and the reasons ``PCCTrackEnv`` gives.
@@ -36,19 +35,19 @@ class BatchedSoftPeter(BatchedSoftArm):
         model: the nominal arm (its PCC realisation is simulated).
         n_arms: ``B``.
         payload: tip mass [kg] of every arm (per arm: :meth:`set_model`).
-        gravity, rayleigh_mass, rayleigh_stiffness, base_orientation: as :class:`BatchedSoftArm`.
+        gravity, rayleigh_mass, rayleigh_stiffness, base_orientation, num_threads: as :class:`BatchedSoftArm`.
     """
 
     def __init__(self, model: Peter, n_arms: int, *, payload: float = 0.0, gravity: float = STANDARD_GRAVITY,
                  rayleigh_mass: float = 0.0, rayleigh_stiffness: float = PETER_RAYLEIGH_STIFFNESS,
-                 base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0)) -> None:
+                 base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0), num_threads: int | None = None) -> None:
         self.model = model.with_kinematics("pcc")
         self.reference_length = self.model.leg_length_at_rest
         n = self.model.n_modules
         sections = SectionMap(self.model.links_per_module, np.full(n, self.reference_length), chord=True)
         super().__init__(self.model.chain(payload), sections, self.model.stiffness().ravel(), n_arms,
                          gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
-                         base_orientation=base_orientation)
+                         base_orientation=base_orientation, num_threads=num_threads)
         self.payload = np.full(self.n_arms, float(payload))
         #: Per-arm ``(L, a, b) = Q l`` of each module's legs, ``(B, 3, 3)`` (depends on the radius).
         self.legs_to_arc = np.tile(self.model._q_from_l, (self.n_arms, 1, 1))
@@ -123,17 +122,17 @@ class BatchedPCCBody(BatchedSoftArm):
         model: the arm (3-D or planar).
         n_arms: ``B``.
         payload: tip mass [kg] of every arm (per arm: :meth:`set_model`).
-        gravity, rayleigh_mass, rayleigh_stiffness, base_orientation: as :class:`BatchedSoftArm`.
+        gravity, rayleigh_mass, rayleigh_stiffness, base_orientation, num_threads: as :class:`BatchedSoftArm`.
     """
 
     def __init__(self, model: PCCArm, n_arms: int, *, gravity: float = STANDARD_GRAVITY, rayleigh_mass: float = 0.0,
                  rayleigh_stiffness: float = PCC_RAYLEIGH_STIFFNESS, payload: float = 0.0,
-                 base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0)) -> None:
+                 base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0), num_threads: int | None = None) -> None:
         self.model = model
         sections = SectionMap(model.links_per_segment, model.segment_lengths, planar=model.planar)
         super().__init__(model.chain(payload), sections, self.stiffness_of(model), n_arms, gravity=gravity,
                          rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
-                         base_orientation=base_orientation)
+                         base_orientation=base_orientation, num_threads=num_threads)
         self.payload = np.full(self.n_arms, float(payload))
         self._max_stretch = 0.5 * model.segment_lengths
 

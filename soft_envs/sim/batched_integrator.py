@@ -30,9 +30,8 @@ would need run-time alias checks between the many workspace arrays, which numba 
 out) and it ran slower than the scalar kernel; explicit vector types (not in numba) or a JAX /
 GPU port are the ways to it.
 
-GPU. The per-arm functions use scalar arithmetic and small arrays only; a port keeps the
-structure (one thread per arm, :func:`arm_step` as a device function with the workspace in local
-memory) — see :mod:`soft_envs.sim.batched_arm`.
+GPU. :func:`arm_step` and its callees are compiled for CUDA from this same source by
+:mod:`soft_envs.sim.batched_cuda` (one thread an arm, the workspace in local memory).
 """
 
 from __future__ import annotations

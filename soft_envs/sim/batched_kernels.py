@@ -5,8 +5,9 @@ numba: the section map and the rigid-body terms of the generated chain (the time
 Every function here works on ONE arm (small fixed-size arrays, scalar loops over joints and
 sections) and the ``batch_*`` drivers run it for every arm of a batch in one compiled loop —
 the MJX pattern (a single-world step, batched by ``vmap``). This file is the whole of the
-batched core's arithmetic; nothing else loops over arms. A GPU port is a transcription of it
-(see :mod:`soft_envs.sim.batched_arm`).
+batched core's arithmetic; nothing else loops over arms. :mod:`soft_envs.sim.batched_cuda`
+compiles the same per-arm functions for CUDA (their ``py_func``), so they must stay free of
+allocation and of anything CUDA lacks.
 
 Rigid-body terms (:func:`rigid_terms`). The chain (:class:`~soft_envs.robots.chain.Chain`) is
 a serial chain of ``revolute_z`` / ``revolute_y`` / ``prismatic_z`` joints, each ``offset``

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pybullet
-from pybullet_utils.bullet_client import BulletClient
 
 from soft_envs.console import quiet_native_output
+from soft_envs.geometry import STANDARD_GRAVITY  # noqa: F401  (re-exported: the simulations' gravity)
 
-STANDARD_GRAVITY = 9.81  # [m/s²], along the world's −z in every simulation of the package
+with quiet_native_output():  # PyBullet prints its build banner on import; import it from here
+    import pybullet
+from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
 
 def has_display() -> bool:

@@ -27,12 +27,13 @@ from __future__ import annotations
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError, check_finite, check_nonnegative
+from soft_envs.geometry import STANDARD_GRAVITY
 from soft_envs.robots.pcc_arm import PCCArm
-from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.damping import PCC_RAYLEIGH_STIFFNESS
 from soft_envs.sim.sections import SectionMap
 from soft_envs.sim.soft_arm import SoftArmBody
 
-DEFAULT_RAYLEIGH_STIFFNESS = 5e-3  # s (assumption, see the module docstring)
+DEFAULT_RAYLEIGH_STIFFNESS = PCC_RAYLEIGH_STIFFNESS  # s (assumption, see the module docstring)
 
 
 class PCCBody(SoftArmBody):

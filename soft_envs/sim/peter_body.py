@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pybullet
 
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.peter import Peter
 from soft_envs.sim import bullet
-from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
 from soft_envs.sim.urdf import load_chain
 
 

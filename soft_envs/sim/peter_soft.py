@@ -25,12 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
+from soft_envs.geometry import STANDARD_GRAVITY
 from soft_envs.robots.peter import Peter
-from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.damping import PETER_RAYLEIGH_STIFFNESS
 from soft_envs.sim.sections import SectionMap
 from soft_envs.sim.soft_arm import SoftArmBody
 
-DEFAULT_RAYLEIGH_STIFFNESS = 0.02  # s (assumption, see the module docstring)
+DEFAULT_RAYLEIGH_STIFFNESS = PETER_RAYLEIGH_STIFFNESS  # s (assumption, see the module docstring)
 
 
 class SoftPeterBody(SoftArmBody):

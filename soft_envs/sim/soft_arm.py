@@ -97,14 +97,13 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pybullet
 
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
 from soft_envs.robots.chain import Chain
 from soft_envs.sim.batched_integrator import single_correct, single_predict
 from soft_envs.sim.batched_kernels import arm_section_map
-from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, disconnect
+from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, disconnect, pybullet
 from soft_envs.sim.integrator import DEFAULT_CORRECTOR_PASSES, DEFAULT_SPECTRAL_RADIUS, AlphaParameters
 from soft_envs.sim.sections import SectionMap, spinless_sections
 from soft_envs.sim.urdf import load_chain

@@ -1,0 +1,25 @@
+"""Parts of ``soft_envs/PeterReach-v0`` outside the env class, free of PyBullet: its soft physics'
+timing and its observation. The single env, the CPU vector env and the GPU vector env
+(:mod:`soft_envs.envs.peter_reach_cuda`) take them from here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SOFT_TIME_STEP = 1.0 / 120.0  # s, soft physics (second-order integrator; soft-envs bench convergence)
+SOFT_CONTROL_PERIOD = 0.1  # s, soft physics: 10 Hz control
+
+
+def reach_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, setpoints: np.ndarray,
+                      goal_conditioned: bool) -> np.ndarray | dict[str, np.ndarray]:
+    """The observation (module docstring) of one arm (``(3,)`` parts) or of a batch (``(B, 3)``):
+    measured tip [m], goal [m], measured tip velocity [m/s], normalised set-points; float32.
+    The single and the vector env build it here."""
+    if goal_conditioned:
+        return {
+            "observation": np.concatenate((tip, velocity, setpoints), axis=-1).astype(np.float32),
+            "achieved_goal": tip.astype(np.float32),
+            "desired_goal": goal.astype(np.float32),
+        }
+    return np.concatenate((tip, goal, goal - tip, velocity, setpoints), axis=-1).astype(np.float32)

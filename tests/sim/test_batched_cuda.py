@@ -1,0 +1,151 @@
+"""The GPU path (issue 32) on any machine: the CUDA kernels run on numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``, set before numba loads, so in a subprocess) against the CPU core
+and the CPU vector env; on a GPU ``soft-envs bench batched --device cuda`` checks the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.sim import batched_cuda
+
+CORE = """
+import json, numpy as np
+from soft_envs.robots import PCCArm, Peter
+from soft_envs.sim.batched_bodies import BatchedPCCBody, BatchedSoftPeter
+from soft_envs.sim.batched_cuda import CudaSoftArms
+
+def arms(kind):
+    if kind == "peter":
+        a = BatchedSoftPeter(Peter(2), 3, payload=0.1)
+        a.reset_inflation(None, np.random.default_rng(0).uniform(0, 2, (3, 6)))
+        return a, 1 / 120
+    a = BatchedPCCBody(PCCArm(2, 6), 3)
+    a.reset_configuration(None, np.array([0.001, 0.5, 0.3, 0.0, 0.8, -1.0]))
+    return a, 5e-3
+
+out = {}
+for kind in ("peter", "pcc"):
+    cpu, dt = arms(kind)
+    gpu = CudaSoftArms(arms(kind)[0])
+    rng = np.random.default_rng(1)
+    for k in range(3):
+        torque = rng.normal(0, 1e-3, cpu.state.u.shape)
+        rest = cpu.state.rest + rng.normal(0, 1e-4, cpu.state.u.shape)
+        options = dict(torque_end=torque * 0.5, rest_end=rest, cancel_damping=(k == 1),
+                       active=np.array([True, k != 2, True]))
+        cpu.step(dt, torque, **options)
+        gpu.step(dt, torque, **options)
+    s = gpu.download()
+    tip = gpu.tip_state().copy_to_host()
+    p, v = cpu.tip_state()
+    # differences relative to the largest entry (at least 1): accelerations reach ~1e4 rad/s²
+    out[kind] = {name: float(np.abs(getattr(s, name) - getattr(cpu.state, name)).max()
+                             / max(1.0, np.abs(getattr(cpu.state, name)).max()))
+                 for name in ("u", "w", "a", "c", "rest", "time")}
+    out[kind]["a_max"] = float(np.abs(cpu.state.a).max())
+    out[kind]["tip"] = float(max(np.abs(tip[:, :3] - p).max(), np.abs(tip[:, 3:] - v).max()))
+    out[kind]["fresh"] = bool(np.array_equal(s.fresh, cpu.state.fresh & (cpu.corrector_passes > 0)))
+print(json.dumps(out))
+"""
+
+ENV = """
+import json, warnings, numpy as np
+import gymnasium as gym
+import soft_envs
+from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
+from soft_envs.envs.peter_reach_vector import PeterReachVectorEnv
+warnings.simplefilter("ignore", RuntimeWarning)  # the simulated xoroshiro's uint64 wrap-around
+B = 3
+gpu = gym.make_vec("soft_envs/PeterReach-v0", num_envs=B, device="cuda", max_episode_steps=2, output="numpy",
+                   seed=1)
+cpu = PeterReachVectorEnv(B, max_episode_steps=2, autoreset_mode="SameStep")
+obs_g, _ = gpu.reset()
+cpu.reset(seed=0)
+cpu.goal[:] = gpu.state()["goal"]
+out = {"type": type(gpu).__name__, "reset_obs": float(np.abs(obs_g - cpu._observe(np.arange(B))).max()), "steps": []}
+rng = np.random.default_rng(0)
+for k in range(3):
+    actions = rng.uniform(-1.2, 1.2, (B, 6)).astype(np.float32)
+    o, r, te, tr, info = gpu.step(actions)
+    oc, rc, tec, trc, ic = cpu.step(actions)
+    row = {"u": float(np.abs(gpu.state()["u"] - cpu.body.state.u).max()),
+           "reward": float(np.abs(r - rc).max()), "flags": bool(np.array_equal(te, tec) and np.array_equal(tr, trc)),
+           "done": bool(tr.any())}
+    if tr.any():  # the ended episodes' last observations and infos; the new ones start at rest
+        final = np.stack(ic["final_obs"][ic["_final_obs"]])
+        row["final_obs"] = float(np.abs(info["final_obs"][tr] - final).max())
+        row["distance"] = float(np.abs(info["distance"] - ic["final_info"]["distance"]).max())
+        row["steps_after_reset"] = gpu.state()["steps"].tolist()
+        cpu.goal[:] = gpu.state()["goal"]  # each env drew its own new goals
+    else:
+        row["obs"] = float(np.abs(o - oc).max())
+        row["distance"] = float(np.abs(info["distance"] - ic["distance"]).max())
+    out["steps"].append(row)
+errors = []
+for bad in (dict(realism="realistic"), dict(output="cupy")):
+    try:
+        PeterReachCudaVectorEnv(2, **bad)
+    except ValueError as exc:
+        errors.append(type(exc).__name__)
+try:
+    gpu.step(np.zeros((B, 5), np.float32))
+except ValueError as exc:
+    errors.append(type(exc).__name__)
+try:
+    gpu.step(np.full((B, 6), np.nan, np.float32))
+except ValueError as exc:
+    errors.append(type(exc).__name__)
+out["errors"] = errors
+print(json.dumps(out))
+"""
+
+
+def _simulated(script: str) -> dict:
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_gpu_step_is_the_cpu_core_to_1e_9():
+    """PETER and PCC arms: torques at both ends, new rest lengths, damping cancelled, inactive arms
+    (differences relative to each quantity's largest entry, or absolute below 1)."""
+    for kind, diffs in _simulated(CORE).items():
+        assert diffs.pop("fresh"), kind
+        diffs.pop("a_max")
+        assert max(diffs.values()) < 1e-9, (kind, diffs)
+
+
+def test_the_gpu_env_steps_as_the_cpu_vector_env():
+    out = _simulated(ENV)
+    assert out["type"] == "PeterReachCudaVectorEnv"
+    assert out["reset_obs"] < 1e-6
+    assert [row["done"] for row in out["steps"]] == [False, True, False]
+    for row in out["steps"]:
+        assert row["u"] < 1e-9 and row["reward"] < 1e-5 and row["flags"] and row["distance"] < 1e-9, row
+        assert row.get("obs", 0.0) < 1e-6 and row.get("final_obs", 0.0) < 1e-6, row
+    assert out["steps"][1]["steps_after_reset"] == [0, 0, 0]
+    assert out["errors"] == ["InvalidParameterError"] * 4
+
+
+@pytest.mark.skipif(batched_cuda.simulated() or (batched_cuda.cuda is not None and batched_cuda.cuda.is_available()),
+                    reason="a GPU (or the simulator) is present")
+def test_no_gpu_is_a_clear_error():
+    with pytest.raises(InvalidParameterError, match="no CUDA GPU"):
+        batched_cuda.cuda_module()
+
+
+def test_the_device_bench_runs_on_the_simulator():
+    out = subprocess.run([sys.executable, "-m", "soft_envs.cli", "bench", "batched", "--device", "cuda"],
+                         capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONWARNINGS="ignore"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "numba's CUDA simulator" in out.stdout and "PeterReach on the GPU" in out.stdout
