@@ -111,6 +111,7 @@ from soft_envs.sim.actuators import PressureRegulator
 from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
 from soft_envs.sim.realism import DelayedSensor, Perturbation
+from soft_envs.sim.single_core import BACKENDS
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
 
@@ -154,6 +155,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         gravity: gravity on.
         rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s] (default 5e-3 soft,
             8e-4 stiff).
+        backend: the soft arm's terms and step: ``"batched"`` (the batched core with one arm,
+            default) or ``"pybullet"`` (PyBullet's mass matrix and inverse dynamics: the reference).
         realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`PCC_REALISM`).
         random_start: random start phase on the trajectory.
         start_straight: start from the straight, relaxed arm instead of the IK start.
@@ -193,6 +196,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         payload: float = 0.0,
         gravity: bool = True,
         rayleigh_stiffness: float | None = None,
+        backend: str = "batched",
         random_start: bool = True,
         start_straight: bool = False,
         tracking_weight: float = 1.0,
@@ -212,7 +216,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
             controller_period=controller_period, kp=kp, kv=kv, compensate_damping=compensate_damping,
             stiffness_error=stiffness_error, payload=payload, gravity=gravity,
-            rayleigh_stiffness=rayleigh_stiffness, random_start=random_start, start_straight=start_straight,
+            rayleigh_stiffness=rayleigh_stiffness, backend=backend, random_start=random_start,
+            start_straight=start_straight,
             tracking_weight=tracking_weight, success_threshold=success_threshold,
             goal_conditioned=goal_conditioned, time_step=time_step, frame_skip=frame_skip, realism=realism,
             command_ramp_time=command_ramp_time, **kwargs)
@@ -220,6 +225,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
         if physics not in PHYSICS:
             raise InvalidParameterError(f"physics must be one of {PHYSICS}; got {physics!r}")
+        if backend not in BACKENDS:
+            raise InvalidParameterError(f"backend must be one of {BACKENDS}; got {backend!r}")
+        self.backend = backend
         soft = physics == "soft"
         actuation = ("pressure" if soft else "direct") if actuation is None else actuation
         if actuation not in ACTUATIONS:
@@ -271,7 +279,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                                         f"of physics steps ({self.time_step!r} s)")
         self._steps_per_control = int(round(ratio))
         self.body = PCCBody(self.client, self.model, gravity=STANDARD_GRAVITY if gravity else 0.0,
-                            rayleigh_stiffness=rayleigh_stiffness, payload=payload)
+                            rayleigh_stiffness=rayleigh_stiffness, payload=payload, backend=backend)
         n = self.model.n_dof
         #: ``H_u`` (eq. 9 in the smooth coordinates) and its inverse (chamber actuation).
         self.pressure_map = self.model.pressure_map()

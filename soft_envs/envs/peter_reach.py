@@ -98,6 +98,7 @@ from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, pybullet
 from soft_envs.sim.peter_body import PeterBody
 from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS, SoftPeterBody
 from soft_envs.sim.realism import DelayedSensor, Perturbation
+from soft_envs.sim.single_core import BACKENDS
 from soft_envs.sim.urdf import check_joint_count
 
 PHYSICS = ("soft", "stiff")
@@ -171,6 +172,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             default 10 mm/s, at least 5 mm/s).
         command_delay: delay between an action and the valves acting on it [s] (soft physics).
         rayleigh_stiffness: ``β`` of the Rayleigh damping ``D = β K`` [s] (soft physics).
+        backend: soft physics' terms and step: ``"batched"`` (the batched core with one arm, default)
+            or ``"pybullet"`` (PyBullet's mass matrix and inverse dynamics: the reference).
         realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`PETER_REALISM`).
         solver_iterations: PyBullet constraint-solver iterations (stiff physics).
         radius, gap: module geometry [m], passed to :class:`Peter`.
@@ -200,6 +203,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         vent_rate: float = 0.010,
         command_delay: float = 0.0,
         rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
+        backend: str = "batched",
         solver_iterations: int = 100,
         radius: float = 0.045,
         gap: float = 0.017,
@@ -212,7 +216,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             success_threshold=success_threshold, success_reward=success_reward, payload=payload, gravity=gravity,
             physics=physics,
             actuation=actuation, leg_stiffness=leg_stiffness, vent_rate=vent_rate, command_delay=command_delay,
-            rayleigh_stiffness=rayleigh_stiffness, solver_iterations=solver_iterations, radius=radius, gap=gap,
+            rayleigh_stiffness=rayleigh_stiffness, backend=backend, solver_iterations=solver_iterations,
+            radius=radius, gap=gap,
             realism=realism, **kwargs)
         if not kinematic and kinematics != "pcc":
             raise InvalidParameterError("the PyBullet body is the PCC arm: kinematics='tilted' needs kinematic=True")
@@ -240,6 +245,9 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.physics = physics
         self.actuation = actuation
         self.rayleigh_stiffness = float(rayleigh_stiffness)
+        if backend not in BACKENDS:
+            raise InvalidParameterError(f"backend must be one of {BACKENDS}; got {backend!r}")
+        self.backend = backend
         self.command_delay = float(command_delay)
         self.legs = PneumaticLegs(3 * self.model.n_modules, rest_length=self.model.leg_length_at_rest,
                                   fill_rate=self.model.leg_rate, vent_rate=vent_rate, delay=command_delay,
@@ -296,7 +304,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if self.physics == "soft":
             body = SoftPeterBody(client, self.model, payload=self.payload,
                                  gravity=STANDARD_GRAVITY if self.gravity else 0.0,
-                                 rayleigh_stiffness=self.rayleigh_stiffness)
+                                 rayleigh_stiffness=self.rayleigh_stiffness, backend=self.backend)
         else:
             body = PeterBody(client, self.model, payload=self.payload)
         self._goal_marker = None

@@ -48,6 +48,7 @@ class PCCBody(SoftArmBody):
         base_position: where the arm's foot is in the world [m].
         base_orientation: the arm's base frame in the world, quaternion ``(x, y, z, w)``
             (default upright; measurements are in the base frame).
+        backend: ``"batched"`` (default) or ``"pybullet"`` (:class:`SoftArmBody`).
 
     State: :attr:`u` (smooth configuration), :attr:`w` (its rate); :attr:`configuration` is
     ``(ΔL, θ, φ)`` per segment (planar ``(ΔL, θ)``), continuous in time.
@@ -64,6 +65,7 @@ class PCCBody(SoftArmBody):
         payload: float = 0.0,
         base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
         base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
+        backend: str = "batched",
     ) -> None:
         self.model = model
         self.payload = float(payload)
@@ -72,7 +74,7 @@ class PCCBody(SoftArmBody):
         stiffness = k[:, :2].ravel() if model.planar else np.stack((k[:, 0], k[:, 1], k[:, 1]), axis=-1).ravel()
         super().__init__(client, model.chain(payload), sections, stiffness, gravity=gravity,
                          rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
-                         base_position=base_position, base_orientation=base_orientation)
+                         base_position=base_position, base_orientation=base_orientation, backend=backend)
 
     def set_model(self, model: PCCArm, payload: float = 0.0) -> None:
         """Simulate ``model`` with ``payload`` [kg]: this arm with another segment mass (the same

@@ -46,6 +46,7 @@ class SoftPeterBody(SoftArmBody):
         base_position: where the arm's foot is in the world [m].
         base_orientation: the arm's base frame in the world, quaternion ``(x, y, z, w)``
             (default upright; measurements are in the base frame).
+        backend: ``"batched"`` (default) or ``"pybullet"`` (:class:`SoftArmBody`).
 
     Use :meth:`reset` to put it at rest on inflation times, :meth:`set_rest_legs` (or ``step``'s
     ``rest_end``) to move the legs' rest lengths.
@@ -54,7 +55,8 @@ class SoftPeterBody(SoftArmBody):
     def __init__(self, client, model: Peter, *, payload: float = 0.0, gravity: float = STANDARD_GRAVITY,
                  rayleigh_mass: float = 0.0, rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
                  base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
-                 base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)) -> None:
+                 base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
+                 backend: str = "batched") -> None:
         self.model = model.with_kinematics("pcc")
         self.payload = float(payload)
         n = self.model.n_modules
@@ -62,7 +64,7 @@ class SoftPeterBody(SoftArmBody):
         sections = SectionMap(self.model.links_per_module, np.full(n, self.reference_length), chord=True)
         super().__init__(client, self.model.chain(payload), sections, self.model.stiffness().ravel(),
                          gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
-                         base_position=base_position, base_orientation=base_orientation)
+                         base_position=base_position, base_orientation=base_orientation, backend=backend)
 
     def set_model(self, model: Peter, payload: float = 0.0) -> None:
         """Simulate ``model`` with ``payload`` [kg]: this arm with another leg radius, module mass or

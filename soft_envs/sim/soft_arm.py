@@ -1,7 +1,13 @@
-"""The elastic soft-arm core: reduced-coordinate dynamics of a chain of bend sections, PyBullet
-supplying the rigid-body terms. Both soft arms run on it: the PCC arm
-(:mod:`soft_envs.sim.pcc_body`, a section is a segment) and PETER
+"""The elastic soft-arm body: reduced-coordinate dynamics of a chain of bend sections. Both soft arms
+run on it: the PCC arm (:mod:`soft_envs.sim.pcc_body`, a section is a segment) and PETER
 (:mod:`soft_envs.sim.peter_soft`, a section is a module).
+
+Backends (issue 32: one soft-arm core). By default (``backend="batched"``) the rigid-body terms
+and the step are the batched core's with one arm (:mod:`soft_envs.sim.single_core`: the same
+kernels and integrator as the vector envs and the GPU); ``backend="pybullet"`` takes ``M`` and
+``C u̇ + G`` from PyBullet's ``calculateMassMatrix`` / ``calculateInverseDynamics`` as below and
+is the reference the default is tested against (``tests/envs/test_single_core.py``: whole
+episodes equal to 1e-6). Either way the body is built in PyBullet, which renders it.
 
 The body and its coordinates: :mod:`soft_envs.sim.sections` (a section's rigid-link pattern,
 ``q_body = B c̃``, the smooth configuration ``u`` and ``c̃ = g(u)``).
@@ -106,6 +112,7 @@ from soft_envs.sim.batched_kernels import arm_section_map
 from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, disconnect, pybullet
 from soft_envs.sim.integrator import DEFAULT_CORRECTOR_PASSES, DEFAULT_SPECTRAL_RADIUS, AlphaParameters
 from soft_envs.sim.sections import SectionMap, spinless_sections
+from soft_envs.sim.single_core import BACKENDS, SingleArmCore
 from soft_envs.sim.urdf import load_chain
 
 
@@ -123,6 +130,9 @@ class SoftArmBody:
         base_position: where the arm's foot is in the world [m].
         base_orientation: the arm's base frame in the world, a quaternion ``(x, y, z, w)``
             (default upright: the arm's ``z`` along the world's ``z``, against gravity).
+        backend: where ``M`` and ``C u̇ + G`` come from and what steps: ``"batched"`` (default; the
+            batched core with one arm, :mod:`soft_envs.sim.single_core`) or ``"pybullet"``
+            (``calculateMassMatrix`` / ``calculateInverseDynamics``, the reference).
 
     Measurements (:meth:`tip_state`, :meth:`link_frames`) are in the arm's base frame.
     State: :attr:`u` (smooth configuration), :attr:`w` (its rate), :attr:`rest` (``u_rest``),
@@ -134,7 +144,10 @@ class SoftArmBody:
                  base_position: tuple[float, float, float] = (0.0, 0.0, 0.0),
                  base_orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0),
                  spectral_radius: float = DEFAULT_SPECTRAL_RADIUS,
-                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES) -> None:
+                 corrector_passes: int = DEFAULT_CORRECTOR_PASSES, backend: str = "batched") -> None:
+        if backend not in BACKENDS:
+            raise InvalidParameterError(f"backend must be one of {BACKENDS}; got {backend!r}")
+        self.backend = backend
         self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
         self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
         check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
@@ -167,6 +180,9 @@ class SoftArmBody:
         # inertias (then a body of its own client; see there).
         self._dynamics_client = None
         self._use_dynamics_of(client, self.body)
+        #: The batched core that computes the terms and steps (``backend="batched"``), else None.
+        self._core = SingleArmCore(chain, sections, stiffness, self._gravity_in_base(), (self.alpha, self.beta)) \
+            if backend == "batched" else None
         n = sections.n
         self.u, self.w, self.rest = np.zeros(n), np.zeros(n), np.zeros(n)
         self.a = np.zeros(n)  # the integrator's acceleration state
@@ -217,12 +233,34 @@ class SoftArmBody:
                         np.ascontiguousarray(reference, dtype=float), c, ue, ce, J, acc, self._blocks)
         return {"c": c, "ce": ce, "J": J, "BJ": self.B @ J, "acc": acc, "qb": (self.B @ ce).tolist()}
 
-    def _update(self, state_set: bool = True) -> None:
-        # a state set from outside: the next step starts from the true acceleration
+    def _update(self, state_set: bool = True, c: np.ndarray | None = None) -> None:
+        """A new state: ``c̃`` nearest the previous one (or ``c``, the batched step's), the terms
+        forgotten. ``state_set``: set from outside, so the next step starts from the true acceleration."""
         self._state_set = state_set
-        self._cache = self._kinematics(self.u, self.w, self.c)
-        self.c = self._cache["c"]
+        if c is None:
+            self._cache = self._kinematics(self.u, self.w, self.c)
+            self.c = self._cache["c"]
+        else:
+            self.c, self._cache = c, {}
         self._bullet_stale = True
+
+    def _kin(self) -> dict:
+        """The section maps at the current state (:meth:`_kinematics`), computed once per state."""
+        if "BJ" not in self._cache:
+            self._cache.update(self._kinematics(self.u, self.w, self.c))
+        return self._cache
+
+    def _gravity_in_base(self) -> np.ndarray:
+        return self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])
+
+    def _core_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(M, C u̇ + G, G)`` of the current state from the batched core, kept until the state changes."""
+        if "M" not in self._cache or "h" not in self._cache or "G" not in self._cache:
+            assert self._core is not None
+            self._core.params.rayleigh[0] = (self.alpha, self.beta)
+            self._cache["M"], self._cache["h"], self._cache["G"] = self._core.terms(self.u, self.w, self.c,
+                                                                                    self.stiffness, own=True)
+        return self._cache["M"], self._cache["h"], self._cache["G"]
 
     def _mass_of(self, kin: dict) -> np.ndarray:
         BJ, n = kin["BJ"], self.n_joints
@@ -239,7 +277,7 @@ class SoftArmBody:
         """Write the state into PyBullet (done lazily before any query of the PyBullet body)."""
         if not self._bullet_stale:
             return
-        qb, vb = self.B @ self.c, self._cache["BJ"] @ self.w
+        qb, vb = self.B @ self.c, self._kin()["BJ"] @ self.w
         self.client.resetJointStatesMultiDof(self.body, self.joints, [[float(x)] for x in qb],
                                              targetVelocities=[[float(x)] for x in vb])
         self._bullet_stale = False
@@ -277,7 +315,9 @@ class SoftArmBody:
                                            localInertiaDiagonal=list(new.body.inertia))
                 changed = True
         self.chain = spinless
-        if changed:
+        if self._core is not None:
+            self._core.set_link_dynamics(chain)
+        elif changed:
             self._close_dynamics_client()
             self._dynamics_client = connect(gui=False)
             body = load_chain(self._dynamics_client, self.chain, useFixedBase=True,
@@ -301,6 +341,8 @@ class SoftArmBody:
         self.client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
         if self._dynamics_client is not None:
             self._dynamics_client.setGravity(*(self.base_rotation.T @ np.array([0.0, 0.0, -self.gravity])).tolist())
+        if self._core is not None:
+            self._core.set_gravity(self._gravity_in_base())
         self._update()
 
     def snapshot(self) -> tuple:
@@ -322,6 +364,9 @@ class SoftArmBody:
 
     def configuration_terms(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``M(u)`` and ``G(u)`` at the smooth configuration ``u`` (the corrector where ``C u̇`` is held)."""
+        if self._core is not None:
+            M, _, G = self._core.terms(np.asarray(u, dtype=float), None, self.c, self.stiffness)
+            return M, G
         kin = self._kinematics(u, None, self.c)
         tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], self._zeros, self._zeros)
         return self._mass_of(kin), kin["BJ"].T @ np.asarray(tau)
@@ -329,30 +374,42 @@ class SoftArmBody:
     def state_terms(self, u: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``M(u)`` and ``C(u, u̇) u̇ + G(u)`` at the state ``(u, u̇ = w)`` (the integrator's corrector;
         ``θ``'s sign nearest the current state's)."""
+        if self._core is not None:
+            M, h, _ = self._core.terms(np.asarray(u, dtype=float), np.asarray(w, dtype=float), self.c, self.stiffness)
+            return M, h
         kin = self._kinematics(u, w, self.c)
         return self._mass_of(kin), self._bias_of(kin, w)
 
     def mass_matrix(self) -> np.ndarray:
         """``M(u)`` at the current state."""
+        if self._core is not None:
+            return self._core_terms()[0]
         M = self._cache.get("M")
         if M is None:
-            M = self._cache["M"] = self._mass_of(self._cache)
+            M = self._cache["M"] = self._mass_of(self._kin())
         return M
 
     def bias(self) -> np.ndarray:
         """``C(u, u̇) u̇ + G(u)`` at the current state."""
+        if self._core is not None:
+            return self._core_terms()[1]
         h = self._cache.get("h")
         if h is None:
-            h = self._cache["h"] = self._bias_of(self._cache, self.w)
+            h = self._cache["h"] = self._bias_of(self._kin(), self.w)
         return h
 
     def gravity_torque(self, u: np.ndarray | None = None) -> np.ndarray:
         """``G(u)``: the current state's, or that of the smooth configuration ``u``."""
+        if self._core is not None:
+            if u is None:
+                return self._core_terms()[2]
+            return self._core.terms(np.asarray(u, dtype=float), None, self.c, self.stiffness, with_mass=False)[2]
         if u is None:
             G = self._cache.get("G")
             if G is None:
-                tau = self._inverse_dynamics(self._dynamics_body, self._cache["qb"], self._zeros, self._zeros)
-                G = self._cache["G"] = self._cache["BJ"].T @ np.asarray(tau)
+                kin = self._kin()
+                tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], self._zeros, self._zeros)
+                G = self._cache["G"] = kin["BJ"].T @ np.asarray(tau)
             return G
         kin = self._kinematics(np.asarray(u, dtype=float), None, self.c)
         tau = self._inverse_dynamics(self._dynamics_body, kin["qb"], self._zeros, self._zeros)
@@ -402,6 +459,17 @@ class SoftArmBody:
         rest_e = self.rest if rest_end is None else np.array(rest_end, dtype=float)
         if tau_s.shape != (n,) or tau_e.shape != (n,) or rest_e.shape != (n,):
             raise InvalidParameterError(f"torques and rest configurations must have {n} entries")
+        if self._core is not None:  # the batched core, one arm: terms, predictor, corrector in one call
+            self._core.params.rayleigh[0] = (self.alpha, self.beta)
+            start = self._core_terms() if "M" in self._cache else None
+            self.u, self.w, self.a, c = self._core.step(
+                (self.u, self.w, self.a, self.c, self.rest, self._state_set), self.stiffness, float(dt), tau_s, tau_e,
+                rest_e, bool(cancel_damping), self.alpha_parameters, self.corrector_passes, start)
+            if rest_end is not None:
+                self.rest = rest_e
+            self.time += dt
+            self._update(state_set=False, c=c)
+            return
         M_s = self.mass_matrix()
         held = self.coriolis() if cancel_damping and self.corrector_passes else None  # C u̇ held at the start
         u, w, a = np.empty(n), np.empty(n), np.empty(n)
@@ -427,6 +495,8 @@ class SoftArmBody:
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame."""
+        if self._core is not None:
+            return self._core.tip_state(self.u, self.w, self.c)
         self.sync_bullet()
         state = self.client.getLinkState(self.body, self.tip_link, computeLinkVelocity=1,
                                          computeForwardKinematics=1)

@@ -59,7 +59,7 @@ def compare_terms(body, batched, rng, count=6, near_straight=False):
 def test_peter_terms_match_pybullet(client, modules, payload, tilted):
     model = Peter(modules)
     orientation = TILT if tilted else (0.0, 0.0, 0.0, 1.0)
-    body = SoftPeterBody(client, model, payload=payload, base_orientation=orientation)
+    body = SoftPeterBody(client, model, payload=payload, base_orientation=orientation, backend="pybullet")
     batched = BatchedSoftPeter(model, 1, payload=payload, base_orientation=orientation)
     errors = compare_terms(body, batched, np.random.default_rng(modules))
     assert max(errors) < 1e-9, errors
@@ -70,14 +70,14 @@ def test_peter_terms_match_pybullet(client, modules, payload, tilted):
 @pytest.mark.parametrize("payload, tilted", [(0.0, False), (0.01, True)], ids=["bare", "payload-tilted"])
 def test_pcc_terms_match_pybullet(client, arm, payload, tilted):
     orientation = TILT if tilted else (0.0, 0.0, 0.0, 1.0)
-    body = PCCBody(client, arm, payload=payload, base_orientation=orientation)
+    body = PCCBody(client, arm, payload=payload, base_orientation=orientation, backend="pybullet")
     batched = BatchedPCCBody(arm, 1, payload=payload, base_orientation=orientation)
     errors = compare_terms(body, batched, np.random.default_rng(arm.n_dof))
     assert max(errors) < 1e-9, errors
 
 
-@pytest.mark.parametrize("make", [lambda c: SoftPeterBody(c, Peter(2), payload=0.2),
-                                  lambda c: PCCBody(c, PCCArm(2, 6))], ids=["peter", "pcc"])
+@pytest.mark.parametrize("make", [lambda c: SoftPeterBody(c, Peter(2), payload=0.2, backend="pybullet"),
+                                  lambda c: PCCBody(c, PCCArm(2, 6), backend="pybullet")], ids=["peter", "pcc"])
 def test_terms_near_a_straight_section(client, make):
     # The terms are evaluated at 1e-4 rad: J has 1/θ² ≈ 1e8 entries there, which magnify both
     # cores' rounding (PyBullet's included) — agreement to 1e-8 instead of 1e-15.

@@ -78,7 +78,7 @@ def test_single_body_steps_as_the_numpy_reference(passes, cancel):
 
     client = connect()
     try:
-        body = PCCBody(client, PCCArm(2, 6), rayleigh_mass=0.3)
+        body = PCCBody(client, PCCArm(2, 6), rayleigh_mass=0.3, backend="pybullet")
         body.corrector_passes = passes
         body.reset(np.array([0.001, 0.5, 0.3, 0.0, 0.8, -1.0]), velocity=np.linspace(-0.5, 0.5, 6))
         tau = np.linspace(0.01, -0.02, 6)

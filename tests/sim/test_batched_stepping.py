@@ -53,7 +53,7 @@ def test_peter_arms_step_as_single_bodies(clients):
         plant = nominal.with_parameters(radius=nominal.radius * (1 + dr), module_mass=nominal.module_mass * (1 + dm),
                                         leg_stiffness=nominal.leg_stiffness * (1 + dk))
         quaternion = tuple(quaternion_from_rotation_vector(np.r_[tilt, 0.0]))
-        body = SoftPeterBody(clients(), nominal)
+        body = SoftPeterBody(clients(), nominal, backend="pybullet")
         body.set_model(plant, payload)
         body.set_base_orientation(quaternion)
         single_legs = PneumaticLegs(n, rest_length=nominal.leg_length_at_rest, fill_rate=nominal.leg_rate,
@@ -115,7 +115,7 @@ def test_pcc_arms_step_as_single_bodies(clients, arm, chambers):
     singles = []
     plant_maps = np.empty((B, n, n))
     for b, (dm, payload, dk, delay, gain, droop) in enumerate(PCC_ARMS):
-        body = PCCBody(clients(), arm)
+        body = PCCBody(clients(), arm, backend="pybullet")
         plant = type(arm)(2, 6, segment_mass=arm.segment_mass * (1 + dm))
         body.set_model(plant, payload)
         body.stiffness = body.stiffness * (1 + dk)
