@@ -86,25 +86,25 @@ def numpy_bias(arm: BatchedSoftArm, c: np.ndarray, cd: np.ndarray, cdd: np.ndarr
     return out
 
 
-def _arms(B: int):
-    peter = BatchedSoftPeter(Peter(2), B, payload=0.2)
+def _arms(B: int, num_threads: int = 1):
+    peter = BatchedSoftPeter(Peter(2), B, payload=0.2, num_threads=num_threads)
     peter.reset_inflation(None, np.full(6, 1.0))
     peter.set_rest(None, peter.state.rest + 0.002)
-    pcc = BatchedPCCBody(PCCArm(2, 6), B)
+    pcc = BatchedPCCBody(PCCArm(2, 6), B, num_threads=num_threads)
     pcc.reset_configuration(None, np.array([0.001, 0.5, 0.3, 0.0, 0.8, -1.0]))
     return {"PETER 2 modules (18 joints)": (peter, 1 / 120), "PCC 2 segments (30 joints)": (pcc, 5e-3)}
 
 
-def _single(name: str, client):
+def _single(name: str, client, backend: str = "pybullet"):
     from soft_envs.sim.pcc_body import PCCBody
     from soft_envs.sim.peter_soft import SoftPeterBody
 
     if name.startswith("PETER"):
-        body = SoftPeterBody(client, Peter(2), payload=0.2)
+        body = SoftPeterBody(client, Peter(2), payload=0.2, backend=backend)
         body.reset(np.full(6, 1.0))
         body.set_rest_legs(body.legs_of_arc(body.u) + 0.002)
         return body, 1 / 120
-    body = PCCBody(client, PCCArm(2, 6))
+    body = PCCBody(client, PCCArm(2, 6), backend=backend)
     body.reset(np.array([0.001, 0.5, 0.3, 0.0, 0.8, -1.0]))
     return body, 5e-3
 
@@ -117,11 +117,12 @@ def measure(batches=(1, 64, 1024), budget_steps: int = 4000) -> list[list]:
     rows = []
     client = connect()
     try:
-        singles = {}
+        singles, defaults = {}, {}
         for name in _arms(1):
-            body, dt = _single(name, client)
-            zero = np.zeros(body.n_dof)
-            singles[name] = _cpu_seconds(lambda body=body, dt=dt, zero=zero: body.step(dt, zero), 100)
+            for backend, into in (("pybullet", singles), ("batched", defaults)):
+                body, dt = _single(name, client, backend)
+                zero = np.zeros(body.n_dof)
+                into[name] = _cpu_seconds(lambda body=body, dt=dt, zero=zero: body.step(dt, zero), 100)
         for B in batches:
             for name, (arm, dt) in _arms(B).items():
                 reps = max(2, budget_steps // B)
@@ -133,27 +134,27 @@ def measure(batches=(1, 64, 1024), budget_steps: int = 4000) -> list[list]:
                 per_numpy = _cpu_seconds(lambda arm=arm, c=c, cd=cd: numpy_bias(arm, c, cd, cd), max(1, reps // 4)) / B
                 rows.append([name, B, f"{per_step * 1e6:.2f}", f"{singles[name] / per_step:.0f}",
                              f"{per_terms * 1e6:.2f}", f"{per_numpy * 1e6:.2f}"])
-        rows.insert(0, ["single PyBullet core, PETER", 1, f"{singles['PETER 2 modules (18 joints)'] * 1e6:.1f}", "1",
-                        "", ""])
-        rows.insert(1, ["single PyBullet core, PCC", 1, f"{singles['PCC 2 segments (30 joints)'] * 1e6:.1f}", "1",
-                        "", ""])
+        names = (("PETER", "PETER 2 modules (18 joints)"), ("PCC", "PCC 2 segments (30 joints)"))
+        for k, (arm, name) in enumerate(names):
+            rows.insert(2 * k, [f"single body, PyBullet's terms, {arm}", 1, f"{singles[name] * 1e6:.1f}", "1", "", ""])
+            rows.insert(2 * k + 1, [f"single body, batched core (the default), {arm}", 1,
+                                    f"{defaults[name] * 1e6:.1f}", f"{singles[name] / defaults[name]:.1f}", "", ""])
     finally:
         disconnect(client)
     return rows
 
 
-def thread_rows(B: int = 1024, steps: int = 8) -> list[list]:
+def thread_rows(B: int = 1024, steps: int = 20, rounds: int = 5) -> list[list]:
     """``[arm, B, threads, µs per arm and step (wall clock), × one thread]`` for one thread and every
     core of this process (:mod:`soft_envs.sim.threads`), in one run."""
     rows = []
     for name in _arms(1):
         base = None
         for nt in sorted({1, threads.available_cores()}):
-            arm, dt = _arms(B)[name]
-            arm.num_threads = nt
+            arm, dt = _arms(B, num_threads=nt)[name]
             arm.step(dt, 0.0)
             best = np.inf
-            for _ in range(3):
+            for _ in range(rounds):
                 start = time.perf_counter()  # wall clock: the threads' work in parallel
                 for _ in range(steps):
                     arm.step(dt, 0.0)
@@ -178,7 +179,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, device: 
     return (table + "\n\nCPU time of this thread (best of 3 rounds) in one process; a step is one compiled call "
             "for the batch (`sim.batched_integrator`: the terms at its start, the predictor, the terms `M`, "
             "`C u̇ + G` at its predicted end, the corrector); the single core runs the same compiled step on "
-            "PyBullet's terms.\n\n"
+            "PyBullet's terms (`backend=\"pybullet\"`; the single envs' default, `\"batched\"`, is the batched core "
+            "with B = 1, the rows B = 1). One thread throughout; the threads' table below in wall-clock time.\n\n"
             + markdown_table(["arm", "B", "threads", "µs per arm and step (wall)", "× one thread"], thread_rows())
             + "\n\nThe batch split into blocks of arms, one thread each (`num_threads=`, default: the cores this "
             "process may use); the results are identical to one thread's (`tests/sim/test_threads.py`).")

@@ -8,7 +8,9 @@ env, and the ratio uses the mean of the two; the vector env is ``gym.make_vec(id
 (its ``vector_entry_point``) stepped with uniform random action batches, autoresetting. Memory, in a
 fresh interpreter: the process's resident set (``/proc/self/statm``) before building ``N``
 sub-envs and after 100 steps, per sub-env, and its growth between vector steps 1,000 and 10,000 (autoresets every 50
-steps). The machine's load average is printed with the table: other jobs share the cores.
+steps). The machine's load average is printed with the table: other jobs share the cores. Then,
+not pinned, the soft envs at ``N = 1024`` with one thread and with every core of the process
+(``num_threads``, :mod:`soft_envs.sim.threads`).
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ import numpy as np
 from soft_envs import clock
 from soft_envs.console import progress
 from soft_envs.report import markdown_table, pyplot, save_figure
+from soft_envs.sim import threads
 
-TITLE = "Vector environments: env-steps per second against the number of sub-envs (one core)"
+TITLE = "Vector environments: env-steps per second against the number of sub-envs (one core, then threads)"
 PETER = "soft_envs/PeterReach-v0"
 PCC = "soft_envs/PCCTrack-v0"
 SWEEP = (1, 4, 16, 64, 256, 1024, 4096)  # --full
 QUICK_SWEEP = (1, 16, 256)  # default, plus each case's target N
 MEMORY_STEPS = 10_000
+THREADS_N = 1024  # sub-envs of the threads' table
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,9 @@ def single_rate(case: Case, seconds: float, seed: int) -> float:
     return steps / elapsed
 
 
-def vector_rate(case: Case, n: int, seconds: float, seed: int) -> float:
+def vector_rate(case: Case, n: int, seconds: float, seed: int, **extra: Any) -> float:
     """Env-steps/s of ``gym.make_vec(id, num_envs=n)``, random action batches, autoresets."""
-    envs = gym.make_vec(case.env_id, num_envs=n, **case.kwargs)
+    envs = gym.make_vec(case.env_id, num_envs=n, **case.kwargs, **extra)
     envs.reset(seed=seed)
     rng = np.random.default_rng(seed)
     space = envs.single_action_space
@@ -194,6 +198,12 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             memory_rows.append([case.label, f"{fixed / 1e6:.0f}", case.target_n, f"{total / 1e6:.0f}",
                                 f"{(total - fixed) / (case.target_n - 1) / 1e3:.1f}", case.memory_n,
                                 f"{growth / 1e3:+.0f}"])
+    thread_rows = []
+    cores = threads.available_cores()
+    for case in (c for c in CASES if not c.kwargs.get("kinematic")):  # the arms' physics is what threads split
+        by_threads = {nt: vector_rate(case, THREADS_N, seconds, seed, num_threads=nt) for nt in sorted({1, cores})}
+        thread_rows += [[case.label, THREADS_N, nt, f"{rate:,.0f}", f"{rate / by_threads[1]:.2f}"]
+                        for nt, rate in by_threads.items()]
     load_text = "" if load is None else \
         f" Load average at the start: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min) on {os.cpu_count()} cores."
     text = (f"One process, {pinning}; {seconds:g} s per measurement; random actions (uniform in the box), "
@@ -207,6 +217,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
              f"{MEMORY_STEPS:,} of N' sub-envs (an autoreset every 50 steps):\n\n")
     text += markdown_table(["env", "RSS at N = 1 [MB]", "N", "RSS at N [MB]", "per added sub-env [kB]", "N'",
                             f"RSS growth, steps 1,000–{MEMORY_STEPS:,} [kB]"], memory_rows)
+    text += (f"\n\nThreads (`num_threads=`, default: the cores this process may use; not pinned), N = {THREADS_N}, "
+             "in the same run:\n\n" + markdown_table(["env", "N", "threads", "env-steps/s", "× one thread"],
+                                                      thread_rows))
     if plot_dir is not None:
         text += f"\n\n![env-steps per second against N]({_plot(rates, baselines, plot_dir)})"
     return text

@@ -277,8 +277,10 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
     results = (M, h, G, out.u, out.w, out.a, out.c)
 
     def step_block(rows: slice) -> None:
-        batched_integrator.batch_step(*topology.arrays, *(x[rows] for x in per_arm), float(dt), am, af, gamma, beta,
-                                      int(corrector_passes), start_terms is not None, *(x[rows] for x in results))
+        whole = rows.stop - rows.start == B  # one block: the arrays themselves, no views
+        batched_integrator.batch_step(*topology.arrays, *(per_arm if whole else [x[rows] for x in per_arm]),
+                                      float(dt), am, af, gamma, beta, int(corrector_passes), start_terms is not None,
+                                      *(results if whole else [x[rows] for x in results]))
 
     threads.run_blocks(step_block, B, threads.check_threads(num_threads))
     if rest_end is not None:
@@ -288,11 +290,17 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
 
 def _per_arm_flags(flags, B: int) -> np.ndarray:
     """A bool or ``(B,)`` flags as a contiguous ``(B,)`` bool array."""
+    if isinstance(flags, (bool, np.bool_)):
+        return np.full(B, bool(flags))
     return np.ascontiguousarray(np.broadcast_to(np.asarray(flags, dtype=np.bool_), (B,)))
 
 
 def _per_arm_rows(x, B: int, n: int) -> np.ndarray:
     """A number, ``(n,)`` or ``(B, n)`` as a contiguous float ``(B, n)`` array."""
+    if isinstance(x, np.ndarray) and x.shape == (B, n) and x.dtype == float and x.flags.c_contiguous:
+        return x
+    if isinstance(x, (int, float)):
+        return np.full((B, n), float(x))
     return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (B, n)))
 
 

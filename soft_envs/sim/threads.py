@@ -47,6 +47,8 @@ def blocks(n_arms: int, num_threads: int) -> list[slice]:
     """Contiguous blocks of arms, one per thread used (at most ``num_threads``, each at least
     :data:`MIN_ARMS_PER_THREAD` arms unless there is one)."""
     used = max(1, min(num_threads, n_arms // MIN_ARMS_PER_THREAD))
+    if used == 1:
+        return [slice(0, n_arms)]
     edges = [n_arms * k // used for k in range(used + 1)]
     return [slice(edges[k], edges[k + 1]) for k in range(used)]
 
