@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 
 class SoftEnvsError(Exception):
     """Base class of every soft_envs exception."""
@@ -85,3 +87,20 @@ def check_nonnegative(**values: float) -> None:
             ok = False
         if not ok:
             raise InvalidParameterError(f"{name} must be a finite number >= 0; got {value!r}")
+
+
+#: numpy dtype kinds that hold real numbers: bool, signed and unsigned integers, floats.
+REAL_KINDS = "biuf"
+
+
+def as_real_array(value, name: str, error: type[ValueError] = InvalidActionError) -> np.ndarray:
+    """``value`` as a float64 array if it holds real numbers (its dtype bool, integer or float), else
+    ``error`` naming ``name`` and the dtype: a complex number, a date, a string or an object would
+    otherwise be cast silently (the imaginary part dropped, a string parsed)."""
+    try:
+        array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged or otherwise not an array
+        raise error(f"{name} must be an array of real numbers; got {value!r} ({exc})") from None
+    if array.dtype.kind not in REAL_KINDS:
+        raise error(f"{name} must hold real numbers; got dtype {array.dtype}")
+    return array.astype(float, copy=False)

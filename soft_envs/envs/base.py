@@ -70,7 +70,9 @@ from gymnasium.error import ResetNeeded
 from soft_envs.exceptions import (
     ClosedEnvironmentError,
     InvalidActionError,
+    InvalidConfigurationError,
     InvalidParameterError,
+    as_real_array,
     check_integer,
     check_nonnegative,
     check_positive,
@@ -325,12 +327,18 @@ class SoftEnv(gym.Env):
         The units are the env's: inflation times [s], configuration set-point, joint targets
         [rad], guide inputs [m] or generalised forces; see the env's docstring."""
         low, high = self.action_space.low, self.action_space.high
-        return self._action_to_model(np.clip(np.asarray(action, dtype=float), low, high))
+        action = as_real_array(action, "action")
+        if not np.all(np.isfinite(action)):
+            raise InvalidActionError(f"action has NaN/inf: {action}")
+        return self._action_to_model(np.clip(action, low, high))
 
     def model_to_action(self, q: Any) -> np.ndarray:
         """Command in model units -> normalised action, clipped into the action box (float32)."""
         low, high = self.action_space.low, self.action_space.high
-        return np.clip(self._model_to_action(np.asarray(q, dtype=float)), low, high).astype(np.float32)
+        q = as_real_array(q, "command", InvalidConfigurationError)
+        if not np.all(np.isfinite(q)):
+            raise InvalidConfigurationError(f"command has NaN/inf: {q}")
+        return np.clip(self._model_to_action(q), low, high).astype(np.float32)
 
     def draw_realism(self, rng: np.random.Generator) -> tuple[np.random.Generator | None, dict[str, Any]]:
         """A reset's realism draws from ``rng`` (the env's ``np_random``, not advanced): the
@@ -349,8 +357,9 @@ class SoftEnv(gym.Env):
 
     # ------------------------------------------------------------------ gym API
     def validate_action(self, action: Any) -> tuple[np.ndarray, bool]:
-        """``(action clipped into the box, was it clipped)``; ``ValueError`` on bad shape or NaN."""
-        arr = np.asarray(action, dtype=float)
+        """``(action clipped into the box, was it clipped)``; ``ValueError`` on bad shape, NaN or a dtype
+        that holds no real numbers."""
+        arr = as_real_array(action, "action")
         if arr.shape != self.action_space.shape:
             raise InvalidActionError(f"action must have shape {self.action_space.shape}; got {arr.shape}")
         if not np.all(np.isfinite(arr)):

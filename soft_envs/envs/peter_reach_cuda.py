@@ -31,7 +31,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from soft_envs.envs.peter_parts import SOFT_CONTROL_PERIOD, SOFT_TIME_STEP
-from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
+from soft_envs.exceptions import (
+    InvalidParameterError,
+    as_real_array,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+)
 from soft_envs.geometry import STANDARD_GRAVITY
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
 from soft_envs.sim import batched_cuda
@@ -307,7 +313,7 @@ class PeterReachCudaVectorEnv(VectorEnv):
             if tuple(device_actions.shape) != (self.num_envs, self.model.n_dof):
                 raise InvalidParameterError(f"actions must have shape {(self.num_envs, self.model.n_dof)}")
         else:
-            host = np.asarray(actions, dtype=np.float32)
+            host = as_real_array(actions, "actions").astype(np.float32)
             if host.shape != (self.num_envs, self.model.n_dof) or not np.all(np.isfinite(host)):
                 raise InvalidParameterError(f"actions must be finite, shape {(self.num_envs, self.model.n_dof)}")
             device_actions = self.cuda.to_device(np.ascontiguousarray(host))

@@ -53,7 +53,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from soft_envs.envs.base import SoftEnv, checked_reset_options
-from soft_envs.exceptions import ClosedEnvironmentError, InvalidActionError, InvalidParameterError, check_integer
+from soft_envs.exceptions import (
+    ClosedEnvironmentError,
+    InvalidActionError,
+    InvalidParameterError,
+    as_real_array,
+    check_integer,
+)
 
 MAX_NUM_ENVS = 1 << 20
 SingleEnv = TypeVar("SingleEnv", bound=SoftEnv)
@@ -302,9 +308,11 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         first sub-env whose action has the wrong shape or is not finite."""
         shape = (self.num_envs, *self._action_box.shape)
         try:
-            arr = np.asarray(actions, dtype=float)
+            arr = np.asarray(actions)
         except (TypeError, ValueError):
             arr = None
+        if arr is not None:
+            arr = as_real_array(arr, "actions")
         if arr is None or arr.shape != shape:
             try:
                 rows = actions if len(actions) == self.num_envs else ()

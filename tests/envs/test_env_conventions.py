@@ -385,3 +385,37 @@ def test_delta_actions_and_observation_history(env_id):
         gym.make(env_id, action_mode="relative")
     with pytest.raises(InvalidParameterError):
         gym.make(env_id, history=-1)
+
+
+NON_REAL = {"complex": complex, "datetime": "datetime64[s]", "object": object, "string": str}
+
+
+@pytest.mark.parametrize("dtype", list(NON_REAL), ids=list(NON_REAL))
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_an_action_of_a_non_real_dtype_is_a_value_error_naming_it(env_id, dtype):
+    """A complex number, a date, an object or a string is never cast into an action silently."""
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    action = np.zeros(env.action_space.shape).astype(NON_REAL[dtype])
+    with pytest.raises(ValueError, match="real numbers; got dtype"):
+        env.unwrapped.step(action)
+    with pytest.raises(ValueError, match="real numbers; got dtype"):
+        env.unwrapped.action_to_model(action)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_inf_into_a_public_conversion_is_a_value_error(env_id, bad):
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    u = env.unwrapped
+    action = np.zeros(env.action_space.shape)
+    action[0] = bad
+    with pytest.raises(ValueError, match="NaN/inf"):
+        u.action_to_model(action)
+    command = u.action_to_model(np.zeros(env.action_space.shape))
+    command[-1] = bad
+    with pytest.raises(ValueError, match="NaN/inf"):
+        u.model_to_action(command)
+    env.close()

@@ -256,6 +256,9 @@ def test_bad_action_batches_name_the_sub_env():
     for shape in [(3, 7), (2, 6), (6,)]:
         with pytest.raises(InvalidActionError, match="shape"):
             envs.step(np.zeros(shape))
+    for dtype in (complex, "datetime64[s]", object, str):
+        with pytest.raises(InvalidActionError, match="real numbers; got dtype"):
+            envs.step(good.astype(dtype))
     envs.step(good)  # still usable after rejected input
     envs.close()
 
