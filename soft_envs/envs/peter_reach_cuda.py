@@ -64,6 +64,17 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int):
     n = 3 * n_modules
     n_obs = 12 + n
 
+    @cuda.jit(device=True)
+    def observe(row, tip, goal, setpoint):
+        """One arm's observation (``reach_observation``): tip, goal, goal − tip, tip velocity, set-points."""
+        for k in range(3):
+            row[k] = tip[k]
+            row[3 + k] = goal[k]
+            row[6 + k] = goal[k] - tip[k]
+            row[9 + k] = tip[3 + k]
+        for i in range(n):
+            row[12 + i] = setpoint[i]
+
     @cuda.jit
     def kernel(ints, table, trig, sec, lref, mass, inertia, gravity, stiffness, rayleigh, legs_to_arc, radius,
                leg_cos, leg_sin, u, w, a, c, rest, legs, fresh, goal, steps, actions, mode, reset, u0, c0, tip0,
@@ -162,13 +173,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int):
             terminated[b] = bad
             truncated[b] = max_steps > 0 and steps[b] >= max_steps
             done = bad or truncated[b]
-            for k in range(3):
-                obs[b, k] = tip[k]
-                obs[b, 3 + k] = goal[b, k]
-                obs[b, 6 + k] = goal[b, k] - tip[k]
-                obs[b, 9 + k] = tip[3 + k]
-            for i in range(n):
-                obs[b, 12 + i] = setpoint[i]
+            observe(obs[b], tip, goal[b], setpoint)
             if done:
                 for k in range(n_obs):
                     final_obs[b, k] = obs[b, k]
@@ -181,12 +186,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int):
             pick = min(int(xoroshiro128p_uniform_float64(rng, b) * goals.shape[0]), goals.shape[0] - 1)
             for k in range(3):
                 goal[b, k] = goals[pick, k]
-                obs[b, k] = tip0[k]
-                obs[b, 3 + k] = goal[b, k]
-                obs[b, 6 + k] = goal[b, k] - tip0[k]
-                obs[b, 9 + k] = tip0[3 + k]
-            for i in range(n):
-                obs[b, 12 + i] = setpoint0[i]
+            observe(obs[b], tip0, goal[b], setpoint0)
 
     return kernel
 
