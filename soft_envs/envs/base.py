@@ -15,7 +15,7 @@ reset / close order. Subclasses fill the hooks:
   ``self.np_random`` (``options`` is ``reset``'s dict without the base's ``keep_robot``, empty
   when none was given); an env with a vector form draws the task through ``draw_task(rng)``,
   which its vector env calls per sub-env;
-* ``_reset_options()`` — the names of the ``reset`` options the env reads besides ``keep_robot``
+* ``reset_option_names()`` — the names of the ``reset`` options the env reads besides ``keep_robot``
   (any other name is a ``ValueError``);
 * ``_command()`` — the command the robot holds, in model units (its normalised form is the
   previous action of an episode's first step);
@@ -25,7 +25,7 @@ reset / close order. Subclasses fill the hooks:
   base constructor (so a subclass sets what it reads before calling ``super().__init__``);
 * ``_action_to_model(a)`` / ``_model_to_action(q)`` — only where the mapping is not the plain
   box between the model's ``lower`` and ``upper`` bounds;
-* ``_realism_table()`` / ``_realism_sizes()`` — the env's sim-to-real perturbations
+* ``_realism_table()`` / ``realism_sizes()`` — the env's sim-to-real perturbations
   (:mod:`soft_envs.sim.realism`) and the element count of the per-element ones.
 
 Realism: the base resolves ``realism=`` (``"ideal"``, ``"realistic"`` or a dict of overrides)
@@ -170,7 +170,7 @@ class SoftEnv(gym.Env):
         self.history = check_integer("history", history, minimum=0, maximum=MAX_HISTORY)
         self._history: list[tuple[np.ndarray, np.ndarray]] = []
         self.realism = Realism(self._realism_table(), realism, env=type(self).__name__)
-        self.perturbations: dict[str, Any] = self.realism.ideal_values(self._realism_sizes())
+        self.perturbations: dict[str, Any] = self.realism.ideal_values(self.realism_sizes())
         self._robot_drawn = False  # True once a reset has drawn a robot that keep_robot can keep
         self.realism_rng: np.random.Generator | None = None  # spawned at every reset (non-ideal)
         self.render_mode = render_mode
@@ -265,7 +265,7 @@ class SoftEnv(gym.Env):
         """The env's sim-to-real perturbations (called once, by the constructor)."""
         return ()
 
-    def _realism_sizes(self) -> dict[str, int]:
+    def realism_sizes(self) -> dict[str, int]:
         """Element counts of the per-element perturbations (legs, chambers, joints)."""
         return {}
 
@@ -290,7 +290,7 @@ class SoftEnv(gym.Env):
     def _reset_model(self, options: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def _reset_options(self) -> tuple[str, ...]:
+    def reset_option_names(self) -> tuple[str, ...]:
         """Names of the ``reset`` options the env reads besides the base's ``keep_robot``."""
         return ()
 
@@ -346,9 +346,9 @@ class SoftEnv(gym.Env):
         ``(None, ideal values)`` under ``"ideal"``, where nothing is drawn. The vector envs call
         it once per sub-env being reset, with that sub-env's generator."""
         if self.realism.is_ideal():
-            return None, self.realism.ideal_values(self._realism_sizes())
+            return None, self.realism.ideal_values(self.realism_sizes())
         realism_rng = spawn_generator(rng)
-        return realism_rng, self.realism.draw(realism_rng, self._realism_sizes())
+        return realism_rng, self.realism.draw(realism_rng, self.realism_sizes())
 
     def draw_task(self, rng: np.random.Generator) -> Any:
         """A reset's task draws from ``rng`` (goals, start phases): envs with a vector form draw
@@ -431,7 +431,7 @@ class SoftEnv(gym.Env):
 
     def _check_reset_options(self, options: Any) -> dict[str, Any]:
         """``reset``'s ``options`` as a new dict, checked (:func:`checked_reset_options`)."""
-        return checked_reset_options(options, ("keep_robot",) + tuple(self._reset_options()), type(self).__name__,
+        return checked_reset_options(options, ("keep_robot",) + tuple(self.reset_option_names()), type(self).__name__,
                                      robot_drawn=self._robot_drawn)
 
     def render(self):
@@ -476,7 +476,7 @@ class GoalConditionedMixin:
 
     The env fills:
 
-    * ``_goal_terms(achieved_goal, desired_goal)`` — ``{name: value}`` of the goal-dependent
+    * ``goal_terms(achieved_goal, desired_goal)`` — ``{name: value}`` of the goal-dependent
       terms, vectorised over leading axes of the float arrays;
     * ``_observed_goals()`` — ``(achieved_goal, desired_goal)`` as the observation shows them
       (float32); the step computes its goal terms from these (:meth:`_step_goal_terms`).
@@ -484,7 +484,10 @@ class GoalConditionedMixin:
 
     goal_conditioned: bool = False
 
-    def _goal_terms(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> dict[str, Any]:
+    def goal_terms(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> dict[str, Any]:
+        """The reward's goal terms (named, as in ``info["reward_terms"]``) of achieved and desired
+        goals, one or a batch (leading axes): the single env, ``compute_reward`` and the vector env
+        all call this one function."""
         raise NotImplementedError
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
@@ -492,7 +495,7 @@ class GoalConditionedMixin:
 
     def _step_goal_terms(self) -> dict[str, float]:
         """The goal terms of the current state, from the observed (float32) goals."""
-        return {name: float(value) for name, value in self._goal_terms(*self._observed_goals()).items()}
+        return {name: float(value) for name, value in self.goal_terms(*self._observed_goals()).items()}
 
     @property
     def compute_reward(self):
@@ -502,7 +505,7 @@ class GoalConditionedMixin:
         return self._compute_reward
 
     def _compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
-        goal_terms = self._goal_terms(np.asarray(achieved_goal), np.asarray(desired_goal))
+        goal_terms = self.goal_terms(np.asarray(achieved_goal), np.asarray(desired_goal))
         batch = np.shape(next(iter(goal_terms.values())))
         if info is None:
             infos = None

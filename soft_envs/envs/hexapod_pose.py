@@ -236,7 +236,7 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _realism_table(self) -> tuple[Perturbation, ...]:
         return HEXAPOD_REALISM
 
-    def _realism_sizes(self) -> dict[str, int]:
+    def realism_sizes(self) -> dict[str, int]:
         return {"guide_gain": 6, "guide_offset": 6}
 
     def _apply_realism(self) -> None:
@@ -336,7 +336,7 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
         return self._observed_pose().astype(np.float32), self.goal.astype(np.float32)
 
-    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+    def goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
         dp, ang = self._pose_distances(achieved_goal, desired_goal)
         return {"position": -self.position_weight * dp, "orientation": -self.orientation_weight * ang}
 

@@ -249,7 +249,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.trajectory = get_trajectory(trajectory, time_scale=time_scale, scale=trajectory_scale)
         self._arm_arguments = ((n_segments, links_per_segment, segment_length),
                                {"max_pressure": max_pressure, "stiffness_source": "pressure" if soft else "material"})
-        self.model = self._arm()
+        self.model = self.arm_with_mass()
         check_joint_count(self.model.chain())  # before a PyBullet client exists
         self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=compensate_damping,
                                         stiffness_error=stiffness_error)
@@ -277,19 +277,19 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6 * ratio:
             raise InvalidParameterError(f"controller_period ({self.controller_period!r} s) must be a whole number "
                                         f"of physics steps ({self.time_step!r} s)")
-        self._steps_per_control = int(round(ratio))
+        self.steps_per_control = int(round(ratio))
         self.body = PCCBody(self.client, self.model, gravity=STANDARD_GRAVITY if gravity else 0.0,
                             rayleigh_stiffness=rayleigh_stiffness, payload=payload, backend=backend)
         n = self.model.n_dof
         #: ``H_u`` (eq. 9 in the smooth coordinates) and its inverse (chamber actuation).
         self.pressure_map = self.model.pressure_map()
-        self._pressure_inverse = np.linalg.inv(self.pressure_map)
+        self.pressure_inverse = np.linalg.inv(self.pressure_map)
         self.regulator = self._regulator(regulator_delay) if actuation == "pressure" else None
         #: The chambers' true map (the nominal one scaled by the realism's gains and droops).
         self.plant_pressure_map = self.pressure_map
         self.sensor = DelayedSensor()
         marker = self.client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.003, rgbaColor=[1.0, 0.1, 0.1, 0.9])
-        self._goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
+        self.goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                         basePosition=[0.0, 0.0, -1.0])
         self.action_space = spaces.Box(-1.0, 1.0, shape=(3 if action_type == "residual" else n,), dtype=np.float32)
         #: The simulated arm's elastic stiffness without realism (axial [N/m], bending [N m/rad]).
@@ -313,7 +313,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         nyquist = np.pi / self.time_step  # rad/s
         high = np.concatenate((np.full(6, reach), np.full(3, 2 * reach), np.full(3, nyquist * reach), state_high,
                                nyquist * state_high, np.ones(2))).astype(np.float32)
-        self._obs_high = high.astype(np.float64)
+        self.observation_high = high.astype(np.float64)
         self.goal_conditioned = bool(goal_conditioned)
         if self.goal_conditioned:
             point = spaces.Box(-high[:3], high[:3], dtype=np.float32)
@@ -334,7 +334,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.tip, self.tip_velocity = self.body.tip_state()
         self.measured_tip, self.measured_velocity = self.tip, self.tip_velocity
 
-    def _arm(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
+    def arm_with_mass(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
         """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""
         arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
         args, kwargs = self._arm_arguments
@@ -351,14 +351,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             return PCC_REALISM
         return tuple(p for p in PCC_REALISM if p.name not in CHAMBER_REALISM)
 
-    def _realism_sizes(self) -> dict[str, int]:
+    def realism_sizes(self) -> dict[str, int]:
         return {"chamber_gain": self.model.n_dof, "pressure_droop": self.model.n_dof}
 
     def _apply_realism(self) -> None:
         """Give the simulated arm, the chambers and the sensor this episode's perturbations."""
         drawn = self.perturbations
         if not (self.realism.is_ideal("mass_error") and self.realism.is_ideal("payload")):
-            self.body.set_model(self._arm(self.model.segment_mass * (1.0 + drawn["mass_error"])),
+            self.body.set_model(self.arm_with_mass(self.model.segment_mass * (1.0 + drawn["mass_error"])),
                                 self.payload + drawn["payload"])
         self.body.stiffness = self.nominal_stiffness * (1.0 + drawn["stiffness_error"])
         if self.regulator is not None:
@@ -397,7 +397,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     # ------------------------------------------------------------------ start configurations
 
-    def _start_configuration(self, t0: float) -> np.ndarray:
+    def start_configuration(self, t0: float) -> np.ndarray:
         """The arm at rest on the trajectory point at ``t0`` (Gauss–Newton continuation along the
         trajectory from the straight arm, :class:`~soft_envs.trajectories.TrajectoryStarts`; a
         planar trajectory's tip angle is held). Deterministic; shared by the instances of a process."""
@@ -412,7 +412,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if not self.realism.is_ideal():
             self._apply_realism()
         t0 = self.draw_task(self.np_random)
-        c0 = np.zeros(self.model.n_dof) if self.start_straight else self._start_configuration(t0)
+        c0 = np.zeros(self.model.n_dof) if self.start_straight else self.start_configuration(t0)
         self.body.reset(c0)
         self.stop_reason = None
         self.time = t0
@@ -424,7 +424,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self._physics_steps = 0
         self._saturated = False
         if self.regulator is not None:
-            held = self._pressure_inverse @ hold
+            held = self.pressure_inverse @ hold
             self.regulator.reset(held)
             self._command_value = held if self.action_type == "pressure" else hold
         else:
@@ -461,17 +461,17 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _actuate(self, k: int, steps: int, u_from: np.ndarray | None, u_to: np.ndarray | None) -> None:
         """The command of physics step ``k`` of ``steps``: the PD + feed-forward law on its ticks
         (configuration action), the held torque or pressure otherwise; to the chambers or direct."""
-        tick = self._physics_steps % self._steps_per_control == 0
+        tick = self._physics_steps % self.steps_per_control == 0
         if self.setpoint_driven:
             if tick:
                 # the set-point at the end of the law's hold (independent of the physics step)
-                s = min((k + self._steps_per_control) / steps, 1.0)
+                s = min((k + self.steps_per_control) / steps, 1.0)
                 u_d = (1 - s) * u_from + s * u_to
                 self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
         else:
             self._tau = self._command_value
         if self.regulator is not None and (tick or not self.setpoint_driven):
-            setpoint = self._tau if self.action_type == "pressure" else self._pressure_inverse @ self._tau
+            setpoint = self._tau if self.action_type == "pressure" else self.pressure_inverse @ self._tau
             self.regulator.command(setpoint, self.body.time)
             self._saturated |= self.regulator.saturated
 
@@ -539,8 +539,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         state = self.controller.state(self.body.u)
         rate = self.controller.state_jacobian(self.body.u) @ self.body.w
         return track_observation(self.measured_tip, self.goal, self.measured_velocity, state, rate,
-                                 2 * np.pi * self.time / self.trajectory.period, self._obs_high, self.goal_conditioned,
-                                 on_clip=self._count_clipped)
+                                 2 * np.pi * self.time / self.trajectory.period, self.observation_high,
+                                 self.goal_conditioned, on_clip=self._count_clipped)
 
     def _count_clipped(self, count: int) -> None:
         self.observation_clipped = count
@@ -550,19 +550,19 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         as the observation shows them, so that without observation noise :meth:`compute_reward`
         reproduces the reward exactly)."""
         if self.goal_conditioned:
-            return float(self._distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
+            return float(self.distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
         return float(np.linalg.norm(self.goal - self.tip))
 
     @staticmethod
-    def _distances(achieved_goal, desired_goal) -> np.ndarray:
+    def distances(achieved_goal, desired_goal) -> np.ndarray:
         d = np.asarray(desired_goal, dtype=float) - np.asarray(achieved_goal, dtype=float)
         return np.sqrt(np.sum(d * d, axis=-1))
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
         return self.measured_tip.astype(np.float32), self.goal.astype(np.float32)
 
-    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
-        return {"tracking": -self.tracking_weight * self._distances(achieved_goal, desired_goal)}
+    def goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+        return {"tracking": -self.tracking_weight * self.distances(achieved_goal, desired_goal)}
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
         if self.goal_conditioned:
@@ -586,7 +586,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     # ------------------------------------------------------------------ rendering
 
     def _render_scene(self):
-        self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
+        self.client.resetBasePositionAndOrientation(self.goal_marker, self.goal.tolist(), [0, 0, 0, 1])
         self.body.sync_bullet()
         return self.client
 

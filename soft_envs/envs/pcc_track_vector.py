@@ -14,7 +14,7 @@ the batched core (:class:`~soft_envs.sim.batched_bodies.BatchedPCCBody`: per-arm
 payload, stiffness); an arm driven out of the PCC model's validity is put back at its last valid
 state, at rest, stays there for the rest of the step and terminates with the single env's
 ``termination_reason``. Reset: the start configuration on the trajectory is the single env's
-(``PCCTrackEnv._start_configuration``, one Gauss–Newton solve per reset). The observation, the
+(``PCCTrackEnv.start_configuration``, one Gauss–Newton solve per reset). The observation, the
 reward terms, ``compute_reward``, the action mapping and the draws are the single env's own
 functions (vectorised).
 """
@@ -107,7 +107,7 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
         single, body = self.single, self.body
         d = {name: values[rows] for name, values in self.perturbations.items()}
         if self._new_masses:
-            arms = [single._arm(single.model.segment_mass * (1.0 + e)) for e in d["mass_error"].tolist()]
+            arms = [single.arm_with_mass(single.model.segment_mass * (1.0 + e)) for e in d["mass_error"].tolist()]
             body.set_model(rows, arms, single.payload + d["payload"])
         body.set_stiffness(rows, single.nominal_stiffness * (1.0 + d["stiffness_error"])[:, None])
         if self.regulator is not None:
@@ -134,7 +134,7 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
         t0 = np.array(tasks, dtype=float)
         n_dof = single.model.n_dof
         starts = np.zeros((rows.size, n_dof)) if single.start_straight else \
-            np.array([single._start_configuration(t) for t in t0.tolist()])
+            np.array([single.start_configuration(t) for t in t0.tolist()])
         body.reset_configuration(rows, starts)
         self.stop_code[rows] = 0
         self.stop_reason[rows] = None
@@ -147,7 +147,7 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
         self.physics_steps[rows] = 0
         self.saturated[rows] = False
         if self.regulator is not None:
-            held = hold @ single._pressure_inverse.T
+            held = hold @ single.pressure_inverse.T
             self.regulator.reset(rows, held)
             self.regulator.saturated[rows] = False
             self.command_value[rows] = held if single.action_type == "pressure" else hold
@@ -174,10 +174,10 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
         """The command of physics step ``k`` of ``steps`` of the ``active`` arms (``PCCTrackEnv._actuate``)."""
         single, regulator = self.single, self.regulator
         configuration = single.action_type == "configuration"
-        tick = active & (self.physics_steps % single._steps_per_control == 0)
+        tick = active & (self.physics_steps % single.steps_per_control == 0)
         if configuration:
             if tick.any():  # the set-point at the end of the law's hold (independent of the physics step)
-                s = min((k + single._steps_per_control) / steps, 1.0)
+                s = min((k + single.steps_per_control) / steps, 1.0)
                 u_d = (1 - s) * u_from + s * u_to
                 tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
                 self.tau[tick] = tau[tick]
@@ -186,7 +186,7 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
             self.tau[active] = self.command_value[active]
             commanded = active
         if regulator is not None and commanded.any():
-            setpoint = self.tau if single.action_type == "pressure" else self.tau @ single._pressure_inverse.T
+            setpoint = self.tau if single.action_type == "pressure" else self.tau @ single.pressure_inverse.T
             regulator.command(setpoint, self.body.state.time, mask=commanded)
             self.saturated |= regulator.saturated & commanded
 
@@ -247,13 +247,13 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
         u, w = state.u[rows], state.w[rows]
         return track_observation(self.measured_tip[rows], self.goal[rows], self.measured_velocity[rows],
                                  self.controller.state(u), self.controller.state_rate(u, w),
-                                 2 * np.pi * self.time[rows] / single.trajectory.period, single._obs_high,
+                                 2 * np.pi * self.time[rows] / single.trajectory.period, single.observation_high,
                                  self.goal_conditioned)
 
     def _reward_terms(self, actions: np.ndarray) -> dict[str, np.ndarray]:
         single = self.single
         if self.goal_conditioned:
-            return single._goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
+            return single.goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
         return {"tracking": -single.tracking_weight * np.linalg.norm(self.goal - self.measured_tip, axis=-1)}
 
     def _terminated(self) -> np.ndarray:
@@ -262,7 +262,7 @@ class PCCTrackVectorEnv(SoftVectorEnv[PCCTrackEnv]):
     def _extra_info(self, rows) -> dict[str, Any]:
         single = self.single
         if self.goal_conditioned:
-            error = single._distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
+            error = single.distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
         else:
             error = np.linalg.norm(self.goal[rows] - self.tip[rows], axis=-1)
         info = {"tracking_error": error, "is_success": error < single.success_threshold, "time": self.time[rows].copy(),

@@ -307,7 +307,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                                  rayleigh_stiffness=self.rayleigh_stiffness, backend=self.backend)
         else:
             body = PeterBody(client, self.model, payload=self.payload)
-        self._goal_marker = None
+        self.goal_marker = None
         if self.render_mode is not None:  # a red sphere at the goal, for pictures only
             # A sphere at the goal and a pin above it: the pin stays visible when the arm's
             # top plate (radius ~45 mm) covers the reached goal.
@@ -315,7 +315,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             marker = client.createVisualShapeArray(
                 shapeTypes=[pybullet.GEOM_SPHERE, pybullet.GEOM_CYLINDER], radii=[0.006, 0.002],
                 lengths=[0.0, 0.05], rgbaColors=[red, red], visualFramePositions=[[0, 0, 0], [0, 0, 0.025]])
-            self._goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
+            self.goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                        basePosition=[0.0, 0.0, -1.0])
         return body
 
@@ -329,7 +329,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             return tuple(p for p in PETER_REALISM if p.name not in PHYSICS_ONLY_REALISM)
         return PETER_REALISM
 
-    def _realism_sizes(self) -> dict[str, int]:
+    def realism_sizes(self) -> dict[str, int]:
         n_legs = 3 * self.model.n_modules
         return {"leg_gain": n_legs, "leg_offset": n_legs, "leak_rate": n_legs, "base_tilt": 2}
 
@@ -408,8 +408,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 self.body.set_state(self.body.rest_of_legs(self.legs.actual_lengths),
                                     reference=np.zeros(self.model.n_dof))
                 self.body.set_rest_legs(self.legs.actual_lengths)
-            if self._goal_marker is not None:
-                self.client.resetBasePositionAndOrientation(self._goal_marker, self.goal.tolist(), [0, 0, 0, 1])
+            if self.goal_marker is not None:
+                self.client.resetBasePositionAndOrientation(self.goal_marker, self.goal.tolist(), [0, 0, 0, 1])
         self._read_tip(reset=True)
 
     def draw_task(self, rng: np.random.Generator) -> np.ndarray:
@@ -508,18 +508,18 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         the step's distance term, as goal-relabelling learners require; the rounding is below
         1e-7 m. The reward uses the measured tip.)
         """
-        return float(self._distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
+        return float(self.distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
 
     @staticmethod
-    def _distances(achieved_goal, desired_goal) -> np.ndarray:
+    def distances(achieved_goal, desired_goal) -> np.ndarray:
         diff = np.asarray(desired_goal, dtype=np.float64) - np.asarray(achieved_goal, dtype=np.float64)
         return np.sqrt(np.sum(diff * diff, axis=-1))
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
         return self.measured_tip.astype(np.float32), self.goal.astype(np.float32)
 
-    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
-        distance = self._distances(achieved_goal, desired_goal)
+    def goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+        distance = self.distances(achieved_goal, desired_goal)
         terms: dict[str, Any] = {"distance": -self.distance_weight * distance}
         if self.success_reward > 0.0:
             terms["success"] = self.success_reward * (distance < self.success_threshold)

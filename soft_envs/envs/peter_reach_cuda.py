@@ -145,7 +145,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int):
             fresh[b] = False
             evaluation_state(sec, lref, u1, w1, c1, ws)
             point_state(ints, table, c1, ws[2], tip)
-            # the reward terms (PeterReachEnv._goal_terms on the float32 tip and goal)
+            # the reward terms (PeterReachEnv.goal_terms on the float32 tip and goal)
             d2 = 0.0
             for k in range(3):
                 diff = np.float64(np.float32(goal[b, k])) - np.float64(np.float32(tip[k]))

@@ -183,10 +183,10 @@ class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
                                  self.single.model_to_action(self.inflation_times[rows]), self.goal_conditioned)
 
     def _reward_terms(self, actions: np.ndarray) -> dict[str, np.ndarray]:
-        return self.single._goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
+        return self.single.goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
 
     def _extra_info(self, rows) -> dict[str, Any]:
-        distance = self.single._distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
+        distance = self.single.distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
         info = {"distance": distance, "is_success": distance < self.single.success_threshold,
                 "inflation_times": self.inflation_times[rows].copy()}
         if self.body is not None or self.realistic:
@@ -203,8 +203,8 @@ class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
         if self.body is not None and isinstance(single.body, SoftPeterBody):  # the prototype's arm, sub-env 0's shape
             single.body.set_base_orientation(tuple(self.body.base_orientation[0]))
             single.body.set_state(self.body.state.u[0], reference=self.body.state.c[0])
-            if single._goal_marker is not None:
-                single.client.resetBasePositionAndOrientation(single._goal_marker, single.goal.tolist(), [0, 0, 0, 1])
+            if single.goal_marker is not None:
+                single.client.resetBasePositionAndOrientation(single.goal_marker, single.goal.tolist(), [0, 0, 0, 1])
 
 
 def make_peter_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,

@@ -309,11 +309,11 @@ class QuadrupedBaseEnv(SoftEnv):
             self.close()
             raise
         self.action_space = spaces.Box(-1.0, 1.0, shape=(12,), dtype=np.float32)
-        self._obs_high = np.concatenate([
+        self.observation_high = np.concatenate([
             np.ones(4), np.full(3, 50.0), np.full(3, 10.0), np.full(12, np.pi), np.full(12, 100.0),
             np.ones(4), [2.0]]).astype(np.float32)
-        self._obs_low = -self._obs_high
-        self._obs_low[34:38] = 0.0
+        self.observation_low = -self.observation_high
+        self.observation_low[34:38] = 0.0
         plane = self.client.createCollisionShape(pybullet.GEOM_PLANE)
         plane_visual = self.client.createVisualShape(pybullet.GEOM_BOX, halfExtents=[20.0, 20.0, 0.0005],
                                                      visualFramePosition=[0, 0, -0.0005],
@@ -340,7 +340,7 @@ class QuadrupedBaseEnv(SoftEnv):
     def _realism_table(self) -> tuple[Perturbation, ...]:
         return QUADRUPED_REALISM
 
-    def _realism_sizes(self) -> dict[str, int]:
+    def realism_sizes(self) -> dict[str, int]:
         return {"motor_strength": 12, "joint_offset": 12, "servo_band": 12, "servo_time_constant": 12}
 
     def _apply_realism(self) -> None:
@@ -388,7 +388,7 @@ class QuadrupedBaseEnv(SoftEnv):
 
     def _base_observation(self) -> np.ndarray:
         obs = self._state_vector() if self.realism.is_ideal() else self._measured
-        return self._clip_observation(obs, self._obs_low, self._obs_high)
+        return self._clip_observation(obs, self.observation_low, self.observation_high)
 
     def _observed_quaternion(self) -> np.ndarray:
         """The body quaternion ``(x, y, z, w)`` the observation shows (true, or measured under realism)."""

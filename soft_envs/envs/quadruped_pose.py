@@ -91,21 +91,21 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
         self.success_threshold = check_positive("success_threshold [rad]", success_threshold)
         super().__init__(**kwargs)
         angle_high = np.full(3, np.pi, dtype=np.float32)
-        base = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
+        base = spaces.Box(self.observation_low, self.observation_high, dtype=np.float32)
         if self.goal_conditioned:
             angles = spaces.Box(-angle_high, angle_high, dtype=np.float32)
             self.observation_space = spaces.Dict({"observation": base, "achieved_goal": angles,
                                                   "desired_goal": angles})
         else:
-            self.observation_space = spaces.Box(np.concatenate([self._obs_low, -angle_high, -angle_high]),
-                                                np.concatenate([self._obs_high, angle_high, angle_high]),
+            self.observation_space = spaces.Box(np.concatenate([self.observation_low, -angle_high, -angle_high]),
+                                                np.concatenate([self.observation_high, angle_high, angle_high]),
                                                 dtype=np.float32)
         self.goal = np.zeros(3)
         self._goal_rotation = np.eye(3)
         self._feet_reference = np.zeros((4, 3))
         self._sliding = np.zeros((4, 2))
 
-    def _reset_options(self) -> tuple[str, ...]:
+    def reset_option_names(self) -> tuple[str, ...]:
         return ("goal",)
 
     def _reset_model(self, options: dict[str, Any]) -> None:
@@ -183,7 +183,7 @@ class QuadrupedPoseEnv(GoalConditionedMixin, QuadrupedBaseEnv, EzPickle):
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
         return self.measured_rpy().astype(np.float32), self.goal.astype(np.float32)
 
-    def _goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
+    def goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
         achieved, desired = np.broadcast_arrays(np.asarray(achieved_goal), np.asarray(desired_goal))
         if achieved.ndim == 1:
             return {"orientation": self._orientation_term(achieved, desired)}

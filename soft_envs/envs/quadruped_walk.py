@@ -83,7 +83,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         self.fall_weight = float(fall_weight)
         self.slip_weight = float(slip_weight)
         super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale, **kwargs)
-        self.observation_space = spaces.Box(self._obs_low, self._obs_high, dtype=np.float32)
+        self.observation_space = spaces.Box(self.observation_low, self.observation_high, dtype=np.float32)
         self._previous_xy = np.zeros(2)
 
     def _reset_model(self, options: dict[str, Any]) -> None:

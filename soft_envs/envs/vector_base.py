@@ -160,7 +160,7 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         #: Each sub-env's generator (its ``np_random``), and the one of its per-step noise.
         self.sub_np_random: list[np.random.Generator | None] = [None] * n
         self.realism_rngs: list[np.random.Generator | None] = [None] * n
-        ideal = single.realism.ideal_values(single._realism_sizes())
+        ideal = single.realism.ideal_values(single.realism_sizes())
         #: This episode's perturbations of every sub-env, ``{name: (N, …)}``.
         self.perturbations = {k: np.repeat(np.asarray(v, dtype=float)[None], n, axis=0) for k, v in ideal.items()}
         self._previous_action: np.ndarray | None = None
@@ -274,7 +274,7 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
         """``reset``'s ``options`` as a new dict: ``reset_mask``, ``keep_robot`` (every sub-env of
         the reset keeps its robot, as the single env's option) and the single env's own options;
         any other name is a ``ValueError``."""
-        return checked_reset_options(options, ("reset_mask", "keep_robot") + tuple(self.single._reset_options()),
+        return checked_reset_options(options, ("reset_mask", "keep_robot") + tuple(self.single.reset_option_names()),
                                      type(self).__name__, robot_drawn=self._previous_action is not None)
 
     def _reset_rows(self, rows: np.ndarray, options: dict[str, Any], keep_robot: bool = False):

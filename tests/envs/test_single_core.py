@@ -66,7 +66,8 @@ def test_every_term_a_controller_reads_equals_pybullets(make):
     for body in (batched, reference):
         body.set_state(u, w)
     pairs = [(batched.mass_matrix(), reference.mass_matrix()), (batched.bias(), reference.bias()),
-             (batched.coriolis(), reference.coriolis()), (batched.gravity_torque(other), reference.gravity_torque(other)),
+             (batched.coriolis(), reference.coriolis()),
+             (batched.gravity_torque(other), reference.gravity_torque(other)),
              (*batched.configuration_terms(other), *reference.configuration_terms(other)),
              (*batched.state_terms(other, w), *reference.state_terms(other, w)),
              (*batched.tip_state(), *reference.tip_state())]
