@@ -180,11 +180,11 @@ RECIPES: dict[str, Recipe] = {
              "let the policy trade a fall for speed)"),
     "quadruped-walk-gait": Recipe(
         env_id="soft_envs/QuadrupedWalk-v0", **(_PPO | {"n_envs": 8}), base_gait="trot",
-        env_kwargs={"healthy_reward": 0.5, "fall_weight": 10.0, "action_rate_weight": 0.5, "slip_weight": 30.0},
+        env_kwargs={"healthy_reward": 0.5, "fall_weight": 10.0, "action_rate_weight": 2.0, "slip_weight": 10.0},
         note="PPO modulating the Bézier trot (soft_envs.gait_residual: stride, a cadence that may only slow, and a "
              "joint residual of 10 % of the range, through a 50 ms filter; Iscen et al. 2018's policies modulating "
              "trajectory generators): the servo gait is the starting point; prices on the action's rate and on the "
-             "stance feet's slip (1 mm/s of slip costs what 3 cm/s of speed earns) keep it one"),
+             "stance feet's slip (1 mm/s of slip costs what 1 cm/s of speed earns) keep it one"),
     "soft_envs/QuadrupedPose-v0": Recipe(env_id="soft_envs/QuadrupedPose-v0", gamma=0.9, learning_rate=3e-4,
                                          env_kwargs={}),
     "soft_envs/HexapodPose-v0": Recipe(env_id="soft_envs/HexapodPose-v0", gamma=0.5, env_kwargs={}),
@@ -228,7 +228,7 @@ GOALS: tuple[Goal, ...] = (
     Goal("pcc_residual", "PCCTrack spiral, realistic arms: a residual on the PD + feed-forward law, trained on arms "
          "from the ideal to the realistic ones", "pcc-residual-spread", 60.0, "pcc-spiral", ("ideal", "realistic"),
          ("pd-ff",), "RMS tracking error ≤ the law's (realistic)", judged=("realistic",)),
-    Goal("quadruped_walk", "QuadrupedWalk on servos, PPO modulating the Bézier trot", "quadruped-walk-gait", 25.0,
+    Goal("quadruped_walk", "QuadrupedWalk on servos, PPO modulating the Bézier trot", "quadruped-walk-gait", 40.0,
          "quadruped-walk", ("ideal",), ("trot",),
          "faster than the Bézier trot on the same seeds, no falls, stance slip ≤ the trot's, ≤ 10 command "
          "reversals/s per joint, joints within the servos' speed (issue 30)"),
