@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import re
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -216,17 +218,24 @@ def cases() -> list[tuple[str, str, Callable]]:
 
 
 # ------------------------------------------------------------------------------ running
+def _message(exc: BaseException) -> str:
+    """``exc``'s message for the table: a temporary folder of this machine (a case's URDF written to
+    one) shown as ``$TMPDIR/…`` (no machine paths in BENCHMARKS), cut at 90 characters."""
+    text = re.sub(re.escape(tempfile.gettempdir()) + r"/[^/\s]+", "$TMPDIR/…", str(exc))
+    return f"{type(exc).__name__}: {text[:90]}"
+
+
 def _child(fn: Callable, conn) -> None:
     try:
         value = fn()
         conn.send(value if value in (VALUE_ERROR, BEST_EFFORT, ANSWER) or isinstance(value, str) and value
                   else ANSWER)
     except ValueError as exc:
-        conn.send(f"{VALUE_ERROR}: {type(exc).__name__}: {str(exc)[:90]}")
+        conn.send(f"{VALUE_ERROR}: {_message(exc)}")
     except (SoftEnvsError, gym.error.Error) as exc:
-        conn.send(f"{CLEAR_ERROR}: {type(exc).__name__}: {str(exc)[:90]}")
+        conn.send(f"{CLEAR_ERROR}: {_message(exc)}")
     except BaseException as exc:  # noqa: BLE001 - the outcome is what we measure
-        conn.send(f"{type(exc).__name__}: {str(exc)[:90]}")
+        conn.send(_message(exc))
     finally:
         conn.close()
 

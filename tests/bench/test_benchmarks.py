@@ -237,3 +237,14 @@ def test_learned_goals_not_rerun_are_carried_from_the_previous_section_without_m
     assert len(parts) == 1 and parts[0].startswith("`soft-envs evaluate --tasks u") and "RMS of b" in parts[0]
     assert parts[0].endswith("| **b** | ideal |")  # the RMS table stays in its part, not among the verdicts
     assert "/home/me" not in parts[0] and "$SOFT_ENVS_POLICIES/b.zip" in parts[0]
+
+
+def test_reliability_messages_name_no_temporary_folder_of_this_machine():
+    import os
+    import tempfile
+
+    from soft_envs.bench.reliability import _message
+
+    path = os.path.join(tempfile.gettempdir(), "tmpk3j2x", "robot.urdf")
+    text = _message(ValueError(f"{path}: two joints are named 'j'"))
+    assert tempfile.gettempdir() not in text and text.startswith("ValueError: $TMPDIR/…/robot.urdf: two joints")
