@@ -55,9 +55,9 @@ kernels compile in ~27 s of CPU once per checkout (``cache=True``; then ~1.5 s t
 GPU and threads. The per-arm functions of :mod:`~soft_envs.sim.batched_kernels` and
 :mod:`~soft_envs.sim.batched_integrator` use scalar arithmetic and small arrays only, so
 :mod:`soft_envs.sim.batched_cuda` compiles the very same functions for CUDA (one thread an arm,
-scratch in ``cuda.local.array``): on one H200, 12.7 ns per PETER arm and physics step at
-B = 262,144 against 6.3 µs for one CPU thread of the same machine, equal to the CPU core to
-~1e-13 (``soft-envs bench batched --device cuda``). On the CPU, :func:`step` splits the batch
+scratch in ``cuda.local.array``): on one H100, 15.4 ns per PETER arm and physics step at
+B = 262,144 (H200: 12.7 ns) against 3.8–6.3 µs for one CPU thread of the same machines, equal to
+the CPU core to ~1e-13 (``soft-envs bench batched --device cuda``). On the CPU, :func:`step` splits the batch
 into blocks of arms stepped in parallel threads (:mod:`soft_envs.sim.threads`, ``num_threads``),
 with results identical to one thread.
 """
