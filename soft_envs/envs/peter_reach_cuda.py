@@ -197,14 +197,16 @@ class PeterReachCudaVectorEnv(VectorEnv):
     Args:
         num_envs: arms.
         max_episode_steps: episode length [steps] (the registered 50).
-        n_modules, links_per_module, distance_weight, success_threshold, success_reward, payload,
-            gravity, vent_rate, leg_stiffness, rayleigh_stiffness, radius, gap: as
-            :class:`~soft_envs.envs.peter_reach.PeterReachEnv`.
+        n_modules, links_per_module, distance_weight, success_threshold: as
+            :class:`~soft_envs.envs.peter_reach.PeterReachEnv`, and so are ``success_reward``,
+            ``payload``, ``gravity``, ``vent_rate``, ``leg_stiffness``, ``rayleigh_stiffness``,
+            ``radius`` and ``gap``.
         goal_bank_size: goals drawn at construction, from which each reset picks one.
         seed: the goal bank's and the device generators' seed (``reset(seed=)`` reseeds both).
         output: ``"torch"`` (tensors on the GPU, no copy) or ``"numpy"`` (copies, e.g. on numba's
             CUDA simulator).
         threads_per_block: CUDA threads per block (one arm a thread).
+        realism: ``"ideal"`` only (the realism draws are not on the device yet).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
