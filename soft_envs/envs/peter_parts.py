@@ -9,6 +9,12 @@ import numpy as np
 
 SOFT_TIME_STEP = 1.0 / 120.0  # s, soft physics (second-order integrator; soft-envs bench convergence)
 SOFT_CONTROL_PERIOD = 0.1  # s, soft physics: 10 Hz control
+#: PeterReach's keyword defaults that the CPU and the GPU envs share (one source).
+DISTANCE_WEIGHT = 100.0  # 1/m: the distance term in centimetres
+SUCCESS_THRESHOLD = 1e-3  # m
+VENT_RATE = 0.010  # m/s, the legs' venting [assumed]
+LEG_RADIUS = 0.045  # m, the legs' circle [assumed]
+MODULE_GAP = 0.017  # m, between modules [seed 000]
 
 
 def reach_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, setpoints: np.ndarray,

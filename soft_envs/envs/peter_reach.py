@@ -89,7 +89,16 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv
-from soft_envs.envs.peter_parts import SOFT_CONTROL_PERIOD, SOFT_TIME_STEP, reach_observation
+from soft_envs.envs.peter_parts import (
+    DISTANCE_WEIGHT,
+    LEG_RADIUS,
+    MODULE_GAP,
+    SOFT_CONTROL_PERIOD,
+    SOFT_TIME_STEP,
+    SUCCESS_THRESHOLD,
+    VENT_RATE,
+    reach_observation,
+)
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
 from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
@@ -192,21 +201,21 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         kinematic: bool = False,
         kinematics: str = "pcc",
         goal_conditioned: bool = False,
-        distance_weight: float = 100.0,
-        success_threshold: float = 1e-3,
+        distance_weight: float = DISTANCE_WEIGHT,
+        success_threshold: float = SUCCESS_THRESHOLD,
         success_reward: float = 0.0,
         payload: float = 0.0,
         gravity: bool = True,
         physics: str = "soft",
         actuation: str = "pneumatic",
         leg_stiffness: float = DEFAULT_LEG_STIFFNESS,
-        vent_rate: float = 0.010,
+        vent_rate: float = VENT_RATE,
         command_delay: float = 0.0,
         rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
         backend: str = "batched",
         solver_iterations: int = 100,
-        radius: float = 0.045,
-        gap: float = 0.017,
+        radius: float = LEG_RADIUS,
+        gap: float = MODULE_GAP,
         realism: str | dict[str, Any] | None = "ideal",
         **kwargs: Any,
     ) -> None:

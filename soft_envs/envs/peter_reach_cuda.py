@@ -30,7 +30,15 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from soft_envs.envs.peter_parts import SOFT_CONTROL_PERIOD, SOFT_TIME_STEP
+from soft_envs.envs.peter_parts import (
+    DISTANCE_WEIGHT,
+    LEG_RADIUS,
+    MODULE_GAP,
+    SOFT_CONTROL_PERIOD,
+    SOFT_TIME_STEP,
+    SUCCESS_THRESHOLD,
+    VENT_RATE,
+)
 from soft_envs.exceptions import (
     InvalidParameterError,
     as_real_array,
@@ -212,10 +220,11 @@ class PeterReachCudaVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, *, max_episode_steps: int | None = 50, n_modules: int = 2,
-                 links_per_module: int = 3, distance_weight: float = 100.0, success_threshold: float = 1e-3,
-                 success_reward: float = 0.0, payload: float = 0.0, gravity: bool = True, vent_rate: float = 0.010,
-                 leg_stiffness: float = DEFAULT_LEG_STIFFNESS, rayleigh_stiffness: float = PETER_RAYLEIGH_STIFFNESS,
-                 radius: float = 0.045, gap: float = 0.017, goal_bank_size: int = 65536, seed: int | None = None,
+                 links_per_module: int = 3, distance_weight: float = DISTANCE_WEIGHT,
+                 success_threshold: float = SUCCESS_THRESHOLD, success_reward: float = 0.0, payload: float = 0.0,
+                 gravity: bool = True, vent_rate: float = VENT_RATE, leg_stiffness: float = DEFAULT_LEG_STIFFNESS,
+                 rayleigh_stiffness: float = PETER_RAYLEIGH_STIFFNESS, radius: float = LEG_RADIUS,
+                 gap: float = MODULE_GAP, goal_bank_size: int = 65536, seed: int | None = None,
                  output: str = "torch", threads_per_block: int = batched_cuda.THREADS_PER_BLOCK,
                  realism: str = "ideal") -> None:
         if realism != "ideal":
