@@ -25,7 +25,7 @@ run writes. SIGINT and SIGTERM stop the run within seconds with
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from soft_envs import clock, console
-from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+from soft_envs.exceptions import InvalidParameterError
 from soft_envs.jobs import Interrupted, ResultsFile, run_jobs, stop_on_signals
 from soft_envs.robots.quadruped import SERVO_SPEED
 
@@ -74,7 +74,16 @@ class Task:
     max_steps: int | None = None
 
 
-TASKS: dict[str, Task] = {task.name: task for task in (
+def _with_learned(task: Task) -> Task:
+    """``task`` with the ``learned`` controller where a policy ships for it (:mod:`soft_envs.agents.learned`)."""
+    from soft_envs.agents.learned import shipped_names
+
+    if task.name in shipped_names():
+        return dataclasses.replace(task, controllers=(*task.controllers, "learned"))
+    return task
+
+
+TASKS: dict[str, Task] = {task.name: _with_learned(task) for task in (
     Task("peter-2", "soft_envs/PeterReach-v0", (("n_modules", 2),), "distance", "m",
          ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid", "trr-calibrated", "nn-finetuned")),
     # The analytic arm (no PyBullet) that `soft-envs train-rl` trains on: the IK controllers and
@@ -112,8 +121,8 @@ def learning_controller(name: str) -> tuple[str, int] | None:
     return method, int(budget)
 
 
-def _controller(name: str, env) -> Any:
-    """Build the controller called ``name`` for ``env`` (a ``gym.make`` env)."""
+def _controller(name: str, env, task: str = "") -> Any:
+    """Build the controller called ``name`` for ``env`` (a ``gym.make`` env of ``task``)."""
     learning = learning_controller(name)
     if learning is not None:
         from soft_envs.agents.on_robot import OnRobotReachAgent
@@ -147,13 +156,16 @@ def _controller(name: str, env) -> Any:
         return HexapodJacobianAgent(env, gain=0.3 if name.endswith("low-gain") else 0.8)
     if name.startswith("sb3:"):
         return SB3Policy.from_spec(name, env)
+    if name.startswith("policy:") or name == "learned":
+        return NumpyPolicy.from_spec(name, env, task)
     raise InvalidParameterError(f"unknown controller {name!r}; use one of {sorted(_known_controllers())} "
-                                "or sb3:ALGO:PATH")
+                                "or sb3:ALGO:PATH or policy:PATH.npz")
 
 
-def controller_for(name: str, env) -> Any:
-    """The controller called ``name`` (a task's controller or ``sb3:ALGO:PATH``) for ``env``."""
-    return _controller(name, env)
+def controller_for(name: str, env, task: str = "") -> Any:
+    """The controller called ``name`` (a task's controller, ``sb3:ALGO:PATH`` or ``policy:PATH.npz``)
+    for ``env`` (of ``task``: ``learned`` is the policy shipped for it)."""
+    return _controller(name, env, task)
 
 
 def _known_controllers() -> set[str]:
@@ -243,6 +255,54 @@ class SB3Policy:
         return action
 
 
+class NumpyPolicy:
+    """A numpy :class:`~soft_envs.agents.learned.MLPPolicy` as a controller: ``policy:PATH.npz``
+    (a file ``soft-envs train-rl`` wrote with the parallel learner) or ``learned`` (the policy
+    shipped for the task, ``soft_envs/agents/learned/policies/TASK.npz``). Its card's env id must
+    be the env's and its input the env's observation; it acts in the observation form of the card's
+    :attr:`SB3Policy.OBSERVATION_KEYWORDS` (:meth:`env_keywords`)."""
+
+    def __init__(self, policy, env=None) -> None:
+        self.policy = policy
+        if env is not None:
+            env_id = policy.card.get("env_id")
+            if env_id is not None and env.spec is not None and env.spec.id != env_id:
+                raise InvalidParameterError(f"the policy was trained on {env_id}, not {env.spec.id}")
+            shape = env.observation_space.shape
+            if shape != (policy.n_inputs,) or env.action_space.shape != (policy.n_actions,):
+                raise InvalidParameterError(f"the policy maps {policy.n_inputs} inputs to {policy.n_actions} actions; "
+                                            f"the env observes {shape} and acts {env.action_space.shape}")
+
+    @staticmethod
+    def load(spec: str, task: str = ""):
+        from soft_envs.agents.learned import MLPPolicy, shipped
+
+        if spec == "learned":
+            if not task:
+                raise InvalidParameterError("the 'learned' controller needs its task (the shipped policy's name)")
+            return shipped(task)
+        path = spec.partition(":")[2]
+        if not path:
+            raise InvalidParameterError(f"a numpy policy controller is 'policy:PATH.npz'; got {spec!r}")
+        return MLPPolicy.load(path)
+
+    @classmethod
+    def env_keywords(cls, spec: str, task: str = "") -> dict[str, Any]:
+        """The env keywords of the policy's observation form (from its card)."""
+        saved = cls.load(spec, task).card.get("env_kwargs", {})
+        return {key: saved[key] for key in SB3Policy.OBSERVATION_KEYWORDS if key in saved}
+
+    @classmethod
+    def from_spec(cls, spec: str, env=None, task: str = "") -> NumpyPolicy:
+        return cls(cls.load(spec, task), env)
+
+    def reset(self, obs=None, info=None) -> None:
+        """Memoryless: nothing to reset."""
+
+    def act(self, obs):
+        return self.policy.act(obs)
+
+
 @dataclass(frozen=True)
 class Job:
     """One episode to run: picklable, so any process (or Ray worker) can run it."""
@@ -319,11 +379,13 @@ def run_episode(job: Job) -> EpisodeResult:
     kwargs = dict(job.task.kwargs) | PRESETS[job.preset]
     if job.controller.startswith("sb3:"):  # the observation form the policy was trained on
         kwargs |= SB3Policy.env_keywords(job.controller)
+    elif job.controller.startswith("policy:") or job.controller == "learned":
+        kwargs |= NumpyPolicy.env_keywords(job.controller, job.task.name)
     if job.task.max_steps is not None:
         kwargs["max_episode_steps"] = job.task.max_steps
     env = gym.make(job.task.env_id, **kwargs)
     try:
-        agent = _controller(job.controller, env)
+        agent = _controller(job.controller, env, job.task.name)
         obs, info = env.reset(seed=job.seed)
         if hasattr(agent, "learn"):  # learns on this episode's robot, then the episode starts on it
             agent.learn(seed=job.seed)
@@ -441,33 +503,16 @@ def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | No
     for name in names:
         task = TASKS[name]
         chosen = task.controllers if controllers is None else [
-            c for c in controllers if c.partition(":")[0] in task.controllers or c.startswith("sb3:")]
+            c for c in controllers if c.partition(":")[0] in task.controllers or c.startswith(("sb3:", "policy:"))]
         for controller in chosen:
             learning = learning_controller(controller)
             if learning is not None:
                 if learn_samples is not None:
                     controller = f"{learning[0]}:{learn_samples}"
-            elif not controller.startswith("sb3:") and controller not in _known_controllers():
+            elif not controller.startswith(("sb3:", "policy:")) and controller not in _known_controllers():
                 raise InvalidParameterError(f"unknown controller {controller!r}")
             out += [Job(task, controller, preset, seed + k) for preset in presets for k in range(int(episodes))]
     return out
-
-
-def _pool(workers: int, ray_address: str | None):
-    """A plain process pool (``multiprocessing`` spawn, or Ray's drop-in pool at ``ray_address``),
-    for callers that map a function over a few long items (``train_rl.train_seeds``). Unlike
-    :func:`evaluate`'s workers it does not rerun an item whose worker died (Python's pool then
-    waits for it forever): :func:`soft_envs.jobs.run_jobs` does."""
-    if ray_address is None:
-        return mp.get_context("spawn").Pool(workers)
-    try:
-        import ray
-        from ray.util.multiprocessing import Pool
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise MissingDependencyError("--ray needs the 'ray' extra: pip install 'soft_envs[ray]'") from exc
-    if not ray.is_initialized():
-        ray.init(address=None if ray_address == "local" else ray_address, log_to_driver=False)
-    return Pool(processes=workers)
 
 
 class EvaluationInterrupted(Interrupted):

@@ -351,3 +351,20 @@ def run_jobs(payloads: Sequence[Any], fn: Callable[[Any], Any], on_result: Calla
         _run_local(payloads, fn, workers, max_retries, on_result, describe)
     else:
         _run_ray(payloads, fn, workers, max_retries, on_result, describe, ray_address)
+
+
+def process_pool(workers: int, ray_address: str | None):
+    """A plain process pool (``multiprocessing`` spawn, or Ray's drop-in pool at ``ray_address``),
+    for callers that map a function over a few long items (``train_seeds`` of the learners). Unlike
+    :func:`run_jobs` it does not rerun an item whose worker died (Python's pool then waits for it
+    forever)."""
+    if ray_address is None:
+        return mp.get_context("spawn").Pool(workers)
+    try:
+        import ray
+        from ray.util.multiprocessing import Pool
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise MissingDependencyError("--ray needs the 'ray' extra: pip install 'soft_envs[ray]'") from exc
+    if not ray.is_initialized():
+        ray.init(address=None if ray_address == "local" else ray_address, log_to_driver=False)
+    return Pool(processes=workers)

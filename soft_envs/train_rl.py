@@ -113,6 +113,7 @@ class TrainResult:
     path: str | None = None
     env_id: str = ENV_ID
     interrupted: bool = False
+    curve: list[dict[str, float]] = field(default_factory=list)  # per update (the parallel learner's)
 
 
 def _require_sb3():
@@ -472,11 +473,11 @@ def train_seeds(seeds: list[int], *, output: str | Path, workers: int = 2, ray_a
                 **kwargs: Any) -> list[dict[str, Any]]:
     """Train one run per seed (``OUTPUT_seedK.zip``) in ``workers`` processes, or as Ray tasks at
     ``ray_address`` (the pool of :func:`soft_envs.evaluate.evaluate`); one summary per seed."""
-    from soft_envs.evaluate import _pool
+    from soft_envs.jobs import process_pool
 
     base = _zip_path(output)
     items = [(seed, kwargs | {"output": base.with_name(f"{base.stem}_seed{seed}.zip")}) for seed in seeds]
-    with _pool(int(workers), ray_address) as pool:
+    with process_pool(int(workers), ray_address) as pool:
         out = []
         for item in pool.imap(_train_one, items):
             if isinstance(item, BaseException):  # Ray's pool hands a failed task back as its error

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from soft_envs.rl_recipes import ALGORITHMS, RECIPES, recipe_for
+from soft_envs.rl_recipes import ALGORITHMS, PARALLEL_MIN_ENVS, PARALLEL_RECIPES, RECIPES, recipe_for
 
 #: Command-line options that override a recipe's field (``None``: keep the recipe's).
 _OVERRIDES = {"algo": "algo", "gamma": "gamma", "her": "her", "standardize": "standardize",
@@ -50,10 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--buffer-size", type=int, help="replay buffer capacity (off-policy)")
     parser.add_argument("--train-freq", type=int)
     parser.add_argument("--gradient-steps", type=int)
-    parser.add_argument("--n-envs", type=int, help="PPO: parallel envs")
-    parser.add_argument("--eval-every", type=int, default=10_000, help="env steps between evaluations")
+    parser.add_argument("--n-envs", type=int,
+                        help=f"PPO: parallel envs; at least {PARALLEL_MIN_ENVS} on an env with a native vector env "
+                             "picks the parallel learner (rsl_rl PPO, soft_envs.learn.parallel)")
+    parser.add_argument("--eval-every", type=int,
+                        help="env steps between evaluations (default 10,000; the parallel learner 500,000)")
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--env-threads", type=int,
+                        help="the parallel learner: threads stepping the vector env (default: every core)")
     parser.add_argument("--checkpoint-every", type=float, metavar="MIN",
                         help="write OUTPUT.ckpt/ every MIN minutes of training (and on SIGTERM)")
     parser.add_argument("--resume", action="store_true", help="continue OUTPUT.ckpt/ to the same total budget")
@@ -65,6 +71,8 @@ def recipe_from_args(args: argparse.Namespace):
     from soft_envs.exceptions import InvalidParameterError
 
     name = args.recipe or args.env
+    if args.recipe is None and (args.n_envs or 0) >= PARALLEL_MIN_ENVS and args.env in PARALLEL_RECIPES:
+        name = PARALLEL_RECIPES[args.env]  # thousands of envs: the parallel learner's recipe
     recipe = recipe_for(name)
     if args.recipe is None and args.env != recipe.env_id:
         raise InvalidParameterError(f"no recipe for {args.env!r}")
@@ -88,9 +96,11 @@ def main(args: argparse.Namespace) -> int:
     try:
         recipe = recipe_from_args(args)
         minutes = args.minutes if args.minutes and args.minutes > 0 else None
+        if recipe.learner == "rsl_rl":
+            return _main_parallel(args, recipe, minutes)
         output = args.output or f"{recipe.env_id.split('/')[-1].split('-')[0].lower()}_policy.zip"
         common = dict(minutes=minutes, timesteps=args.timesteps, n_modules=args.modules, realism=args.realism,
-                      eval_every=args.eval_every, eval_episodes=args.eval_episodes, threads=args.threads,
+                      eval_every=args.eval_every or 10_000, eval_episodes=args.eval_episodes, threads=args.threads,
                       checkpoint_every=args.checkpoint_every, resume=args.resume, tensorboard=args.tensorboard,
                       budget_clock=args.budget_clock)
         if args.seeds:
@@ -110,4 +120,30 @@ def main(args: argparse.Namespace) -> int:
     s = result.final.summary()
     print(f"{recipe.algo} on {result.env_id} {result.env_kwargs}, seed {args.seed}: {result.timesteps} steps in "
           f"{result.seconds / 60:.1f} min; {s['episodes']} held-out episodes: {result.final.line()}")
+    return 0
+
+
+def _main_parallel(args: argparse.Namespace, recipe, minutes: float | None) -> int:
+    """``soft-envs train-rl`` on the parallel learner: one run per seed, in this process."""
+    from soft_envs import train_rl
+    from soft_envs.exceptions import InvalidParameterError
+    from soft_envs.learn.parallel import train_parallel
+
+    unsupported = [flag for flag, value in (("--checkpoint-every", args.checkpoint_every), ("--resume", args.resume),
+                                            ("--tensorboard", args.tensorboard), ("--ray", args.ray)) if value]
+    if unsupported:
+        raise InvalidParameterError(f"the parallel learner does not take {', '.join(unsupported)}")
+    recipe = recipe.replace(env_kwargs=train_rl.env_kwargs_for(recipe, n_modules=args.modules, realism=args.realism))
+    output = args.output or f"{recipe.env_id.split('/')[-1].split('-')[0].lower()}_policy.npz"
+    seeds = train_rl.parse_seeds(args.seeds) if args.seeds else [args.seed]
+    for seed in seeds:
+        path = output if len(seeds) == 1 else str(Path(output).with_suffix("")) + f"_seed{seed}.npz"
+        result = train_parallel(recipe, minutes=minutes, timesteps=args.timesteps, seed=seed,
+                                eval_every=args.eval_every or 500_000, eval_episodes=args.eval_episodes,
+                                threads=args.threads, env_threads=args.env_threads, output=path,
+                                budget_clock=args.budget_clock)
+        assert result.final is not None
+        print(f"rsl_rl PPO on {result.env_id} {result.env_kwargs}, {recipe.n_envs} envs, seed {seed}: "
+              f"{result.timesteps} steps in {result.seconds / 60:.1f} min ({args.budget_clock}); "
+              f"{result.final.summary()['episodes']} held-out episodes: {result.final.line()}")
     return 0

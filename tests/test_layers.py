@@ -37,6 +37,7 @@ LAYER = {
     "rl_recipes": "top",
     "rl_checkpoint": "top",
     "vector": "top",  # the Stable-Baselines3 adapter of the vector envs
+    "learn": "top",  # the parallel learner (rsl_rl PPO on the native vector envs)
     "policy_layers": "top",  # torch layers of saved RL policies
     "gait_residual": "top",  # a learned modulation of a scripted gait (train_rl and evaluate use it)
     "cli": "top",

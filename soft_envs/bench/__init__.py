@@ -41,6 +41,7 @@ BENCHES: dict[str, str] = {
     "plausibility": "soft_envs.bench.plausibility",
     "batched": "soft_envs.bench.batched",
     "vector": "soft_envs.bench.vector",
+    "learner": "soft_envs.bench.learner",
 }
 
 

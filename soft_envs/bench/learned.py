@@ -259,6 +259,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
     folder = policies_folder()
     if train:
         train_goals(folder, chosen)
+    shipped_part = _shipped_table(50 if full else 10)
     episodes = 50 if full else 5
     first = FIRST_SEED + seed
     trained, parts, verdicts = [], [], []
@@ -334,7 +335,26 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
             f"the load; budgets count the run's CPU time (the wall time of an idle core; `--train` runs "
             f"{TRAIN_WORKERS} at a time, and the wall and load columns show what each run shared). "
             f"Evaluated over {episodes} held-out seeded episodes (seeds from {first}) per row, next to the IK "
-            f"controllers, in {WORKERS} worker processes.{carried}\n\n{table}\n\n{head}\n\n" + "\n\n".join(parts))
+            f"controllers, in {WORKERS} worker processes.{carried}\n\n{table}\n\n{head}\n\n" + "\n\n".join(parts)
+            + shipped_part)
+
+
+def _shipped_table(episodes: int) -> str:
+    """The policies shipped in the package against their cards on fresh episodes (refused if one fails)."""
+    from soft_envs.learn.shipped import FRESH_SEED, verify_all
+
+    verdicts = verify_all(episodes)
+    if not verdicts:
+        return ""
+    rows = []
+    for v in verdicts:
+        card = v.fresh.summary()
+        rows.append([f"`{v.name}`", f"{100 * v.card:.0f} %", f"{100 * v.fresh_value:.0f} %",
+                     f"{1e3 * card['median_m']:.2f} mm", "holds" if v.holds else "**fails**"])
+    return ("\n\nShipped policies (`soft_envs/agents/learned/policies/`, the `learned` controller of their task) "
+            f"against their model cards, on {episodes} fresh held-out episodes (seeds from {FRESH_SEED}; "
+            "`soft_envs.learn.shipped.verify`):\n\n"
+            + markdown_table(["policy", "card within 1 mm", "fresh within 1 mm", "fresh median", "verdict"], rows))
 
 
 def _fmt(value) -> str:

@@ -88,6 +88,7 @@ class GaitMeter:
         self.peak_speed = 0.0
         self.work = 0.0
         self.step_slip = 0.0  # [m/s] mean slip speed of the feet in contact at the last step (0: none)
+        self.step_reversals = 0  # joint targets that turned back at the last step (summed over joints)
 
     def reset(self, command: np.ndarray, contacts: np.ndarray, position: np.ndarray) -> None:
         """A new episode: the targets [rad] (12,), foot contacts (4,) and body position [m]."""
@@ -98,6 +99,7 @@ class GaitMeter:
         self.start = np.asarray(position, dtype=float)[:2].copy()
         self.position = self.start.copy()
         self.steps, self.peak_speed, self.work, self.step_slip = 0, 0.0, 0.0, 0.0
+        self.step_reversals = 0
 
     def update(self, command: np.ndarray, contacts: np.ndarray, slip: np.ndarray, position: np.ndarray,
                peak_speed: float, work: float) -> None:
@@ -105,7 +107,9 @@ class GaitMeter:
         feet's contact-point velocities (4, 2) [m/s], the body position [m], the largest joint
         speed of its physics steps [rad/s] and the servos' work during it [J]."""
         contacts = np.asarray(contacts, dtype=float)
+        before = int(self.reversals.count.sum())
         self.reversals.update(command)
+        self.step_reversals = int(self.reversals.count.sum()) - before
         self.touchdowns += (contacts > 0.5) & (self.contacts < 0.5)
         self.contacts = contacts.copy()
         speeds = np.linalg.norm(np.asarray(slip, dtype=float), axis=-1)

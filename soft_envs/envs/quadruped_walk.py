@@ -15,6 +15,9 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward), per ste
 * ``fall = −fall_weight`` on the step the robot falls (else 0) — the episode's end priced;
 * ``slip = −slip_weight · mean |v_slip|`` over the feet in contact [m/s] — stance feet skating
   (Isaac Lab's ``feet_slide``; default 0);
+* ``reversal = −reversal_weight · n_rev`` — ``n_rev`` the joint targets that turned back this step
+  (summed over the 12 joints; the gait figures' counter and hysteresis): the judged command
+  reversals priced where they are made (default 0);
 * ``action_rate = −action_rate_weight · ‖a − a_prev‖²``.
 
 Terminates on a fall: body below 4 cm, tilted more than 50°, or body/legs (not feet) touching
@@ -50,6 +53,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             weights (all >= 0).
         fall_weight: price of a fall (the ``fall`` term, >= 0; default 0: no term's worth).
         slip_weight: price of the stance feet's slip speed (the ``slip`` term, >= 0; default 0).
+        reversal_weight: price of one joint target's reversal (the ``reversal`` term, >= 0; default 0).
         reset_noise_scale: initial joint-angle noise half-width [rad].
         **kwargs: :class:`~soft_envs.envs.quadruped_base.QuadrupedBaseEnv` keywords
             (``ground_friction``, ``solver_iterations``, ``time_step``, ``frame_skip``) and
@@ -59,10 +63,11 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
 
     def __init__(self, *, forward_weight: float = 1.0, healthy_reward: float = 0.05, lateral_weight: float = 0.5,
                  orientation_weight: float = 0.1, torque_weight: float = 0.005, action_rate_weight: float = 0.01,
-                 fall_weight: float = 0.0, slip_weight: float = 0.0, reset_noise_scale: float = 0.02,
+                 fall_weight: float = 0.0, slip_weight: float = 0.0, reversal_weight: float = 0.0,
+                 reset_noise_scale: float = 0.02,
                  **kwargs: Any) -> None:
         EzPickle.__init__(self, forward_weight=forward_weight, healthy_reward=healthy_reward, fall_weight=fall_weight,
-                          slip_weight=slip_weight,
+                          slip_weight=slip_weight, reversal_weight=reversal_weight,
                           lateral_weight=lateral_weight, orientation_weight=orientation_weight,
                           torque_weight=torque_weight, action_rate_weight=action_rate_weight,
                           reset_noise_scale=reset_noise_scale, **kwargs)
@@ -74,6 +79,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             torque_weight=torque_weight,
             fall_weight=fall_weight,
             slip_weight=slip_weight,
+            reversal_weight=reversal_weight,
         )
         self.forward_weight = float(forward_weight)
         self.healthy_reward = float(healthy_reward)
@@ -82,6 +88,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
         self.torque_weight = float(torque_weight)
         self.fall_weight = float(fall_weight)
         self.slip_weight = float(slip_weight)
+        self.reversal_weight = float(reversal_weight)
         super().__init__(action_rate_weight=action_rate_weight, reset_noise_scale=reset_noise_scale, **kwargs)
         self.observation_space = spaces.Box(self.observation_low, self.observation_high, dtype=np.float32)
         self._previous_xy = np.zeros(2)
@@ -114,6 +121,7 @@ class QuadrupedWalkEnv(QuadrupedBaseEnv, EzPickle):
             "torque": -self.torque_weight * float(np.mean(torque**2)),
             "fall": -self.fall_weight if fallen else 0.0,
             "slip": -self.slip_weight * self.gait.step_slip,
+            "reversal": -self.reversal_weight * float(self.gait.step_reversals),
         }
 
     def _terminated(self) -> bool:

@@ -248,3 +248,14 @@ def test_reliability_messages_name_no_temporary_folder_of_this_machine():
     path = os.path.join(tempfile.gettempdir(), "tmpk3j2x", "robot.urdf")
     text = _message(ValueError(f"{path}: two joints are named 'j'"))
     assert tempfile.gettempdir() not in text and text.startswith("ValueError: $TMPDIR/…/robot.urdf: two joints")
+
+
+def test_the_learner_bench_measures_the_env_and_both_learners_in_one_process():
+    pytest.importorskip("rsl_rl")
+    from soft_envs.bench import learner
+
+    wall, cpu = learner.env_rate(16, 1, 5, seed=0)
+    assert wall > 0 and cpu > 0
+    rates = learner.rsl_rate(16, 1, 1, seed=0)
+    assert rates["wall"] > 0 and 0.0 < rates["rollout"] < 1.0
+    assert min(learner.sb3_rate(16, 1, 1, seed=0)) > 0

@@ -1,0 +1,157 @@
+"""``soft-envs bench learner``: how much of the vector env's own rate each learner consumes.
+
+In one process and with the same threads (the vector env's ``num_threads`` and torch's), soft
+PeterReach-v0 (ideal) at ``N`` sub-envs:
+
+* the vector env alone, stepped with uniform random action batches (same-step autoreset) — the
+  simulator's rate;
+* the parallel learner (:class:`soft_envs.learn.parallel.ParallelPPO`: rsl_rl's PPO, rollouts of
+  ``n_steps`` per env, then its update) — env-steps per second over whole iterations, the
+  update included, and the share of the time that is the rollout;
+* Stable-Baselines3's PPO through the SB3 adapter (:mod:`soft_envs.vector`), the same rollout
+  length, epochs and minibatch size, for comparison.
+
+Rates are env-steps per second of wall time and of this process's CPU time. The vector env alone
+is measured before and after the learners (the mean is the reference; the machine's load may
+change). ``--full``: N = 256, 1024, 4096, one thread and every core; and the time to goal of
+issue 31 on soft PETER (ideal): the recipe trained on seeds 0, 1, 2 for :data:`GOAL_MINUTES` of
+CPU time each (one env thread, one torch thread; two runs at a time), evaluated on 100 held-out
+goals.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from soft_envs.report import markdown_table
+from soft_envs.rl_recipes import RECIPES
+from soft_envs.sim import threads
+
+TITLE = "Learner throughput: the share of the vector env's rate the learners consume"
+RECIPE = "peter-soft-parallel"
+QUICK = ((1024, 1),)
+GOAL_MINUTES = 3.0
+GOAL_SEEDS = (0, 1, 2)
+FULL = ((256, 1), (1024, 1), (4096, 1), (1024, 0))  # (N, threads; 0: every core of the process)
+
+
+def _clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def env_rate(n_envs: int, n_threads: int, steps: int, seed: int) -> tuple[float, float]:
+    """Env-steps per second (wall, CPU) of the soft PeterReach vector env alone."""
+    from soft_envs.learn.parallel import make_vector_env
+
+    recipe = RECIPES[RECIPE].replace(n_envs=n_envs)
+    venv = make_vector_env(recipe, recipe.make_kwargs(), n_threads or None)
+    rng = np.random.default_rng(seed)
+    actions = rng.uniform(-1.0, 1.0, (8, n_envs, venv.single_action_space.shape[0])).astype(np.float32)
+    venv.reset(seed=seed)
+    for k in range(3):  # compile and warm up
+        venv.step(actions[k % 8])
+    wall0, cpu0 = _clocks()
+    for k in range(steps):
+        venv.step(actions[k % 8])
+    wall1, cpu1 = _clocks()
+    venv.close()
+    return n_envs * steps / (wall1 - wall0), n_envs * steps / (cpu1 - cpu0)
+
+
+def rsl_rate(n_envs: int, n_threads: int, iterations: int, seed: int) -> dict[str, float]:
+    """Env-steps per second (wall, CPU) of the parallel learner, and the rollout's share of the wall time."""
+    import torch
+
+    from soft_envs.learn.parallel import ParallelPPO
+
+    recipe = RECIPES[RECIPE].replace(n_envs=n_envs)  # as `train-rl --n-envs N` runs it
+    learner = ParallelPPO(recipe, recipe.make_kwargs(), seed, threads=n_threads or (threads.available_cores()),
+                          env_threads=n_threads or None)
+    learner.iterate()  # warm up
+    wall0, cpu0 = _clocks()
+    for _ in range(iterations):
+        learner.iterate()
+    wall1, cpu1 = _clocks()
+    steps = iterations * n_envs * recipe.n_steps
+    learner.close()
+    torch.set_num_threads(1)
+    return {"wall": steps / (wall1 - wall0), "cpu": steps / (cpu1 - cpu0),
+            "rollout": learner.collect_seconds / (learner.collect_seconds + learner.update_seconds)}
+
+
+def sb3_rate(n_envs: int, n_threads: int, iterations: int, seed: int) -> tuple[float, float]:
+    """Env-steps per second (wall, CPU) of SB3's PPO on the same vector env (SB3 adapter)."""
+    import torch
+    from stable_baselines3 import PPO
+
+    from soft_envs.vector import sb3_vec_env
+
+    recipe = RECIPES[RECIPE]
+    torch.set_num_threads(n_threads or threads.available_cores())
+    venv = sb3_vec_env(recipe.env_id, n_envs, seed=seed, vectorization_mode="vector_entry_point",
+                       num_threads=n_threads or None, **recipe.make_kwargs())
+    batch = n_envs * recipe.n_steps
+    model = PPO("MlpPolicy", venv, n_steps=recipe.n_steps, batch_size=recipe.batch_size, n_epochs=recipe.n_epochs,
+                policy_kwargs={"net_arch": list(recipe.net_arch)}, seed=seed, device="cpu", verbose=0)
+    model.learn(batch)  # warm up
+    wall0, cpu0 = _clocks()
+    model.learn(iterations * batch, reset_num_timesteps=False)
+    wall1, cpu1 = _clocks()
+    venv.close()
+    torch.set_num_threads(1)
+    return iterations * batch / (wall1 - wall0), iterations * batch / (cpu1 - cpu0)
+
+
+def _train_goal(seed: int) -> dict[str, Any]:
+    from soft_envs.learn.parallel import train_parallel
+
+    result = train_parallel(RECIPES[RECIPE], minutes=GOAL_MINUTES, seed=seed, eval_every=10**12, threads=1,
+                            env_threads=1, progress=False, log=lambda _: None, budget_clock="cpu")
+    assert result.final is not None
+    return {"seed": seed, "timesteps": result.timesteps} | result.final.summary()
+
+
+def time_to_goal() -> str:
+    """The recipe on :data:`GOAL_SEEDS` within :data:`GOAL_MINUTES` CPU-min each: a table and the median/worst."""
+    from soft_envs.jobs import process_pool
+
+    with process_pool(2, None) as pool:
+        runs = pool.map(_train_goal, GOAL_SEEDS)
+    rows = [[r["seed"], f"{r['timesteps']:,}", f"{100 * r['within_1mm']:.0f} %", f"{100 * r['within_5mm']:.0f} %",
+             f"{1e3 * r['median_m']:.2f}"] for r in runs]
+    within = sorted(100 * r["within_1mm"] for r in runs)
+    return (f"Time to goal (issue 31: ≥ 90 % of held-out goals within 1 mm in ≤ {GOAL_MINUTES:g} CPU-min): recipe "
+            f"`{RECIPE}`, {GOAL_MINUTES:g} min of CPU time per seed (one env thread, one torch thread), 100 "
+            f"held-out goals each; **median {within[len(within) // 2]:.0f} %, worst {within[0]:.0f} %** within 1 mm."
+            "\n\n" + markdown_table(["seed", "env steps", "within 1 mm", "within 5 mm", "median [mm]"], rows) + "\n")
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
+    cases = FULL if full else QUICK
+    rows: list[list[Any]] = []
+    for n_envs, n_threads in cases:
+        steps = max(20, 40_960 // n_envs)
+        before = env_rate(n_envs, n_threads, steps, seed)
+        rsl = rsl_rate(n_envs, n_threads, 3, seed)
+        sb3 = sb3_rate(n_envs, n_threads, 2, seed)
+        after = env_rate(n_envs, n_threads, steps, seed)
+        env_wall, env_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
+        label = str(n_threads) if n_threads else f"all ({threads.available_cores()})"
+        rows.append([n_envs, label, f"{env_wall:,.0f}", f"{env_cpu:,.0f}",
+                     f"{rsl['wall']:,.0f} ({100 * rsl['wall'] / env_wall:.0f} %)",
+                     f"{rsl['cpu']:,.0f} ({100 * rsl['cpu'] / env_cpu:.0f} %)", f"{100 * rsl['rollout']:.0f} %",
+                     f"{sb3[0]:,.0f} ({100 * sb3[0] / env_wall:.0f} %)",
+                     f"{sb3[1]:,.0f} ({100 * sb3[1] / env_cpu:.0f} %)"])
+    recipe = RECIPES[RECIPE]
+    table = markdown_table(["N", "threads", "env alone /s (wall)", "env alone /s (CPU)",
+                            "rsl_rl PPO /s (wall, share)", "rsl_rl PPO /s (CPU, share)", "rsl_rl rollout share",
+                            "SB3 PPO /s (wall, share)", "SB3 PPO /s (CPU, share)"], rows)
+    text = (f"Soft PeterReach-v0 (2 modules, ideal), recipe `{RECIPE}`: {recipe.n_steps} steps per env a rollout, "
+            f"{recipe.n_epochs} epochs of minibatches of {recipe.batch_size:,} (both learners), networks "
+            f"{list(recipe.net_arch)}; env-steps per second "
+            f"(the share of the vector env's own rate in brackets). Process CPUs: {os.cpu_count()}.\n\n{table}\n")
+    return text + ("\n" + time_to_goal() if full else "")

@@ -1,0 +1,324 @@
+"""PPO over thousands of parallel envs: rsl_rl's algorithm on the native vector envs.
+
+``soft-envs train-rl --n-envs N`` (``N ≥`` :data:`PARALLEL_MIN_ENVS`, an env with a native vector
+env) trains here instead of through Stable-Baselines3. Why rsl_rl (``rsl-rl-lib``, the learner of
+legged_gym and Isaac Lab): it is made for thousands of envs stepping as one batch — short rollouts
+(``n_steps`` per env), a few large minibatches, a learning rate adapted to a target KL divergence —
+and takes the batch as tensors, where SB3's ``VecEnv`` goes through per-env ``info`` dicts and
+per-env Python objects on every step. We use its ``PPO`` (actor, critic, rollout storage, update)
+and drive the loop ourselves: the budget (wall or CPU time, as ``soft-envs train-rl``), the held-out
+evaluations and the saved policy are ours.
+
+:class:`TorchVectorEnv` is the adapter: the vector env (same-step autoreset) stepped with the
+actions' numpy view, its observations standardised (mean and standard deviation of a random-action
+rollout) and handed to torch without a copy, ``dones = terminated | truncated`` and
+``time_outs = truncated`` (rsl_rl bootstraps the value of an episode cut by its time limit). The
+trained actor is saved as a numpy :class:`~soft_envs.agents.learned.MLPPolicy` (``PATH.npz`` and
+its model card ``PATH.json``), which ``soft-envs evaluate`` runs without PyTorch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from soft_envs import __version__, clock
+from soft_envs.agents.learned import MLPPolicy
+from soft_envs.console import progress as progress_bar
+from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, check_integer, check_positive
+from soft_envs.rl_recipes import Recipe
+from soft_envs.train_rl import BUDGET_CLOCKS, EVAL_SEED, MAX_MINUTES, METRICS, TrainResult, evaluate_policy
+
+OBS_GROUP = "policy"
+
+
+def require_rsl_rl():
+    """The rsl_rl package, or :class:`MissingDependencyError` naming the extra."""
+    try:
+        import rsl_rl.algorithms
+    except ImportError as exc:
+        raise MissingDependencyError("the parallel learner needs rsl-rl-lib: pip install 'soft_envs[learn]'") from exc
+    return rsl_rl
+
+
+def has_native_vector_env(env_id: str) -> bool:
+    """Whether ``env_id`` has a native vector env (``gym.make_vec`` with ``vector_entry_point``)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the environments)
+
+    return gym.spec(env_id).vector_entry_point is not None
+
+
+class TorchVectorEnv:
+    """A native vector env as rsl_rl's ``VecEnv`` (see the module docstring).
+
+    Args:
+        venv: the vector env (``autoreset_mode`` same-step, flat ``Box`` observations).
+        obs_mean, obs_std: the standardisation of the observations.
+        seed: the reset seed of the first episodes.
+        metric: the ``info`` key recorded at every episode's end (with ``is_success``).
+    """
+
+    def __init__(self, venv, obs_mean: np.ndarray, obs_std: np.ndarray, seed: int, metric: str) -> None:
+        import torch
+
+        self.venv = venv
+        self.num_envs = int(venv.num_envs)
+        self.num_actions = int(np.prod(venv.single_action_space.shape))
+        self.max_episode_length = int(venv.spec.max_episode_steps or 10**9) if venv.spec else 10**9
+        self.episode_length_buf = torch.zeros(self.num_envs, dtype=torch.long)
+        self.device = "cpu"
+        self.cfg: dict[str, Any] = {}
+        self.metric = metric
+        self.obs_mean = np.asarray(obs_mean, dtype=np.float32)
+        self.obs_inv_std = (1.0 / np.asarray(obs_std, dtype=np.float64)).astype(np.float32)
+        self._returns = np.zeros(self.num_envs)
+        self.episodes: dict[str, list[float]] = {"return": [], "success": [], metric: []}
+        obs, _ = venv.reset(seed=seed)
+        self._obs = self._standardised(obs)
+
+    def _standardised(self, obs: np.ndarray):
+        import torch
+
+        return torch.from_numpy((np.asarray(obs, dtype=np.float32) - self.obs_mean) * self.obs_inv_std)
+
+    def _group(self, obs):
+        from tensordict import TensorDict
+
+        return TensorDict({OBS_GROUP: obs}, batch_size=[self.num_envs])
+
+    def get_observations(self):
+        return self._group(self._obs)
+
+    def step(self, actions):
+        import torch
+
+        obs, reward, terminated, truncated, info = self.venv.step(actions.numpy())
+        done = terminated | truncated
+        self._returns += reward
+        self.episode_length_buf += 1
+        if done.any():
+            rows = np.flatnonzero(done)
+            final = info.get("final_info", {})
+            self.episodes["return"].extend(self._returns[rows].tolist())
+            self.episodes["success"].extend(np.asarray(final.get("is_success", np.zeros(self.num_envs)))[rows]
+                                            .astype(float).tolist())
+            if self.metric in final:
+                self.episodes[self.metric].extend(np.asarray(final[self.metric], dtype=float)[rows].tolist())
+            self._returns[rows] = 0.0
+            self.episode_length_buf[torch.from_numpy(done)] = 0
+        self._obs = self._standardised(obs)
+        extras = {"time_outs": torch.from_numpy(truncated & ~terminated)}
+        return (self._group(self._obs), torch.from_numpy(np.asarray(reward, dtype=np.float32)),
+                torch.from_numpy(done), extras)
+
+    def take_episodes(self) -> dict[str, float]:
+        """Means of the episodes ended since the last call (``{}`` if none), and forget them."""
+        out = {key: float(np.mean(values)) for key, values in self.episodes.items() if values}
+        if self.episodes["return"]:
+            out["episodes"] = float(len(self.episodes["return"]))
+        for values in self.episodes.values():
+            values.clear()
+        return out
+
+    def close(self) -> None:
+        self.venv.close()
+
+
+def make_vector_env(recipe: Recipe, env_kwargs: dict[str, Any], num_threads: int | None = None):
+    """The native vector env of ``recipe`` (``recipe.n_envs`` sub-envs, same-step autoreset)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the environments)
+
+    if not has_native_vector_env(recipe.env_id):
+        raise InvalidParameterError(f"{recipe.env_id} has no native vector env: the parallel learner needs one")
+    return gym.make_vec(recipe.env_id, num_envs=recipe.n_envs, vectorization_mode="vector_entry_point",
+                        autoreset_mode="SameStep", num_threads=num_threads, **env_kwargs)
+
+
+def rollout_statistics(venv, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of ``venv``'s observations under uniformly random actions
+    (at least ``samples`` rows; a constant entry gets std 1)."""
+    rng = np.random.default_rng(seed)
+    obs, _ = venv.reset(seed=seed)
+    rows = [np.asarray(obs, dtype=np.float64)]
+    low, high = venv.single_action_space.low, venv.single_action_space.high
+    while sum(len(r) for r in rows) < samples:
+        action = rng.uniform(low, high, (venv.num_envs, low.shape[0])).astype(np.float32)
+        obs, *_ = venv.step(action)
+        rows.append(np.asarray(obs, dtype=np.float64))
+    data = np.concatenate(rows)
+    std = data.std(axis=0)
+    return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
+
+
+def rsl_config(recipe: Recipe) -> dict[str, Any]:
+    """rsl_rl's PPO configuration of ``recipe`` (``batch_size`` is the minibatch size)."""
+    batch = recipe.n_envs * recipe.n_steps
+    hidden = list(recipe.net_arch)
+    return {
+        "num_steps_per_env": recipe.n_steps,
+        "obs_groups": {"actor": [OBS_GROUP], "critic": [OBS_GROUP]},
+        "multi_gpu": None,
+        "algorithm": {"class_name": "PPO", "num_learning_epochs": recipe.n_epochs,
+                      "num_mini_batches": max(1, batch // recipe.batch_size), "clip_param": recipe.clip_range,
+                      "gamma": recipe.gamma, "lam": recipe.gae_lambda, "value_loss_coef": 1.0,
+                      "entropy_coef": recipe.ent_coef, "learning_rate": recipe.learning_rate, "max_grad_norm": 1.0,
+                      "schedule": "adaptive", "desired_kl": recipe.desired_kl},
+        "actor": {"class_name": "MLPModel", "hidden_dims": hidden, "activation": "elu", "obs_normalization": False,
+                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": recipe.init_std,
+                                       "std_type": "scalar"}},
+        "critic": {"class_name": "MLPModel", "hidden_dims": hidden, "activation": "elu", "obs_normalization": False},
+    }
+
+
+def actor_policy(alg, obs_mean: np.ndarray, obs_std: np.ndarray, card: dict[str, Any]) -> MLPPolicy:
+    """The deterministic actor of rsl_rl's ``alg`` as a numpy :class:`MLPPolicy`."""
+    import torch
+
+    layers = [m for m in alg.get_policy().mlp if isinstance(m, torch.nn.Linear)]
+    weights = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in layers]
+    return MLPPolicy(weights, obs_mean, obs_std, "elu", card)
+
+
+class ParallelPPO:
+    """rsl_rl's PPO on a :class:`TorchVectorEnv`: :meth:`iterate` collects one rollout and updates."""
+
+    def __init__(self, recipe: Recipe, env_kwargs: dict[str, Any], seed: int, *, threads: int = 1,
+                 env_threads: int | None = None) -> None:
+        require_rsl_rl()
+        import torch
+        from rsl_rl.algorithms import PPO
+
+        torch.set_num_threads(int(threads))
+        torch.manual_seed(seed)
+        self.recipe, self.env_kwargs, self.seed = recipe, env_kwargs, seed
+        venv = make_vector_env(recipe, env_kwargs, env_threads)
+        n_obs = int(venv.single_observation_space.shape[0])
+        self.obs_mean: np.ndarray = np.zeros(n_obs)
+        self.obs_std: np.ndarray = np.ones(n_obs)
+        if recipe.standardize:
+            self.obs_mean, self.obs_std = rollout_statistics(venv, recipe.standardize_samples, seed + 1)
+        self.env = TorchVectorEnv(venv, self.obs_mean, self.obs_std, seed, METRICS.get(recipe.env_id, "distance"))
+        with contextlib.redirect_stdout(io.StringIO()):  # (it prints the configuration and the networks)
+            self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_config(recipe), "cpu")
+        self.timesteps = 0
+        self.iterations = 0
+        self.collect_seconds = 0.0  # [s] wall time in rollouts (env steps and the actor's sampling)
+        self.update_seconds = 0.0  # [s] wall time in PPO's updates
+
+    def iterate(self) -> dict[str, float]:
+        """One rollout of ``n_steps`` per env and one PPO update; the losses and the episodes ended."""
+        import torch
+
+        obs = self.env.get_observations()
+        self.alg.train_mode()
+        start = time.perf_counter()
+        with torch.inference_mode():
+            for _ in range(self.recipe.n_steps):
+                actions = self.alg.act(obs)
+                obs, rewards, dones, extras = self.env.step(actions)
+                self.alg.process_env_step(obs, rewards, dones, extras)
+            self.alg.compute_returns(obs)
+        middle = time.perf_counter()
+        losses = self.alg.update()
+        self.collect_seconds += middle - start
+        self.update_seconds += time.perf_counter() - middle
+        self.timesteps += self.recipe.n_steps * self.env.num_envs
+        self.iterations += 1
+        std = float(self.alg.get_policy().output_std.detach().mean())
+        return losses | {"learning_rate": float(self.alg.learning_rate), "action_std": std} | self.env.take_episodes()
+
+    def policy(self, card: dict[str, Any] | None = None) -> MLPPolicy:
+        return actor_policy(self.alg, self.obs_mean, self.obs_std, dict(card or {}))
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def train_parallel(recipe: Recipe, *, minutes: float | None = 10.0, timesteps: int | None = None, seed: int = 0,
+                   eval_every: int = 500_000, eval_episodes: int = 100, threads: int = 1,
+                   env_threads: int | None = None, output: str | Path | None = None, progress: bool = True,
+                   log=print, budget_clock: str = "wall") -> TrainResult:
+    """Train ``recipe`` (``learner="rsl_rl"``) until ``minutes`` (of wall time, or with
+    ``budget_clock="cpu"`` of this process's CPU time, evaluations included) or ``timesteps``
+    env steps; evaluate the deterministic policy every ``eval_every`` steps on ``eval_episodes``
+    held-out episodes (seeds ``EVAL_SEED …``, single env); save ``output`` (``.npz`` + card)."""
+    recipe = recipe.validate()
+    if recipe.learner != "rsl_rl":
+        raise InvalidParameterError(f"train_parallel trains rsl_rl recipes; got learner {recipe.learner!r}")
+    if minutes is None and timesteps is None:
+        raise InvalidParameterError("give a budget: minutes and/or timesteps")
+    if minutes is not None:
+        check_positive("minutes", minutes, MAX_MINUTES)
+    if timesteps is not None:
+        check_integer("timesteps", timesteps, minimum=1)
+    check_integer("eval_every", eval_every, minimum=1)
+    check_integer("eval_episodes", eval_episodes, minimum=1)
+    check_integer("threads", threads, minimum=1, maximum=1024)
+    if budget_clock not in BUDGET_CLOCKS:
+        raise InvalidParameterError(f"budget_clock must be one of {BUDGET_CLOCKS}; got {budget_clock!r}")
+    env_kwargs = recipe.make_kwargs()
+    use = clock.use_clock(clock.process_time) if budget_clock == "cpu" else contextlib.nullcontext()
+    history: list[tuple[int, float, dict[str, float]]] = []
+    curve: list[dict[str, float]] = []
+    wall0, cpu0 = time.perf_counter(), clock.process_time()
+    with use:
+        start = clock.now()
+        learner = ParallelPPO(recipe, env_kwargs, seed, threads=threads, env_threads=env_threads)
+        log(f"training rsl_rl PPO on {recipe.env_id} {env_kwargs}, {recipe.n_envs} envs, seed {seed}")
+
+        def evaluate():
+            return evaluate_policy(learner.policy(), env_kwargs, eval_episodes, env_id=recipe.env_id)
+
+        budget = None if minutes is None else 60.0 * minutes
+        bar = progress_bar(total=round(budget) if budget else timesteps, desc="train-rl (parallel)",
+                           unit="s" if budget else "step", enabled=progress, dynamic_ncols=True)
+        next_eval = eval_every
+        try:
+            while True:
+                row = learner.iterate()
+                used = clock.now() - start
+                curve.append({"timesteps": learner.timesteps, "seconds": used} | row)
+                if learner.timesteps >= next_eval:
+                    next_eval += eval_every
+                    result = evaluate()
+                    used = clock.now() - start
+                    history.append((learner.timesteps, used, result.summary()))
+                    log(f"{learner.timesteps} steps, {used / 60:.1f} min: {result.line()}")
+                bar.update((min(round(used), bar.total) if budget else learner.timesteps) - bar.n)
+                if (budget is not None and used >= budget) or (timesteps is not None
+                                                              and learner.timesteps >= timesteps):
+                    break
+        finally:
+            bar.close()
+        seconds = clock.now() - start
+    final = evaluate()
+    wall, cpu = time.perf_counter() - wall0, clock.process_time() - cpu0
+    learner.close()
+    result = TrainResult(learner.timesteps, seconds, final, history, env_kwargs, env_id=recipe.env_id)
+    log(f"final, {learner.timesteps} steps, {seconds / 60:.1f} min ({budget_clock}): {final.line()}")
+    if output is not None:
+        card = {"env_id": recipe.env_id, "env_kwargs": env_kwargs, "learner": "rsl_rl PPO",
+                "recipe": dataclasses.asdict(recipe), "seed": seed, "timesteps": learner.timesteps,
+                "budget_clock": budget_clock, "budget_minutes": minutes, "wall_seconds": wall, "cpu_seconds": cpu,
+                "evaluation": final.summary() | {"first_seed": EVAL_SEED}, "soft_envs_version": __version__,
+                "threads": {"torch": threads, "env": env_threads or "every core"},
+                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}"}
+        path = learner.policy(card).save(output)
+        Path(path).with_suffix(".curve.json").write_text(json.dumps(curve) + "\n")
+        result.path = str(path)
+        log(f"saved {path} (+ {path.with_suffix('.json').name}, learning curve {path.with_suffix('.curve.json').name})")
+    result.curve = curve
+    return result

@@ -1,0 +1,115 @@
+"""The parallel learner (soft_envs.learn.parallel): rsl_rl's PPO on the native vector envs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.rl_recipes import PARALLEL_MIN_ENVS, RECIPES, Recipe
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("rsl_rl")
+
+from soft_envs.agents.learned import MLPPolicy  # noqa: E402
+from soft_envs.learn.parallel import ParallelPPO, TorchVectorEnv, make_vector_env, train_parallel  # noqa: E402
+
+SMALL = RECIPES["peter-soft-parallel"].replace(n_envs=8, n_steps=5, batch_size=20, net_arch=(16,),
+                                               standardize_samples=16, env_kwargs={"kinematic": True})
+
+
+def test_adapter_hands_standardised_batches_and_marks_time_outs():
+    venv = make_vector_env(SMALL, SMALL.make_kwargs())
+    env = TorchVectorEnv(venv, np.zeros(18), np.full(18, 2.0), seed=3, metric="distance")
+    obs = env.get_observations()["policy"]
+    first, _ = make_vector_env(SMALL, SMALL.make_kwargs()).reset(seed=3)
+    np.testing.assert_allclose(obs.numpy(), first / 2.0, rtol=1e-6)  # same seeds: the same first goals
+    ends = 0
+    for _ in range(venv.spec.max_episode_steps):
+        obs, reward, done, extras = env.step(torch.zeros(8, 6))
+        assert obs["policy"].shape == (8, 18) and reward.dtype == torch.float32 and reward.shape == (8,)
+        ends += int(done.sum())
+        assert torch.equal(extras["time_outs"], done)  # PeterReach ends by its time limit only
+    assert ends == 8
+    episodes = env.take_episodes()
+    assert episodes["episodes"] == 8 and 0.0 <= episodes["success"] <= 1.0 and episodes["distance"] > 0.0
+    assert env.take_episodes() == {}
+    env.close()
+
+
+def test_the_numpy_policy_is_the_actors_deterministic_output():
+    learner = ParallelPPO(SMALL, SMALL.make_kwargs(), seed=0)
+    row = learner.iterate()
+    assert learner.timesteps == 40 and {"value", "surrogate", "learning_rate"} <= set(row)
+    policy = learner.policy()
+    obs = np.random.default_rng(0).normal(0.0, 0.01, (4, 18)) + learner.obs_mean
+    standardised = torch.as_tensor((obs - learner.obs_mean) / learner.obs_std, dtype=torch.float32)
+    from tensordict import TensorDict
+
+    with torch.no_grad():
+        mean = learner.alg.get_policy()(TensorDict({"policy": standardised}, batch_size=[4])).numpy()
+    np.testing.assert_allclose(policy.act(obs), np.clip(mean, -1, 1), atol=1e-5)
+    learner.close()
+
+
+def test_training_is_seeded_and_saves_a_policy_with_its_card(tmp_path):
+    runs = [train_parallel(SMALL, minutes=None, timesteps=80, seed=1, eval_episodes=2, progress=False,
+                           log=lambda _: None, output=tmp_path / f"run{k}.npz") for k in range(2)]
+    assert runs[0].timesteps == 80 and len(runs[0].curve) == 2
+    a, b = (MLPPolicy.load(r.path) for r in runs)
+    for (Wa, _), (Wb, _) in zip(a.weights, b.weights, strict=True):
+        np.testing.assert_array_equal(Wa, Wb)
+    card = json.loads((tmp_path / "run0.json").read_text())
+    assert card["env_id"] == "soft_envs/PeterReach-v0" and card["seed"] == 1 and card["timesteps"] == 80
+    assert card["evaluation"]["episodes"] == 2 and card["learner"] == "rsl_rl PPO"
+    assert json.loads((tmp_path / "run0.curve.json").read_text())[0]["timesteps"] == 40
+
+
+def test_bad_recipes_and_budgets_are_refused():
+    with pytest.raises(InvalidParameterError, match="rsl_rl"):
+        Recipe(learner="rsl_rl").validate()  # SAC + HER
+    with pytest.raises(InvalidParameterError, match="learner"):
+        Recipe(learner="cleanrl").validate()
+    with pytest.raises(InvalidParameterError, match="trains rsl_rl"):
+        train_parallel(RECIPES["peter-soft"], timesteps=10)
+    with pytest.raises(InvalidParameterError, match="budget"):
+        train_parallel(SMALL, minutes=None, timesteps=None)
+    with pytest.raises(InvalidParameterError, match="native vector env"):
+        make_vector_env(SMALL.replace(env_id="soft_envs/QuadrupedWalk-v0"), {})
+
+
+def test_cli_picks_the_parallel_learner_for_thousands_of_envs(tmp_path, capsys):
+    from soft_envs.cli import build_parser
+    from soft_envs.train_rl_cli import recipe_from_args
+
+    parser = build_parser()
+    args = parser.parse_args(["train-rl", "--env-kwargs", '{"kinematic": false}', "--n-envs", "1024"])
+    recipe = recipe_from_args(args)
+    assert recipe.learner == "rsl_rl" and recipe.n_envs == 1024 and recipe.env_kwargs["kinematic"] is False
+    few = recipe_from_args(parser.parse_args(["train-rl", "--n-envs", str(PARALLEL_MIN_ENVS - 1)]))
+    assert few.learner == "sb3"
+    from soft_envs.cli import main
+
+    out = tmp_path / "p.npz"
+    assert main(["train-rl", "--recipe", "peter-soft-parallel", "--n-envs", "64", "--env-kwargs",
+                 '{"kinematic": true}', "--minutes", "0", "--timesteps", "100", "--net", "8", "--batch-size", "400",
+                 "--eval-episodes", "2", "--output", str(out)]) == 0
+    assert "rsl_rl PPO on soft_envs/PeterReach-v0" in capsys.readouterr().out and out.exists()
+    assert main(["train-rl", "--recipe", "peter-soft-parallel", "--resume", "--output", str(out)]) == 2
+
+
+def test_evaluate_runs_a_saved_numpy_policy_as_a_controller(tmp_path):
+    from soft_envs.evaluate import TASKS, Job, NumpyPolicy, jobs_for, run_episode
+
+    path = train_parallel(SMALL, minutes=None, timesteps=40, seed=0, eval_episodes=1, progress=False,
+                          log=lambda _: None, output=tmp_path / "p.npz").path
+    episode = run_episode(Job(TASKS["peter-2-kinematic"], f"policy:{path}", "ideal", 5))
+    assert episode.controller == f"policy:{path}" and np.isfinite(episode.metric)
+    jobs = jobs_for(["peter-2-kinematic"], ["trr", f"policy:{path}"], ["ideal"], episodes=2)
+    assert sorted({job.controller for job in jobs}) == sorted(["trr", f"policy:{path}"])
+    import gymnasium as gym
+
+    with pytest.raises(InvalidParameterError, match="trained on"):
+        NumpyPolicy.from_spec(f"policy:{path}", gym.make("soft_envs/PCCTrack-v0"))
