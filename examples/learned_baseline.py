@@ -9,7 +9,7 @@ seed and budget, and evaluate it next to the IK controllers, as that section doe
     python examples/learned_baseline.py peter_soft --smoke              # a few seconds: the plumbing
 
 Needs the ``learn`` extra. The goals (recipe, seed, budget, evaluation task, presets, IK
-controllers) are data in ``soft_envs.rl_recipes.GOALS``, the recipes in ``RECIPES``; the same
+controllers) are data in ``soft_envs.learn.recipes.GOALS``, the recipes in ``RECIPES``; the same
 run from the command line is ``soft-envs train-rl --recipe RECIPE --seed S --minutes M
 --budget-clock cpu --output STEM.zip`` then ``soft-envs evaluate --tasks TASK --controllers IK
 sb3:ALGO:STEM.zip --presets …``; every goal at once: ``soft-envs bench learned --full --train``.
@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 
 from soft_envs import evaluate as ev
-from soft_envs.rl_recipes import GOALS
-from soft_envs.train_rl import recipe_for, train
+from soft_envs.learn.recipes import GOALS
+from soft_envs.learn.train import recipe_for, train
 
 
 def main(argv: list[str] | None = None) -> None:

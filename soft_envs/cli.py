@@ -163,9 +163,9 @@ def _cmd_train_ik(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_rl(args: argparse.Namespace) -> int:
-    from soft_envs import train_rl
+    from soft_envs.learn import cli
 
-    return train_rl.main(args)
+    return cli.main(args)
 
 
 def _tasks_text() -> str:
@@ -234,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--peers", action="store_true",
                    help="also run the other IK libraries that are installed (bench ik; the 'peers' extra)")
     b.add_argument("--train", action="store_true",
-                   help="bench learned: first train every goal's policy (hours; soft_envs.rl_recipes.GOALS)")
+                   help="bench learned: first train every goal's policy (hours; soft_envs.learn.recipes.GOALS)")
     b.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="bench batched: the GPU core and env (numba's CUDA target; a section of its own)")
     b.add_argument("--goals", nargs="+", metavar="STEM",
@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("train-rl", help="train a Stable-Baselines3 policy on any env (--env; SAC+HER, PPO, "
                                         "RecurrentPPO; checkpoints and --resume; needs the 'learn' extra)")
-    from soft_envs.train_rl import add_arguments
+    from soft_envs.learn.cli import add_arguments
 
     add_arguments(r)
     r.set_defaults(func=_cmd_train_rl)

@@ -88,7 +88,7 @@ def learned(policy: str, render_mode: str = "rgb_array", steps: int = 300, seed:
     env it was trained on (the env id and observation keywords from ``PATH.json``), through
     :class:`~soft_envs.evaluate.SB3Policy` as ``soft-envs evaluate`` runs it (the ``learn`` extra)."""
     from soft_envs.evaluate import SB3Policy
-    from soft_envs.train_rl import policy_record
+    from soft_envs.learn.train import policy_record
 
     record = policy_record(policy)
     if "env_id" not in record:

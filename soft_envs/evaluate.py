@@ -183,7 +183,7 @@ class SB3Policy:
     preset — comes from the task and the preset, never from the policy. A policy saved without
     that file acts on the task's env as it is. A policy whose observation or action space is not
     the env's raises :class:`~soft_envs.exceptions.InvalidParameterError`. A policy trained as a
-    modulation of a scripted gait (the recipe's ``base_gait``, :mod:`soft_envs.gait_residual`)
+    modulation of a scripted gait (the recipe's ``base_gait``, :mod:`soft_envs.learn.gait_residual`)
     acts through that gait.
     """
 
@@ -194,11 +194,11 @@ class SB3Policy:
         self.policy = policy
         self.recurrent = type(policy).__name__ == "RecurrentPPO"
         self._state, self._start = None, np.ones((1,), bool)
-        self.gait = None  # a scripted gait the policy modulates (soft_envs.gait_residual)
+        self.gait = None  # a scripted gait the policy modulates (soft_envs.learn.gait_residual)
         if base_gait:
             if env is None:
                 raise InvalidParameterError("a policy that modulates a gait needs the env")
-            from soft_envs.gait_residual import GaitResidualEnv
+            from soft_envs.learn.gait_residual import GaitResidualEnv
 
             env = GaitResidualEnv(env, base_gait)
             self.gait = env.gait
@@ -219,7 +219,7 @@ class SB3Policy:
     @classmethod
     def env_keywords(cls, spec: str) -> dict[str, Any]:
         """The env keywords the policy of ``spec`` needs for its observations (from ``PATH.json``)."""
-        from soft_envs.train_rl import policy_record
+        from soft_envs.learn.train import policy_record
 
         _, path = cls._parse(spec)
         saved = policy_record(path).get("env_kwargs", {})
@@ -229,7 +229,7 @@ class SB3Policy:
     def from_spec(cls, spec: str, env=None) -> SB3Policy:
         """``sb3:ALGO:PATH``, e.g. ``sb3:SAC:runs/peter_sac.zip`` (needs the ``learn`` extra);
         with ``env``, checks that the policy's spaces are the env's."""
-        from soft_envs.train_rl import load_model, policy_record
+        from soft_envs.learn.train import load_model, policy_record
 
         algo, path = cls._parse(spec)
         base_gait = str(policy_record(path).get("recipe", {}).get("base_gait", "") or "")

@@ -110,3 +110,9 @@ def test_ci_runs_the_commands_the_readme_gives():
     assert len(commands) >= 3  # lint and type check, tests, docs
     for command in commands:
         assert command in readme, f".ci/run runs {command!r}, which the README does not give"
+
+
+def test_the_readme_is_short():
+    """The README is read in five minutes; everything else is in docs/ (its "Where to read more")."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move a topic to its docs page"

@@ -1,4 +1,4 @@
-"""The import rule of the package (README, Layout): dependencies point one way.
+"""The import rule of the package (docs page "Layout"): dependencies point one way.
 
 ``geometry → robots → sim → envs``; ``agents`` (solvers, controllers, the network) depend on
 ``robots`` and never on ``sim`` or ``envs``; the benchmarks, demos and the command line sit on
@@ -32,14 +32,7 @@ LAYER = {
     "demos": "top",
     "evaluate": "top",
     "jobs": "top",  # results files, worker processes that may die, signals (evaluate uses it)
-    "train_rl": "top",
-    "train_rl_cli": "top",
-    "rl_recipes": "top",
-    "rl_checkpoint": "top",
-    "vector": "top",  # the Stable-Baselines3 adapter of the vector envs
-    "learn": "top",  # the parallel learner (rsl_rl PPO on the native vector envs)
-    "policy_layers": "top",  # torch layers of saved RL policies
-    "gait_residual": "top",  # a learned modulation of a scripted gait (train_rl and evaluate use it)
+    "learn": "top",  # training, recipes, checkpoints, the SB3 adapter, the parallel learner, gait modulation
     "cli": "top",
     "report": "top",  # markdown tables and figures of the harness
     "": "top",  # soft_envs/__init__.py registers the environments

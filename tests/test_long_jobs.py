@@ -1,4 +1,4 @@
-"""Long jobs lose nothing (README, "Evaluate, resume"): results written as they go, resume, dead
+"""Long jobs lose nothing (docs/evaluation.md): results written as they go, resume, dead
 workers rerun, SIGINT/SIGTERM stop cleanly (``soft_envs.jobs`` under ``soft-envs evaluate``)."""
 
 from __future__ import annotations
@@ -175,9 +175,9 @@ def _group_ends(pgid: int, timeout: float) -> bool:
     return False
 
 
-def test_the_readme_snippet_runs_and_a_second_run_resumes_to_the_same_table(tmp_path, monkeypatch):
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text.split("### Long evaluations", 1)[1]
+def test_the_docs_snippet_runs_and_a_second_run_resumes_to_the_same_table(tmp_path, monkeypatch):
+    text = (Path(__file__).resolve().parents[1] / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    section = text.split("# Long evaluations", 1)[1]
     snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
     tables = []

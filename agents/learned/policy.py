@@ -9,7 +9,7 @@ code. The model card (``card``) names what the policy was trained on and how wel
 and keywords, recipe, seed, env steps, budget, held-out results, package version.
 
 It answers Stable-Baselines3's ``predict(obs, deterministic=True) -> (action, None)`` too, so
-``soft_envs.train_rl.evaluate_policy`` and ``soft-envs evaluate`` run it as they run an SB3
+``soft_envs.learn.train.evaluate_policy`` and ``soft-envs evaluate`` run it as they run an SB3
 policy.
 """
 

@@ -1,7 +1,7 @@
 """The learned baselines' goals (issue 20): policies trained by ``soft-envs train-rl`` evaluated with
 ``soft-envs evaluate`` next to the IK controllers, on held-out seeds.
 
-The goals are data (:data:`soft_envs.rl_recipes.GOALS`): each names its policy file, recipe,
+The goals are data (:data:`soft_envs.learn.recipes.GOALS`): each names its policy file, recipe,
 seed, budget, evaluation task, presets and IK controllers. The policies live in the folder
 ``SOFT_ENVS_POLICIES`` (default ``runs/learned``), ``STEM.zip`` + ``STEM.json`` (recipe, seed,
 steps, wall and CPU time, load average) + ``STEM.log`` (the run's evaluations).
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from soft_envs.bench import markdown_table
-from soft_envs.rl_recipes import GOALS, Goal
+from soft_envs.learn.recipes import GOALS, Goal
 
 TITLE = "Learned baselines (train-rl) next to the IK controllers: soft PETER, PCC spiral, quadruped walk"
 FIRST_SEED = 2_000_000  # held out: training draws from its own seed's stream, its evaluations from 1 000 000
@@ -45,25 +45,30 @@ def policies_folder() -> Path:
 
 
 def _as_recorded(recipe: Any) -> Any:
-    """``recipe`` (a :class:`~soft_envs.rl_recipes.Recipe`) as a record holds it once through JSON
+    """``recipe`` (a :class:`~soft_envs.learn.recipes.Recipe`) as a record holds it once through JSON
     (tuples become lists), for comparing a record or checkpoint with the recipe of today."""
-    from soft_envs.rl_checkpoint import to_json_value
+    from soft_envs.learn.checkpoint import to_json_value
 
     return json.loads(json.dumps(dataclasses.asdict(recipe), default=to_json_value))
 
 
 def _trained_as_asked(record: dict[str, Any], goal: Goal, budget_clock: str) -> bool:
-    from soft_envs.rl_recipes import recipe_for
+    from soft_envs.learn.recipes import Recipe, recipe_for
 
-    return (record.get("recipe") == _as_recorded(recipe_for(goal.recipe)) and record.get("seed") == goal.seed
+    def settings(recipe: dict[str, Any]) -> dict[str, Any]:
+        """What trains (the note only explains it; a field newer than the record has its default)."""
+        return {key: value for key, value in (_as_recorded(Recipe()) | recipe).items() if key != "note"}
+
+    return (settings(record.get("recipe") or {}) == settings(_as_recorded(recipe_for(goal.recipe)))
+            and record.get("seed") == goal.seed
             and record.get("budget_minutes") == goal.minutes and record.get("budget_clock") == budget_clock)
 
 
 def _train_goal(item: tuple[Goal, str, str]) -> dict[str, Any]:
     """Train one goal's policy (in a worker process); its log goes to ``STEM.log``."""
-    from soft_envs.rl_checkpoint import Checkpoint
-    from soft_envs.rl_recipes import recipe_for
-    from soft_envs.train_rl import policy_record, train
+    from soft_envs.learn.checkpoint import Checkpoint
+    from soft_envs.learn.recipes import recipe_for
+    from soft_envs.learn.train import policy_record, train
 
     goal, folder, budget_clock = item
     output = Path(folder) / f"{goal.stem}.zip"
@@ -247,7 +252,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
     (this bench's section as it stands, e.g. in BENCHMARKS.md)."""
     from soft_envs import evaluate as ev
     from soft_envs.clock import now
-    from soft_envs.train_rl import policy_record
+    from soft_envs.learn.train import policy_record
 
     stems = [g.stem for g in GOALS]
     chosen = tuple(g for g in GOALS if goals is None or g.stem in goals)
@@ -330,7 +335,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
         carried = (f" Carried unchanged from this section's previous run (not re-evaluated now): "
                    f"{', '.join(others)}.")
     return (f"Regenerate: `soft-envs bench learned --full --train --update BENCHMARKS.md` (module "
-            f"`soft_envs.bench.learned`; the goals, recipes and seeds are data in `soft_envs.rl_recipes.GOALS`). "
+            f"`soft_envs.bench.learned`; the goals, recipes and seeds are data in `soft_envs.learn.recipes.GOALS`). "
             f"Policies from `{_shown(folder)}`; each `PATH.json` holds its recipe, seed, steps, wall and CPU time and "
             f"the load; budgets count the run's CPU time (the wall time of an idle core; `--train` runs "
             f"{TRAIN_WORKERS} at a time, and the wall and load columns show what each run shared). "

@@ -8,7 +8,7 @@ PeterReach-v0 (ideal) at ``N`` sub-envs:
 * the parallel learner (:class:`soft_envs.learn.parallel.ParallelPPO`: rsl_rl's PPO, rollouts of
   ``n_steps`` per env, then its update) — env-steps per second over whole iterations, the
   update included, and the share of the time that is the rollout;
-* Stable-Baselines3's PPO through the SB3 adapter (:mod:`soft_envs.vector`), the same rollout
+* Stable-Baselines3's PPO through the SB3 adapter (:mod:`soft_envs.learn.sb3_vector`), the same rollout
   length, epochs and minibatch size, for comparison.
 
 Rates are env-steps per second of wall time and of this process's CPU time. The vector env alone
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs.learn.recipes import RECIPES
 from soft_envs.report import markdown_table
-from soft_envs.rl_recipes import RECIPES
 from soft_envs.sim import threads
 
 TITLE = "Learner throughput: the share of the vector env's rate the learners consume"
@@ -88,7 +88,7 @@ def sb3_rate(n_envs: int, n_threads: int, iterations: int, seed: int) -> tuple[f
     import torch
     from stable_baselines3 import PPO
 
-    from soft_envs.vector import sb3_vec_env
+    from soft_envs.learn.sb3_vector import sb3_vec_env
 
     recipe = RECIPES[RECIPE]
     torch.set_num_threads(n_threads or threads.available_cores())

@@ -38,7 +38,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 def variant_recipe(label: str):
     """The recipe of variant ``label``: the kinematic PeterReach recipe, realistic, with its changes."""
-    from soft_envs.rl_recipes import recipe_for
+    from soft_envs.learn.recipes import recipe_for
 
     changes, env_changes = VARIANTS[label]
     base = recipe_for("soft_envs/PeterReach-v0")
@@ -49,7 +49,7 @@ def ablation_rows(minutes: float | None, seed: int, *, timesteps: int | None = N
                   labels: tuple[str, ...] | None = None, eval_episodes: int = EVAL_EPISODES) -> list[list]:
     """Train every variant (``labels``, default all) for ``minutes`` of CPU time (and/or ``timesteps``)
     with ``seed``; one table row each: steps, CPU minutes, held-out goals within 5 and 1 mm, median."""
-    from soft_envs.train_rl import train
+    from soft_envs.learn.train import train
 
     rows = []
     for label in progress(labels or tuple(VARIANTS), desc="loop options", leave=False):
@@ -68,12 +68,12 @@ HEADERS = ["variant", "env steps", "held-out goals within 5 mm", "within 1 mm", 
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     """The ablation section."""
-    from soft_envs.train_rl import EVAL_SEED
+    from soft_envs.learn.train import EVAL_SEED
 
     minutes = BUDGET_MINUTES if full else SMALL_MINUTES
     rows = ablation_rows(minutes, seed, eval_episodes=EVAL_EPISODES if full else 20)
     return (f"Each variant: {minutes:g} CPU-minutes, seed {seed}, one torch thread, the kinematic PeterReach "
-            "recipe (`soft_envs.rl_recipes`) under `realism=\"realistic\"` with the variant's changes "
+            "recipe (`soft_envs.learn.recipes`) under `realism=\"realistic\"` with the variant's changes "
             "(module `soft_envs.bench.loop_options`); the final policy on the same "
             f"{EVAL_EPISODES if full else 20} held-out goals (seeds from {EVAL_SEED:,}), each judged at the episode's "
             "end by the true distance (the policy sees the measured tip, with the realistic noise and latency)."

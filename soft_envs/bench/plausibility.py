@@ -61,8 +61,8 @@ AUDITS: tuple[Audit, ...] = (
 
 def _train(item: tuple[Audit, str, float, int]) -> str:
     """Train one audit's recipe for ``minutes`` of CPU time into ``folder``; the policy's spec."""
-    from soft_envs.rl_recipes import recipe_for
-    from soft_envs.train_rl import train
+    from soft_envs.learn.recipes import recipe_for
+    from soft_envs.learn.train import train
 
     audit, folder, minutes, seed = item
     recipe = recipe_for(audit.recipe)

@@ -17,7 +17,7 @@ IK_CONTROLLERS = ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     from soft_envs import evaluate as ev
-    from soft_envs.train_rl import train
+    from soft_envs.learn.train import train
 
     minutes = 10.0 if full else 1.0
     episodes = 50 if full else 5

@@ -1,13 +1,13 @@
 """PPO over thousands of parallel envs: rsl_rl's algorithm on the native vector envs.
 
-``soft-envs train-rl --n-envs N`` (``N ≥`` :data:`PARALLEL_MIN_ENVS`, an env with a native vector
-env) trains here instead of through Stable-Baselines3. Why rsl_rl (``rsl-rl-lib``, the learner of
-legged_gym and Isaac Lab): it is made for thousands of envs stepping as one batch — short rollouts
-(``n_steps`` per env), a few large minibatches, a learning rate adapted to a target KL divergence —
-and takes the batch as tensors, where SB3's ``VecEnv`` goes through per-env ``info`` dicts and
-per-env Python objects on every step. We use its ``PPO`` (actor, critic, rollout storage, update)
-and drive the loop ourselves: the budget (wall or CPU time, as ``soft-envs train-rl``), the held-out
-evaluations and the saved policy are ours.
+``soft-envs train-rl --n-envs N`` (``N ≥`` :data:`~soft_envs.learn.recipes.PARALLEL_MIN_ENVS`, an
+env with a native vector env) trains here instead of through Stable-Baselines3. Why rsl_rl
+(``rsl-rl-lib``, the learner of legged_gym and Isaac Lab): it is made for thousands of envs
+stepping as one batch — short rollouts (``n_steps`` per env), a few large minibatches, a learning
+rate adapted to a target KL divergence — and takes the batch as tensors, where SB3's ``VecEnv``
+goes through per-env ``info`` dicts and per-env Python objects on every step. We use its ``PPO``
+(actor, critic, rollout storage, update) and drive the loop ourselves: the budget (wall or CPU
+time, as ``soft-envs train-rl``), the held-out evaluations and the saved policy are ours.
 
 :class:`TorchVectorEnv` is the adapter: the vector env (same-step autoreset) stepped with the
 actions' numpy view, its observations standardised (mean and standard deviation of a random-action
@@ -34,9 +34,9 @@ import numpy as np
 from soft_envs import __version__, clock
 from soft_envs.agents.learned import MLPPolicy
 from soft_envs.console import progress as progress_bar
-from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, check_integer, check_positive
-from soft_envs.rl_recipes import Recipe
-from soft_envs.train_rl import BUDGET_CLOCKS, EVAL_SEED, MAX_MINUTES, METRICS, TrainResult, evaluate_policy
+from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+from soft_envs.learn import recipes
+from soft_envs.learn.train import EVAL_SEED, METRICS, TrainResult, check_budget, evaluate_policy
 
 OBS_GROUP = "policy"
 
@@ -135,7 +135,7 @@ class TorchVectorEnv:
         self.venv.close()
 
 
-def make_vector_env(recipe: Recipe, env_kwargs: dict[str, Any], num_threads: int | None = None):
+def make_vector_env(recipe: recipes.Recipe, env_kwargs: dict[str, Any], num_threads: int | None = None):
     """The native vector env of ``recipe`` (``recipe.n_envs`` sub-envs, same-step autoreset)."""
     import gymnasium as gym
 
@@ -163,7 +163,7 @@ def rollout_statistics(venv, samples: int, seed: int) -> tuple[np.ndarray, np.nd
     return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
 
 
-def rsl_config(recipe: Recipe) -> dict[str, Any]:
+def rsl_config(recipe: recipes.Recipe) -> dict[str, Any]:
     """rsl_rl's PPO configuration of ``recipe`` (``batch_size`` is the minibatch size)."""
     batch = recipe.n_envs * recipe.n_steps
     hidden = list(recipe.net_arch)
@@ -195,7 +195,7 @@ def actor_policy(alg, obs_mean: np.ndarray, obs_std: np.ndarray, card: dict[str,
 class ParallelPPO:
     """rsl_rl's PPO on a :class:`TorchVectorEnv`: :meth:`iterate` collects one rollout and updates."""
 
-    def __init__(self, recipe: Recipe, env_kwargs: dict[str, Any], seed: int, *, threads: int = 1,
+    def __init__(self, recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, *, threads: int = 1,
                  env_threads: int | None = None) -> None:
         require_rsl_rl()
         import torch
@@ -247,7 +247,7 @@ class ParallelPPO:
         self.env.close()
 
 
-def train_parallel(recipe: Recipe, *, minutes: float | None = 10.0, timesteps: int | None = None, seed: int = 0,
+def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, timesteps: int | None = None, seed: int = 0,
                    eval_every: int = 500_000, eval_episodes: int = 100, threads: int = 1,
                    env_threads: int | None = None, output: str | Path | None = None, progress: bool = True,
                    log=print, budget_clock: str = "wall") -> TrainResult:
@@ -258,17 +258,7 @@ def train_parallel(recipe: Recipe, *, minutes: float | None = 10.0, timesteps: i
     recipe = recipe.validate()
     if recipe.learner != "rsl_rl":
         raise InvalidParameterError(f"train_parallel trains rsl_rl recipes; got learner {recipe.learner!r}")
-    if minutes is None and timesteps is None:
-        raise InvalidParameterError("give a budget: minutes and/or timesteps")
-    if minutes is not None:
-        check_positive("minutes", minutes, MAX_MINUTES)
-    if timesteps is not None:
-        check_integer("timesteps", timesteps, minimum=1)
-    check_integer("eval_every", eval_every, minimum=1)
-    check_integer("eval_episodes", eval_episodes, minimum=1)
-    check_integer("threads", threads, minimum=1, maximum=1024)
-    if budget_clock not in BUDGET_CLOCKS:
-        raise InvalidParameterError(f"budget_clock must be one of {BUDGET_CLOCKS}; got {budget_clock!r}")
+    check_budget(minutes, timesteps, eval_every, eval_episodes, threads, budget_clock)
     env_kwargs = recipe.make_kwargs()
     use = clock.use_clock(clock.process_time) if budget_clock == "cpu" else contextlib.nullcontext()
     history: list[tuple[int, float, dict[str, float]]] = []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from soft_envs.agents.learned import MLPPolicy, shipped, shipped_names
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.train_rl import EVAL_SEED, EvalResult, evaluate_policy
+from soft_envs.learn.train import EVAL_SEED, EvalResult, evaluate_policy
 
 FRESH_SEED = EVAL_SEED + 500_000  # first seed of a verification (neither training's nor the card's)
 CARD_KEYS = ("env_id", "env_kwargs", "recipe", "seed", "timesteps", "evaluation", "soft_envs_version")

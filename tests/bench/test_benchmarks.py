@@ -167,7 +167,7 @@ def test_learning_on_a_robot_beats_its_nominal_model_and_finds_its_parameters():
 
 def test_a_learned_goal_is_judged_only_under_its_judged_presets():
     from soft_envs.bench.learned import _verdict
-    from soft_envs.rl_recipes import Goal
+    from soft_envs.learn.recipes import Goal
 
     rms = {("pd-ff", "ideal"): np.array([0.3e-3]), ("pd-ff", "realistic"): np.array([7.7e-3]),
            ("me", "ideal"): np.array([5.0e-3]), ("me", "realistic"): np.array([6.0e-3])}
@@ -187,7 +187,7 @@ def test_a_learned_walk_is_judged_on_its_gait_not_only_its_speed():
     """Issue 30: faster than the trot and no falls is not enough — a vibrating gait (many command
     reversals, skating feet) fails its goal."""
     from soft_envs.bench.learned import _walk_verdict
-    from soft_envs.rl_recipes import Goal
+    from soft_envs.learn.recipes import Goal
 
     goal = Goal("walk", "label", "quadruped-walk-gait", 60.0, "quadruped-walk", ("ideal",), ("trot",), "target")
     servo_gait = {"gait_stance_slip_speed": 0.002, "gait_command_reversals_per_second": 8.0,

@@ -62,9 +62,9 @@ def test_walk_reward_terms_and_fall_termination(fall_weight):
     walk_env.reset(seed=1)
     _, reward, _, _, info = walk_env.step(walk_env.action_space.sample())
     terms = [v for k, v in info.items() if k.startswith("reward_")]
-    assert len(terms) == 8 and reward == pytest.approx(sum(terms), abs=1e-12)
+    assert len(terms) == 9 and reward == pytest.approx(sum(terms), abs=1e-12)
     assert info["reward_fall"] == 0.0  # standing
-    assert info["reward_slip"] == 0.0  # slip_weight defaults to 0
+    assert info["reward_slip"] == 0.0 and info["reward_reversal"] == 0.0  # their weights default to 0
     # Upside down on the ground: a fall, priced by the fall term.
     env.body.reset(env.model.standing_configuration().ravel(), position=(0, 0, 0.03), orientation=(1, 0, 0, 0))
     _, reward, terminated, _, info = walk_env.step(np.zeros(12, dtype=np.float32))
@@ -76,6 +76,23 @@ def test_walk_reward_terms_and_fall_termination(fall_weight):
         gym.make("soft_envs/QuadrupedWalk-v0", fall_weight=-1.0)
     with pytest.raises(ValueError, match="slip_weight"):
         gym.make("soft_envs/QuadrupedWalk-v0", slip_weight=-1.0)
+    with pytest.raises(ValueError, match="reversal_weight"):
+        gym.make("soft_envs/QuadrupedWalk-v0", reversal_weight=-1.0)
+
+
+def test_the_reversal_term_prices_each_joint_target_that_turns_back():
+    walk_env = gym.make("soft_envs/QuadrupedWalk-v0", reversal_weight=0.5)
+    walk_env.reset(seed=2)
+    zigzag = [np.full(12, 0.2, dtype=np.float32), np.full(12, -0.2, dtype=np.float32)]
+    rewards, counts = [], []
+    for k in range(6):
+        _, _, _, _, info = walk_env.step(zigzag[k % 2])
+        rewards.append(info["reward_reversal"])
+        counts.append(int(walk_env.unwrapped.gait.reversals.count.sum()))
+    walk_env.close()
+    made = np.diff([0, *counts])  # reversals of the 12 targets at each step
+    np.testing.assert_allclose(rewards, -0.5 * made)
+    assert made[0] == 0 and made[1:].sum() > 0  # the first move sets a direction; turns count after it
 
 
 def test_the_slip_term_prices_the_stance_feet_skating():

@@ -1,7 +1,7 @@
-"""A dead ``AsyncVectorEnv`` worker gives an error, not a hang (README, "Vector environments").
+"""A dead ``AsyncVectorEnv`` worker gives an error, not a hang (docs page "Vector environments").
 
 Gymnasium leaves a plain ``close()`` waiting forever on a worker that died mid-step; the
-pattern the README recommends — ``step_wait(timeout=…)`` and ``close(terminate=True)`` on any
+pattern the docs recommend — ``step_wait(timeout=…)`` and ``close(terminate=True)`` on any
 error — must end in seconds with every worker process gone.
 """
 

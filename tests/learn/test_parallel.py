@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.rl_recipes import PARALLEL_MIN_ENVS, RECIPES, Recipe
+from soft_envs.learn.recipes import PARALLEL_MIN_ENVS, RECIPES, Recipe
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("rsl_rl")
@@ -82,7 +82,7 @@ def test_bad_recipes_and_budgets_are_refused():
 
 def test_cli_picks_the_parallel_learner_for_thousands_of_envs(tmp_path, capsys):
     from soft_envs.cli import build_parser
-    from soft_envs.train_rl_cli import recipe_from_args
+    from soft_envs.learn.cli import recipe_from_args
 
     parser = build_parser()
     args = parser.parse_args(["train-rl", "--env-kwargs", '{"kinematic": false}', "--n-envs", "1024"])

@@ -21,7 +21,7 @@ from soft_envs.exceptions import InvalidParameterError
 torch = pytest.importorskip("torch")
 pytest.importorskip("stable_baselines3")
 
-from soft_envs.train_rl import (  # noqa: E402
+from soft_envs.learn.train import (  # noqa: E402
     RECIPES,
     load_model,
     parse_seeds,
@@ -66,8 +66,8 @@ def test_ppo_trains_on_parallel_envs_and_recurrent_policies_evaluate(algo, tmp_p
     result = train(recipe, minutes=None, timesteps=64, eval_every=10**6, eval_episodes=2, output=tmp_path / "p",
                    progress=False, log=lambda *_: None)
     assert result.timesteps == 64 and np.all(np.isfinite(result.final.distances))
-    from soft_envs.train_rl import make_training_env
-    from soft_envs.vector import SB3VecEnv
+    from soft_envs.learn.sb3_vector import SB3VecEnv
+    from soft_envs.learn.train import make_training_env
 
     venv = make_training_env(recipe, recipe.make_kwargs(), seed=0)  # kinematic PeterReach: its native vector env
     assert isinstance(venv, SB3VecEnv) and venv.num_envs == 2
@@ -156,7 +156,7 @@ def test_tensorboard_logs_are_written(tmp_path):
 def test_the_learned_baseline_example_runs(tmp_path, capsys):
     import runpy
 
-    example = runpy.run_path(str(__import__("pathlib").Path(__file__).parents[1] / "examples" / "learned_baseline.py"))
+    example = runpy.run_path(str(__import__("pathlib").Path(__file__).parents[2] / "examples" / "learned_baseline.py"))
     example["main"](["peter_soft", "--smoke", "--episodes", "1", "--output", str(tmp_path / "p.zip")])
     table = capsys.readouterr().out
     assert "trr-feedback" in table and "sb3:SAC:" in table
@@ -172,7 +172,7 @@ def test_the_wall_clock_budget_reads_the_clock(expiring_clock, tmp_path):
 
 def test_the_learned_bench_evaluates_the_policies_it_finds_and_names_the_missing(tmp_path, monkeypatch):
     from soft_envs.bench import learned
-    from soft_envs.rl_recipes import GOALS
+    from soft_envs.learn.recipes import GOALS
 
     goal = next(g for g in GOALS if g.stem == "peter_soft")
     recipe = recipe_for(goal.recipe).replace(net_arch=(16,), batch_size=16, learning_starts=16,
@@ -204,8 +204,8 @@ def test_a_policy_trained_as_its_goal_asks_is_kept_and_its_checkpoint_resumed(tm
     # The record and the checkpoint hold the recipe through JSON (tuples become lists): both must
     # still compare equal to today's recipe, or `bench learned --train` retrains from zero.
     from soft_envs.bench.learned import _as_recorded, _trained_as_asked
-    from soft_envs.rl_checkpoint import Checkpoint
-    from soft_envs.rl_recipes import GOALS
+    from soft_envs.learn.checkpoint import Checkpoint
+    from soft_envs.learn.recipes import GOALS
 
     goal = next(g for g in GOALS if g.stem == "peter_soft")
     path = tmp_path / f"{goal.stem}.zip"

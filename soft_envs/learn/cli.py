@@ -1,4 +1,4 @@
-"""The ``soft-envs train-rl`` command line (options, and the run it starts: :mod:`soft_envs.train_rl`)."""
+"""The ``soft-envs train-rl`` command line (options, and the run it starts: :mod:`soft_envs.learn.train`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from soft_envs.rl_recipes import ALGORITHMS, PARALLEL_MIN_ENVS, PARALLEL_RECIPES, RECIPES, recipe_for
+from soft_envs.learn.recipes import ALGORITHMS, PARALLEL_MIN_ENVS, PARALLEL_RECIPES, RECIPES, recipe_for
 
 #: Command-line options that override a recipe's field (``None``: keep the recipe's).
 _OVERRIDES = {"algo": "algo", "gamma": "gamma", "her": "her", "standardize": "standardize",
@@ -18,10 +18,10 @@ _OVERRIDES = {"algo": "algo", "gamma": "gamma", "her": "her", "standardize": "st
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``soft-envs train-rl`` options."""
-    from soft_envs.train_rl import DEFAULT_MINUTES
+    from soft_envs.learn.train import DEFAULT_MINUTES
 
     parser.add_argument("--env", default="soft_envs/PeterReach-v0",
-                        help="env id (its recipe: soft_envs.rl_recipes.RECIPES); default kinematic PeterReach")
+                        help="env id (its recipe: soft_envs.learn.recipes.RECIPES); default kinematic PeterReach")
     parser.add_argument("--recipe", help=f"a named recipe instead of the env's: {', '.join(sorted(RECIPES))}")
     parser.add_argument("--env-kwargs", default="{}",
                         help='gym.make keywords as JSON, e.g. \'{"realism": "realistic"}\'')
@@ -91,7 +91,7 @@ def recipe_from_args(args: argparse.Namespace):
 
 def main(args: argparse.Namespace) -> int:
     """``soft-envs train-rl``: train, print the evaluations and the final figures, save."""
-    from soft_envs import train_rl
+    from soft_envs.learn import train as train_rl
 
     try:
         recipe = recipe_from_args(args)
@@ -125,8 +125,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _main_parallel(args: argparse.Namespace, recipe, minutes: float | None) -> int:
     """``soft-envs train-rl`` on the parallel learner: one run per seed, in this process."""
-    from soft_envs import train_rl
     from soft_envs.exceptions import InvalidParameterError
+    from soft_envs.learn import train as train_rl
     from soft_envs.learn.parallel import train_parallel
 
     unsupported = [flag for flag, value in (("--checkpoint-every", args.checkpoint_every), ("--resume", args.resume),

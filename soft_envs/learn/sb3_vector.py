@@ -41,7 +41,7 @@ from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 try:
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 except ImportError as _exc:  # pragma: no cover - depends on the installed extras
-    raise MissingDependencyError("soft_envs.vector needs Stable-Baselines3: pip install 'soft_envs[learn]'") \
+    raise MissingDependencyError("soft_envs.learn.sb3_vector needs Stable-Baselines3: pip install 'soft_envs[learn]'") \
         from _exc
 
 

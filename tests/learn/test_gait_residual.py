@@ -1,4 +1,4 @@
-"""A learned modulation of the Bézier trot (soft_envs.gait_residual): the env a learner trains on
+"""A learned modulation of the Bézier trot (soft_envs.learn.gait_residual): the env a learner trains on
 and the controller ``soft-envs evaluate`` runs give the same actions; a zero modulation is the
 trot itself."""
 
@@ -12,8 +12,8 @@ from gymnasium.utils.env_checker import check_env
 import soft_envs  # noqa: F401
 from soft_envs.agents.gait import TrotController
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.gait_residual import GaitResidual, GaitResidualEnv
-from soft_envs.rl_recipes import Recipe, recipe_for
+from soft_envs.learn.gait_residual import GaitResidual, GaitResidualEnv
+from soft_envs.learn.recipes import Recipe, recipe_for
 
 WALK = "soft_envs/QuadrupedWalk-v0"
 

@@ -1,4 +1,4 @@
-"""``soft_envs.vector.SB3VecEnv``: Stable-Baselines3 on the Gymnasium vector envs.
+"""``soft_envs.learn.sb3_vector.SB3VecEnv``: Stable-Baselines3 on the Gymnasium vector envs.
 
 The adapter over a native vector env (either autoreset mode) and over a ``SyncVectorEnv`` gives
 what SB3's own ``DummyVecEnv`` of ``Monitor``-wrapped single envs gives (observations, rewards,
@@ -16,7 +16,7 @@ import soft_envs  # noqa: F401
 pytest.importorskip("torch")
 pytest.importorskip("stable_baselines3")
 
-from soft_envs.vector import info_rows, sb3_vec_env  # noqa: E402
+from soft_envs.learn.sb3_vector import info_rows, sb3_vec_env  # noqa: E402
 
 PETER = "soft_envs/PeterReach-v0"
 N_ENVS = 3

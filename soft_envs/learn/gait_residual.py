@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.rl_recipes import BASE_GAITS
+from soft_envs.learn.recipes import BASE_GAITS
 
 
 class GaitResidual:

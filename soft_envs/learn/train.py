@@ -1,6 +1,6 @@
 """``soft-envs train-rl``: train a Stable-Baselines3 policy on any soft_envs env, within a budget.
 
-Trains the recipe of the env (:mod:`soft_envs.rl_recipes`; SAC + HER on the goal-conditioned
+Trains the recipe of the env (:mod:`soft_envs.learn.recipes`; SAC + HER on the goal-conditioned
 forms, PPO on parallel envs, sb3-contrib's RecurrentPPO) until a wall-clock budget and/or a
 number of env steps, evaluates the deterministic policy every ``eval_every`` steps on held-out
 episodes (the env's seeds ``EVAL_SEED, EVAL_SEED + 1, …``; training draws from the stream of its
@@ -8,13 +8,13 @@ own ``seed``), and saves the policy (``PATH.zip``) with the env id and keywords 
 with (``PATH.json``, read by :func:`policy_record`; :func:`load_model` loads the policy), which
 is what ``soft-envs evaluate --controllers sb3:ALGO:PATH.zip`` needs.
 
-Long runs lose nothing (:mod:`soft_envs.rl_checkpoint`): every ``checkpoint_every`` minutes and
+Long runs lose nothing (:mod:`soft_envs.learn.checkpoint`): every ``checkpoint_every`` minutes and
 on SIGTERM the run writes ``PATH.ckpt/`` (the model with its optimiser, the replay buffer, the
 RNG states, the step count and the elapsed budget); ``resume=True`` continues from it to the
 same total budget. ``tensorboard`` logs SB3's own scalars; :func:`train_seeds` runs several
 seeds in parallel processes or on Ray (as ``soft-envs evaluate --ray`` does).
 
-The kinematic PeterReach recipe (the experiments behind it are in the README): standardised
+The kinematic PeterReach recipe (the experiments behind it are on the docs page "Learning"): standardised
 network input (goals vary by millimetres about 0.12 m; on raw inputs SAC first learns the
 horizontal position and sits for 10–40 thousand steps at ~70 % within 5 mm), the env's default
 reward scale (centimetres), ``gamma = 0.5`` (the kinematic env is a contextual bandit with
@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,8 @@ import numpy as np
 
 from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, check_integer, check_positive
-from soft_envs.rl_checkpoint import to_json_value
-from soft_envs.rl_recipes import ALGORITHMS, RECIPES, Recipe, recipe_for
+from soft_envs.learn.checkpoint import to_json_value
+from soft_envs.learn.recipes import ALGORITHMS, RECIPES, Recipe, recipe_for
 
 ENV_ID = "soft_envs/PeterReach-v0"
 EVAL_SEED = 1_000_000  # first seed of the held-out evaluation episodes
@@ -144,11 +146,11 @@ def algorithm_class(name: str):
 
 def make_env(env_id: str, env_kwargs: dict[str, Any], base_gait: str = ""):
     """``gym.make(env_id, **env_kwargs)``, as a modulation of ``base_gait`` if one is named
-    (:mod:`soft_envs.gait_residual`)."""
+    (:mod:`soft_envs.learn.gait_residual`)."""
     import gymnasium as gym
 
     import soft_envs  # noqa: F401  (registers the environments)
-    from soft_envs.gait_residual import wrap
+    from soft_envs.learn.gait_residual import wrap
 
     return wrap(gym.make(env_id, **env_kwargs), base_gait)
 
@@ -253,6 +255,8 @@ def load_model(path: str | Path, algo: str | None = None):
     if not name:
         raise InvalidParameterError(f"unknown Stable-Baselines3 algorithm for {path}: give one (sb3:ALGO:PATH)")
     algorithm = algorithm_class(name)
+    # Policies saved before 0.4 name their input layer by its old module (soft_envs.policy_layers).
+    sys.modules.setdefault("soft_envs.policy_layers", importlib.import_module("soft_envs.learn.layers"))
     objects: dict[str, Any] = {}
     if name.upper() in ("SAC", "TD3", "DDPG", "DQN"):
         # A replay buffer is only for training: loading without one needs no env (HER's does).
@@ -271,14 +275,14 @@ def make_training_env(recipe: Recipe, env_kwargs: dict[str, Any], seed: int):
         return make_env(recipe.env_id, env_kwargs, recipe.base_gait)
     native = gym.spec(recipe.env_id).vector_entry_point is not None and not recipe.base_gait
     if native and env_kwargs.get("action_mode", "absolute") == "absolute" and not env_kwargs.get("history"):
-        from soft_envs.vector import sb3_vec_env
+        from soft_envs.learn.sb3_vector import sb3_vec_env
 
         return sb3_vec_env(recipe.env_id, recipe.n_envs, seed=seed, vectorization_mode="vector_entry_point",
                            **env_kwargs)
     from stable_baselines3.common.env_util import make_vec_env
 
     if recipe.base_gait:
-        from soft_envs.gait_residual import GaitResidualEnv
+        from soft_envs.learn.gait_residual import GaitResidualEnv
 
         return make_vec_env(recipe.env_id, n_envs=recipe.n_envs, seed=seed, env_kwargs=env_kwargs,
                             wrapper_class=GaitResidualEnv, wrapper_kwargs={"base": recipe.base_gait})
@@ -293,7 +297,7 @@ def make_model(recipe: Recipe, env, env_kwargs: dict[str, Any], seed: int, tenso
     algo = recipe.algo.upper()
     policy_kwargs: dict[str, Any] = {"net_arch": list(recipe.net_arch)}
     if recipe.standardize:
-        from soft_envs.policy_layers import StandardizedInput
+        from soft_envs.learn.layers import StandardizedInput
 
         mean, std = observation_statistics(recipe.env_id, env_kwargs, recipe.standardize_samples, seed=seed + 1,
                                            base_gait=recipe.base_gait)
@@ -322,6 +326,22 @@ def make_model(recipe: Recipe, env, env_kwargs: dict[str, Any], seed: int, tenso
     return algorithm_class(algo)("MultiInputPolicy" if dict_obs else "MlpPolicy", env, **kwargs)
 
 
+def check_budget(minutes: float | None, timesteps: int | None, eval_every: int, eval_episodes: int, threads: int,
+                 budget_clock: str) -> None:
+    """:class:`InvalidParameterError` unless these are a training run's valid budget and settings."""
+    if minutes is None and timesteps is None:
+        raise InvalidParameterError("give a budget: minutes and/or timesteps")
+    if minutes is not None:
+        check_positive("minutes", minutes, MAX_MINUTES)
+    if timesteps is not None:
+        check_integer("timesteps", timesteps, minimum=1)
+    check_integer("eval_every", eval_every, minimum=1)
+    check_integer("eval_episodes", eval_episodes, minimum=1)
+    check_integer("threads", threads, minimum=1, maximum=1024)
+    if budget_clock not in BUDGET_CLOCKS:
+        raise InvalidParameterError(f"budget_clock must be one of {BUDGET_CLOCKS}; got {budget_clock!r}")
+
+
 def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timesteps: int | None = None,
           seed: int = 0, n_modules: int | None = None, realism: str | None = None, eval_every: int = 10_000,
           eval_episodes: int = 100, threads: int = 1, output: str | Path | None = None,
@@ -334,20 +354,10 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     evaluating every ``eval_every`` steps on ``eval_episodes`` held-out episodes; save to
     ``output`` if given. ``checkpoint_every`` [min] writes ``OUTPUT.ckpt/`` as it goes (and on
     SIGTERM, which stops the run); ``resume`` continues that checkpoint to the same budget."""
-    from soft_envs import rl_checkpoint
+    from soft_envs.learn import checkpoint as rl_checkpoint
 
     recipe = (recipe or Recipe()).validate()
-    if minutes is None and timesteps is None:
-        raise InvalidParameterError("give a budget: minutes and/or timesteps")
-    if minutes is not None:
-        check_positive("minutes", minutes, MAX_MINUTES)
-    if timesteps is not None:
-        check_integer("timesteps", timesteps, minimum=1)
-    check_integer("eval_every", eval_every, minimum=1)
-    check_integer("eval_episodes", eval_episodes, minimum=1)
-    check_integer("threads", threads, minimum=1, maximum=1024)
-    if budget_clock not in BUDGET_CLOCKS:
-        raise InvalidParameterError(f"budget_clock must be one of {BUDGET_CLOCKS}; got {budget_clock!r}")
+    check_budget(minutes, timesteps, eval_every, eval_episodes, threads, budget_clock)
     if checkpoint_every is not None:
         check_positive("checkpoint_every [min]", checkpoint_every, MAX_MINUTES)
     if (checkpoint_every is not None or resume) and output is None:
@@ -485,7 +495,3 @@ def train_seeds(seeds: list[int], *, output: str | Path, workers: int = 2, ray_a
             out.append(item)
     return out
 
-
-from soft_envs.train_rl_cli import add_arguments, main  # noqa: E402  (the CLI, in its own module)
-
-__all__ += ["add_arguments", "main"]

@@ -15,7 +15,7 @@ from typing import Any
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_positive
 
 ALGORITHMS = ("SAC", "TD3", "PPO", "RECURRENTPPO")
-#: The scripted gaits a policy may modulate (:mod:`soft_envs.gait_residual`, which is not imported
+#: The scripted gaits a policy may modulate (:mod:`soft_envs.learn.gait_residual`, which is not imported
 #: here: it needs the controllers).
 BASE_GAITS = ("trot",)
 OFF_POLICY = ("SAC", "TD3")
@@ -40,9 +40,9 @@ class Recipe:
     actions); ``n_envs``, ``n_steps``, ``n_epochs``, ``gae_lambda``, ``ent_coef``, ``clip_range``
     are PPO's (``n_envs`` parallel envs: the native vector env where one exists); ``env_kwargs``
     are ``gym.make`` keywords; ``standardize`` standardises the networks' input
-    (:class:`~soft_envs.policy_layers.StandardizedInput`, statistics of ``standardize_samples``
+    (:class:`~soft_envs.learn.layers.StandardizedInput`, statistics of ``standardize_samples``
     random-action steps); ``base_gait`` makes the policy a modulation of that scripted gait
-    (:mod:`soft_envs.gait_residual`; ``""``: the policy sets the joint targets itself).
+    (:mod:`soft_envs.learn.gait_residual`; ``""``: the policy sets the joint targets itself).
     """
 
     env_id: str = "soft_envs/PeterReach-v0"
@@ -207,12 +207,12 @@ RECIPES: dict[str, Recipe] = {
         env_id="soft_envs/QuadrupedWalk-v0", **(_PPO | {"n_envs": 8}), base_gait="trot",
         env_kwargs={"healthy_reward": 0.5, "fall_weight": 10.0, "action_rate_weight": 2.0, "slip_weight": 10.0,
                     "reversal_weight": 0.3},
-        note="PPO modulating the Bézier trot (soft_envs.gait_residual: stride, a cadence that may only slow, and a "
-             "joint residual of 10 % of the range, through a 50 ms filter; Iscen et al. 2018's policies modulating "
-             "trajectory generators): the servo gait is the starting point; prices on the action's rate and on the "
-             "stance feet's slip (1 mm/s of slip costs what 1 cm/s of speed earns) and on each reversal of a joint "
-             "target (0.3, the judged figure priced where it is made; at 0 the policy reversed up to 11 times a "
-             "second, at 0.1 it walked slower than the trot, seed 0, 40 CPU-min) keep it one"),
+        note="PPO modulating the Bézier trot (soft_envs.learn.gait_residual: stride, a cadence that may only slow, "
+             "and a joint residual of 10 % of the range, through a 50 ms filter; Iscen et al. 2018's policies "
+             "modulating trajectory generators): the servo gait is the starting point; prices on the action's rate, "
+             "on the stance feet's slip (1 mm/s of slip costs what 1 cm/s of speed earns) and on each reversal of a "
+             "joint target (0.3, the judged figure priced where it is made; at 0 the policy reversed up to 11 times "
+             "a second, at 0.1 it walked slower than the trot, seed 0, 40 CPU-min) keep it one"),
     "soft_envs/QuadrupedPose-v0": Recipe(env_id="soft_envs/QuadrupedPose-v0", gamma=0.9, learning_rate=3e-4,
                                          env_kwargs={}),
     "soft_envs/HexapodPose-v0": Recipe(env_id="soft_envs/HexapodPose-v0", gamma=0.5, env_kwargs={}),

@@ -17,7 +17,7 @@ from soft_envs.exceptions import InvalidParameterError
 torch = pytest.importorskip("torch")
 pytest.importorskip("stable_baselines3")
 
-from soft_envs.train_rl import EVAL_SEED, Recipe, load_model, policy_record, train  # noqa: E402
+from soft_envs.learn.train import EVAL_SEED, Recipe, load_model, policy_record, train  # noqa: E402
 
 TINY = Recipe(net_arch=(32, 32), batch_size=32, learning_starts=100)
 
@@ -112,7 +112,7 @@ def test_her_relabels_goals_with_the_envs_compute_reward():
 
 
 def test_every_learned_goal_names_a_recipe_a_task_and_controllers_that_exist():
-    from soft_envs.rl_recipes import GOALS, RECIPES, recipe_for
+    from soft_envs.learn.recipes import GOALS, RECIPES, recipe_for
 
     for goal in GOALS:
         recipe = recipe_for(goal.recipe)
