@@ -11,10 +11,11 @@ time, as ``soft-envs train-rl``), the held-out evaluations and the saved policy 
 
 :class:`TorchVectorEnv` is the adapter: the vector env (same-step autoreset) stepped with the
 actions' numpy view, its observations standardised (mean and standard deviation of a random-action
-rollout) and handed to torch without a copy, ``dones = terminated | truncated`` and
-``time_outs = truncated`` (rsl_rl bootstraps the value of an episode cut by its time limit). The
-trained actor is saved as a numpy :class:`~soft_envs.agents.learned.MLPPolicy` (``PATH.npz`` and
-its model card ``PATH.json``), which ``soft-envs evaluate`` runs without PyTorch.
+rollout) into one float32 array a step that torch wraps without a further copy, ``dones =
+terminated | truncated`` and ``time_outs = truncated`` (rsl_rl bootstraps the value of an episode
+cut by its time limit). The trained actor is saved as a numpy
+:class:`~soft_envs.agents.learned.MLPPolicy` (``PATH.npz`` and its model card ``PATH.json``), which
+``soft-envs evaluate`` runs without PyTorch.
 """
 
 from __future__ import annotations
