@@ -31,6 +31,7 @@ LAYER = {
     "bench": "top",
     "demos": "top",
     "evaluate": "top",
+    "controllers": "top",  # the controllers evaluate builds by name (they use agents and envs)
     "jobs": "top",  # results files, worker processes that may die, signals (evaluate uses it)
     "learn": "top",  # training, recipes, checkpoints, the SB3 adapter, the parallel learner, gait modulation
     "cli": "top",

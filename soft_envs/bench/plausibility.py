@@ -137,13 +137,12 @@ def _episode(item: tuple[str, str, int]) -> dict[str, Any]:
     task_name, controller, seed = item
     task = ev.TASKS[task_name]
     kwargs = dict(task.kwargs)
-    if controller.startswith("sb3:"):
-        kwargs |= ev.SB3Policy.env_keywords(controller)
+    kwargs |= ev.env_keywords(controller, task_name)
     if task.max_steps is not None:
         kwargs["max_episode_steps"] = task.max_steps
     env = gym.make(task.env_id, **kwargs)
     try:
-        agent = ev.controller_for(controller, env)
+        agent = ev.controller_for(controller, env, task_name)
         obs, info = env.reset(seed=seed)
         agent.reset(obs, info)
         u = env.unwrapped
