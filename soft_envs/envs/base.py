@@ -249,6 +249,13 @@ class SoftEnv(gym.Env):
         after ``close()``."""
         return self.client if self.client is not None else self._render_client
 
+    def _drawing_client(self):
+        """The client an env without a physics client draws its pictures in, opened at the first
+        picture (a GUI window for ``render_mode="human"`` where a display is set)."""
+        if self._render_client is None:
+            self._render_client = connect(gui=self.render_mode == "human" and has_display())
+        return self._render_client
+
     @property
     def previous_action(self) -> np.ndarray | None:
         """The last step's clipped action (at reset: the action that holds the reset command),
@@ -443,6 +450,8 @@ class SoftEnv(gym.Env):
             if not has_display() and not getattr(self, "_warned_no_display", False):
                 gym.logger.warn("render_mode='human' needs a display; none is set, nothing is shown")
                 self._warned_no_display = True
+            elif self.client is None:  # an env without physics poses its drawing client's window
+                self._render_scene()
             return None  # the GUI window (when there is one) shows the scene
         client = self._render_scene()
         return render_rgb(client, width=self.width, height=self.height, **self._camera())

@@ -9,7 +9,7 @@ Physics (``physics="soft"``, the default): the arm is driven by its chamber pres
 paper's (seed 004 eq. 9, :mod:`~soft_envs.robots.pcc_pressure`): three chambers per segment
 (two on a planar arm) with ``τ = H p``, gauge pressures bounded by ``±max_pressure`` (30 kPa),
 each following its set-point through a first-order regulator
-(:class:`~soft_envs.sim.actuators.PressureRegulator`, ``regulator_time_constant`` = 10 ms,
+(:class:`~soft_envs.sim.actuators.BatchedPressureRegulator`, ``regulator_time_constant`` = 10 ms,
 ``regulator_delay`` = 0; the paper's regulators: 100–150 ms), and the elastic stiffness
 calibrated on that bound. ``time_step = 5 ms``, ``frame_skip = 10`` (20 Hz control).
 ``actuation="direct"`` applies the generalised forces directly (no chambers, no bounds, no
@@ -94,7 +94,6 @@ values drawn; ``reset(options={"keep_robot": True})`` keeps them (a new start, t
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -102,15 +101,18 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
-from soft_envs.envs.pcc_parts import CHAMBER_REALISM, MAX_DELAY, PCC_REALISM, ResidualAim, track_observation
-from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME, command_step, ramp_setpoint
+from soft_envs.envs.pcc_arms import PCCArms, soft_arms
+from soft_envs.envs.pcc_parts import CHAMBER_REALISM, MAX_DELAY, PCC_REALISM, ResidualAim
+from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, workspace_pressure_limit
-from soft_envs.sim.actuators import PressureRegulator
+from soft_envs.sim.actuators import BatchedPressureRegulator
+from soft_envs.sim.arm_rows import PCCBodyRows
+from soft_envs.sim.batched_bodies import BatchedPCCBody, pcc_violation_reason, pcc_violations
 from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
-from soft_envs.sim.realism import DelayedSensor, Perturbation
+from soft_envs.sim.realism import Perturbation
 from soft_envs.sim.single_core import BACKENDS
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
@@ -257,7 +259,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.residual_limit = check_positive("residual_limit [m]", residual_limit, 1.0)
         #: whether the PD + feed-forward law tracks a configuration set-point (configuration, residual)
         self.setpoint_driven = action_type in ("configuration", "residual")
-        self.aim = ResidualAim(self.model, self.trajectory)
         self.physics, self.actuation = physics, actuation
         self.random_start = bool(random_start)
         self.start_straight = bool(start_straight)
@@ -270,7 +271,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             frame_skip = (round(SOFT_CONTROL_PERIOD / time_step) if default_step else 10) if soft else 25
         self.regulator_time_constant, self.regulator_delay = float(regulator_time_constant), float(regulator_delay)
         self.rayleigh_stiffness = float(rayleigh_stiffness)
-        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=True, realism=realism, **kwargs)
+        # The batched core needs no client (a picture opens one); the PyBullet reference steps in one.
+        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=backend == "pybullet",
+                         realism=realism, **kwargs)
         period = (SOFT_LAW_PERIOD if soft else self.time_step) if controller_period is None else controller_period
         self.controller_period = check_positive("controller_period [s]", period, 1.0)
         ratio = self.controller_period / self.time_step
@@ -278,22 +281,13 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             raise InvalidParameterError(f"controller_period ({self.controller_period!r} s) must be a whole number "
                                         f"of physics steps ({self.time_step!r} s)")
         self.steps_per_control = int(round(ratio))
-        self.body = PCCBody(self.client, self.model, gravity=STANDARD_GRAVITY if gravity else 0.0,
-                            rayleigh_stiffness=rayleigh_stiffness, payload=payload, backend=backend)
         n = self.model.n_dof
         #: ``H_u`` (eq. 9 in the smooth coordinates) and its inverse (chamber actuation).
         self.pressure_map = self.model.pressure_map()
         self.pressure_inverse = np.linalg.inv(self.pressure_map)
-        self.regulator = self._regulator(regulator_delay) if actuation == "pressure" else None
-        #: The chambers' true map (the nominal one scaled by the realism's gains and droops).
-        self.plant_pressure_map = self.pressure_map
-        self.sensor = DelayedSensor()
-        marker = self.client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.003, rgbaColor=[1.0, 0.1, 0.1, 0.9])
-        self.goal_marker = self.client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
-                                                        basePosition=[0.0, 0.0, -1.0])
         self.action_space = spaces.Box(-1.0, 1.0, shape=(3 if action_type == "residual" else n,), dtype=np.float32)
         #: The simulated arm's elastic stiffness without realism (axial [N/m], bending [N m/rad]).
-        self.nominal_stiffness = self.body.stiffness.copy()
+        self.nominal_stiffness = BatchedPCCBody.stiffness_of(self.model)
         per = self.model.per_segment
         bend_axis = self.model.max_bend / (np.sqrt(2.0) if per == 3 else 1.0)
         spans = np.stack([self.model.elongation * self.model.segment_lengths] +
@@ -322,27 +316,28 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                                                   "achieved_goal": point, "desired_goal": point})
         else:
             self.observation_space = spaces.Box(-high, high, dtype=np.float32)
-        self.time = 0.0
-        self.stop_reason: str | None = None
-        self.setpoint = np.zeros(n)
-        self._previous_setpoint = np.zeros(n)
-        self._command_value = np.zeros(n)  # torque [N, N m] or pressure [Pa] action, in model units
-        self._tau = np.zeros(n)
-        self._physics_steps = 0
-        self._saturated = False
-        self.goal = self.trajectory.position(0.0)
-        self.tip, self.tip_velocity = self.body.tip_state()
-        self.measured_tip, self.measured_velocity = self.tip, self.tip_velocity
+        #: The simulated arm: the batched core with one arm (default) or PyBullet's (``backend="pybullet"``).
+        self.body: BatchedPCCBody | PCCBody
+        rows: BatchedPCCBody | PCCBodyRows
+        if backend == "pybullet":
+            self.body = PCCBody(self.client, self.model, gravity=STANDARD_GRAVITY if gravity else 0.0,
+                                rayleigh_stiffness=rayleigh_stiffness, payload=payload, backend="pybullet")
+            rows = PCCBodyRows(self.body)
+        else:
+            self.body = rows = soft_arms(self, 1, num_threads=1)
+        #: This env's arm: :class:`PCCArms` with one row (the vector env's logic, ``n = 1``).
+        self.arms = PCCArms(self, 1, rows)
+        self._shown: tuple[PCCArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
+        self._picture: PCCBody | None = None
+        self.goal_marker = None
+        self.arms.goal[0] = self.trajectory.position(0.0)
+        self.arms.read_tips(slice(None))
 
     def arm_with_mass(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
         """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""
         arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
         args, kwargs = self._arm_arguments
         return arm_class(*args, segment_mass=segment_mass, **kwargs)
-
-    def _regulator(self, delay: float) -> PressureRegulator:
-        return PressureRegulator(self.model.n_dof, max_pressure=self.model.pressure.max_pressure,
-                                 time_constant=self.regulator_time_constant, delay=delay)
 
     # ------------------------------------------------------------------ realism
 
@@ -353,20 +348,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def realism_sizes(self) -> dict[str, int]:
         return {"chamber_gain": self.model.n_dof, "pressure_droop": self.model.n_dof}
-
-    def _apply_realism(self) -> None:
-        """Give the simulated arm, the chambers and the sensor this episode's perturbations."""
-        drawn = self.perturbations
-        if not (self.realism.is_ideal("mass_error") and self.realism.is_ideal("payload")):
-            self.body.set_model(self.arm_with_mass(self.model.segment_mass * (1.0 + drawn["mass_error"])),
-                                self.payload + drawn["payload"])
-        self.body.stiffness = self.nominal_stiffness * (1.0 + drawn["stiffness_error"])
-        if self.regulator is not None:
-            self.plant_pressure_map = self.pressure_map * (drawn["chamber_gain"] * (1.0 - drawn["pressure_droop"]))
-            self.regulator = self._regulator(self.regulator_delay + drawn["regulator_delay"])
-        steps = int(round(drawn["observation_latency"] / self.dt))
-        noise = np.r_[np.full(3, drawn["observation_noise"]), np.zeros(3)]  # tip [m]; velocity noise-free
-        self.sensor = DelayedSensor(noise, steps, rng=self.realism_rng)
 
     def _physics_parameters(self) -> dict[str, Any]:
         # PCCBody integrates the arm itself; the client's gravity enters its inverse dynamics.
@@ -406,34 +387,67 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             _STARTS[key] = TrajectoryStarts(self.model, self.trajectory)
         return _STARTS[key].configuration(t0)[0]
 
-    # ------------------------------------------------------------------ hooks
+    # ------------------------------------------------------------------ the arm (row 0 of :attr:`arms`)
+    @property
+    def time(self) -> float:
+        """Time on the trajectory [s]."""
+        return float(self.arms.time[0])
 
+    @property
+    def setpoint(self) -> np.ndarray:
+        """The configuration set-point ``(n,)`` (configuration and residual actions)."""
+        return self.arms.setpoint[0].copy()
+
+    @property
+    def goal(self) -> np.ndarray:
+        return self.arms.goal[0].copy()
+
+    @property
+    def tip(self) -> np.ndarray:
+        return self.arms.tip[0].copy()
+
+    @property
+    def tip_velocity(self) -> np.ndarray:
+        return self.arms.tip_velocity[0].copy()
+
+    @property
+    def measured_tip(self) -> np.ndarray:
+        return self.arms.measured_tip[0].copy()
+
+    @property
+    def measured_velocity(self) -> np.ndarray:
+        return self.arms.measured_velocity[0].copy()
+
+    @property
+    def regulator(self) -> BatchedPressureRegulator | None:
+        """The chambers' pressure regulators (a batch of one arm), or ``None`` (direct actuation)."""
+        return self.arms.regulator
+
+    @property
+    def plant_pressure_map(self) -> np.ndarray:
+        """The chambers' true map (the nominal one scaled by the realism's gains and droops)."""
+        maps = self.arms.plant_pressure_maps
+        return self.pressure_map if maps is None else maps[0].copy()
+
+    @property
+    def plant(self) -> PCCArm:
+        """The arm this episode simulates (its drawn segment mass)."""
+        return self.arms.plant(0)
+
+    @property
+    def aim(self) -> ResidualAim:
+        """The residual action's aim (``action_type="residual"``)."""
+        return self.arms.aims[0]
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the arm stopped (outside its model), until the reset; else ``None``."""
+        return self.arms.stop_reason[0]
+
+    # ------------------------------------------------------------------ hooks (row 0 of the arms)
     def _reset_model(self, options: dict[str, Any]) -> None:
-        if not self.realism.is_ideal():
-            self._apply_realism()
-        t0 = self.draw_task(self.np_random)
-        c0 = np.zeros(self.model.n_dof) if self.start_straight else self.start_configuration(t0)
-        self.body.reset(c0)
-        self.stop_reason = None
-        self.time = t0
-        self.setpoint = self.body.configuration
-        self._previous_setpoint = self.setpoint.copy()
-        # At rest on c0: the generalised force that holds it there (elasticity and gravity).
-        hold = self.body.elastic_torque() + self.body.gravity_torque()
-        self._tau = hold
-        self._physics_steps = 0
-        self._saturated = False
-        if self.regulator is not None:
-            held = self.pressure_inverse @ hold
-            self.regulator.reset(held)
-            self._command_value = held if self.action_type == "pressure" else hold
-        else:
-            self._command_value = hold
-        if self.action_type == "residual":
-            self._command_value = np.zeros(3)
-            self.aim.reset(self.setpoint)
-        self.goal = self.trajectory.position(self.time)
-        self._read_tip(reset=True)
+        drawn = {name: np.asarray(value, dtype=float)[None] for name, value in self.perturbations.items()}
+        self.arms.reset(np.zeros(1, dtype=np.int64), [self.draw_task(self.np_random)], drawn, [self.realism_rng])
 
     def draw_task(self, rng: np.random.Generator) -> float:
         """A reset's task draw from ``rng``: the trajectory time [s] the episode starts at (uniform
@@ -441,106 +455,26 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return float(rng.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
 
     def _command(self) -> np.ndarray:
-        return self.setpoint if self.action_type == "configuration" else self._command_value
+        return self.arms.commands(0)
 
     def _apply_action(self, action: np.ndarray) -> None:
-        target = self.action_to_model(action)
-        if self.action_type == "residual":
-            self._command_value = target
-            target = self.aim.setpoint(self.time + self.dt, target)
-        step = command_step(self.model, "configuration" if self.setpoint_driven else self.action_type,
-                            self.torque_limits, self.pressure_action_limit, self.dt, self.command_ramp_time)
-        if self.setpoint_driven:
-            self._previous_setpoint = self.setpoint
-            self.setpoint = ramp_setpoint(self.model, self.setpoint, target, step)
-        else:
-            if step is not None:
-                target = self._command_value + np.clip(target - self._command_value, -step, step)
-            self._command_value = target
-
-    def _actuate(self, k: int, steps: int, u_from: np.ndarray | None, u_to: np.ndarray | None) -> None:
-        """The command of physics step ``k`` of ``steps``: the PD + feed-forward law on its ticks
-        (configuration action), the held torque or pressure otherwise; to the chambers or direct."""
-        tick = self._physics_steps % self.steps_per_control == 0
-        if self.setpoint_driven:
-            if tick:
-                # the set-point at the end of the law's hold (independent of the physics step)
-                s = min((k + self.steps_per_control) / steps, 1.0)
-                u_d = (1 - s) * u_from + s * u_to
-                self._tau = self.controller.torque_smooth(self.body, u_d, include_damping=True)
-        else:
-            self._tau = self._command_value
-        if self.regulator is not None and (tick or not self.setpoint_driven):
-            setpoint = self._tau if self.action_type == "pressure" else self.pressure_inverse @ self._tau
-            self.regulator.command(setpoint, self.body.time)
-            self._saturated |= self.regulator.saturated
+        self.arms.command(self.action_to_model(action)[None])
 
     def simulate(self, n_steps: int | None = None) -> None:
-        """Advance ``n_steps`` (default ``frame_skip``) physics steps under the current action.
-
-        An arm driven out of the PCC model's validity (:meth:`model_violation`) is stopped at
-        its last valid state, at rest, and the episode terminates with the reason in ``info``.
-        """
-        steps = self.frame_skip if n_steps is None else n_steps
-        u_from = u_to = None
-        if self.setpoint_driven:
-            u_from = self.model.to_smooth(self._previous_setpoint)
-            u_to = self.model.to_smooth(self.setpoint)
-        self._saturated = False
-        for k in range(steps):
-            if self.stop_reason is not None:
-                break
-            last_valid = self.body.snapshot()
-            with np.errstate(over="ignore", invalid="ignore"):
-                self._actuate(k, steps, u_from, u_to)
-                if self.regulator is not None:
-                    start = self.plant_pressure_map @ self.regulator.acting(self.body.time)
-                    end = self.plant_pressure_map @ self.regulator.advance(self.time_step, self.body.time)
-                    self.body.step(self.time_step, start, torque_end=end)
-                else:
-                    self.body.step(self.time_step, self._tau)
-            self._physics_steps += 1
-            self.stop_reason = self.model_violation(self.body.u, self.body.w)
-            if self.stop_reason is not None:
-                self.body.restore(last_valid, at_rest=True)
-        self.time += steps * self.time_step
-        self.goal = self.trajectory.position(self.time)
+        """Advance ``n_steps`` (default ``frame_skip``) physics steps under the current action
+        (:meth:`PCCArms.simulate`: an arm driven out of the PCC model's validity is stopped at its
+        last valid state, at rest, and the episode terminates with the reason in ``info``)."""
+        self.arms.simulate(self.frame_skip if n_steps is None else n_steps)
 
     def model_violation(self, u: np.ndarray, w: np.ndarray) -> str | None:
-        """Why the smooth state ``(u, u̇)`` is outside the PCC model's validity, or ``None``.
-
-        Valid: finite, every segment bent by at most π (beyond it the arc folds through
-        itself) and stretched by at most half its relaxed length, rates below 1e4 per second.
-        """
-        if not (np.isfinite(u).all() and np.isfinite(w).all()):
-            return "the state is not finite"
-        per = self.model.per_segment
-        values = u.tolist()
-        for i, length in enumerate(self.model.segment_lengths.tolist()):
-            seg = values[per * i:per * (i + 1)]
-            bend = abs(seg[1]) if per == 2 else math.hypot(seg[1], seg[2])
-            if bend > math.pi:
-                return f"a segment bent by {math.degrees(bend):.0f}° > 180°: beyond the PCC model"
-            if abs(seg[0]) > 0.5 * length:
-                return "a segment stretched by more than half its length: beyond the PCC model"
-        if np.abs(w).max() > 1e4:
-            return "a rate above 1e4 /s: the arm is driven beyond its model"
-        return None
-
-    def _read_tip(self, reset: bool = False) -> None:
-        """The true tip state (:attr:`tip`, :attr:`tip_velocity`) and its measurement through the sensor."""
-        self.tip, self.tip_velocity = self.body.tip_state()
-        state = np.concatenate((self.tip, self.tip_velocity))
-        measured = self.sensor.reset(state) if reset else self.sensor.read(state)
-        self.measured_tip, self.measured_velocity = measured[:3], measured[3:]
+        """Why the smooth state ``(u, u̇)`` is outside the PCC model's validity, or ``None``
+        (:func:`~soft_envs.sim.batched_bodies.pcc_violations`)."""
+        code = int(pcc_violations(self.model, np.asarray(u, dtype=float)[None], np.asarray(w, dtype=float)[None])[0])
+        return pcc_violation_reason(self.model, code, u)
 
     def _observation(self) -> np.ndarray:
-        self._read_tip()
-        state = self.controller.state(self.body.u)
-        rate = self.controller.state_jacobian(self.body.u) @ self.body.w
-        return track_observation(self.measured_tip, self.goal, self.measured_velocity, state, rate,
-                                 2 * np.pi * self.time / self.trajectory.period, self.observation_high,
-                                 self.goal_conditioned, on_clip=self._count_clipped)
+        obs = self.arms.observation(slice(None), on_clip=self._count_clipped)
+        return {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else obs[0]
 
     def _count_clipped(self, count: int) -> None:
         self.observation_clipped = count
@@ -549,9 +483,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         """Current true tip-to-goal distance [m] (goal-conditioned: from the goals rounded to float32
         as the observation shows them, so that without observation noise :meth:`compute_reward`
         reproduces the reward exactly)."""
-        if self.goal_conditioned:
-            return float(self.distances(self.tip.astype(np.float32), self.goal.astype(np.float32)))
-        return float(np.linalg.norm(self.goal - self.tip))
+        return float(self.arms.tracking_error(slice(None))[0])
 
     @staticmethod
     def distances(achieved_goal, desired_goal) -> np.ndarray:
@@ -559,37 +491,59 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return np.sqrt(np.sum(d * d, axis=-1))
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.measured_tip.astype(np.float32), self.goal.astype(np.float32)
+        return self.arms.measured_tip[0].astype(np.float32), self.arms.goal[0].astype(np.float32)
 
     def goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
         return {"tracking": -self.tracking_weight * self.distances(achieved_goal, desired_goal)}
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
-        if self.goal_conditioned:
-            return self._step_goal_terms()
-        return {"tracking": -self.tracking_weight * float(np.linalg.norm(self.goal - self.measured_tip))}
+        return {name: float(value[0]) for name, value in self.arms.reward_terms().items()}
 
     def _terminated(self) -> bool:
-        return self.stop_reason is not None
+        return bool(self.arms.stop_code[0])
 
     def _extra_info(self) -> dict[str, Any]:
-        err = self.tracking_error()
-        info = {"tracking_error": err, "is_success": bool(err < self.success_threshold), "time": self.time,
-                "setpoint": self.setpoint.copy()}
-        if self.regulator is not None:
-            info["pressures"] = self.regulator.pressures.copy()
-            info["pressure_saturated"] = self._saturated
-        if self.stop_reason is not None:
-            info["termination_reason"] = self.stop_reason
+        rows = self.arms.info(slice(None))
+        info = {"tracking_error": float(rows["tracking_error"][0]), "is_success": bool(rows["is_success"][0]),
+                "time": float(rows["time"][0]), "setpoint": rows["setpoint"][0]}
+        if "pressures" in rows:
+            info["pressures"] = rows["pressures"][0]
+            info["pressure_saturated"] = bool(rows["pressure_saturated"][0])
+        if "termination_reason" in rows:
+            info["termination_reason"] = rows["termination_reason"][0]
         return info
 
     # ------------------------------------------------------------------ rendering
+    def show(self, arms: PCCArms, row: int) -> None:
+        """Make pictures show arm ``row`` of ``arms`` (a vector env's; default this env's own arm)."""
+        self._shown = (arms, int(row))
 
     def _render_scene(self):
-        self.client.resetBasePositionAndOrientation(self.goal_marker, self.goal.tolist(), [0, 0, 0, 1])
-        self.body.sync_bullet()
-        return self.client
+        """The shown arm: PyBullet's reference body in its client, else a drawing client (opened at the
+        first picture) whose PyBullet arm is posed in the shown arm's shape."""
+        arms, row = self._shown
+        if self.client is not None:
+            client = self.client
+            self.body.sync_bullet()
+        else:
+            client = self._drawing_client()
+            if self._picture is None:
+                self._picture = PCCBody(client, self.model, gravity=0.0)
+            state = arms.body.state
+            self._picture.set_state(state.u[row], reference=state.c[row])
+            self._picture.sync_bullet()
+        if self.goal_marker is None:
+            marker = client.createVisualShape(pybullet.GEOM_SPHERE, radius=0.003, rgbaColor=[1.0, 0.1, 0.1, 0.9])
+            self.goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
+                                                      basePosition=[0.0, 0.0, -1.0])
+        client.resetBasePositionAndOrientation(self.goal_marker, arms.goal[row].tolist(), [0, 0, 0, 1])
+        return client
 
     def _camera(self) -> dict[str, Any]:
         length = self.model.total_length
         return {"target": (0.0, 0.0, 0.5 * length), "distance": 1.6 * length + 0.05, "yaw": 40.0, "pitch": -20.0}
+
+    def close(self) -> None:
+        if self._picture is not None:
+            self._picture.close()
+        super().close()

@@ -15,6 +15,9 @@ SUCCESS_THRESHOLD = 1e-3  # m
 VENT_RATE = 0.010  # m/s, the legs' venting [assumed]
 LEG_RADIUS = 0.045  # m, the legs' circle [assumed]
 MODULE_GAP = 0.017  # m, between modules [seed 000]
+#: The realism entries of the soft physics only, and those that change the simulated arm.
+PHYSICS_ONLY_REALISM = ("leg_stiffness_error", "mass_error", "payload")
+PLANT_REALISM = ("base_tilt", "radius_error") + PHYSICS_ONLY_REALISM
 
 
 def reach_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, setpoints: np.ndarray,

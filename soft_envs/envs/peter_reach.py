@@ -36,16 +36,21 @@ reward is about −0.02, too little signal for SAC. Goals are the PCC tip of uni
 inflation times (always reachable), drawn from the env's seeded RNG.
 
 Physics (``physics="soft"``, the default): the compliant arm on the elastic soft-arm core
-(:class:`~soft_envs.sim.peter_soft.SoftPeterBody`: every leg a spring of ``leg_stiffness`` about
-its rest length, gravity and a tip ``payload`` deflect the arm) driven by pneumatic legs
-(:class:`~soft_envs.sim.actuators.PneumaticLegs`): an action commands inflation times, every
+(every leg a spring of ``leg_stiffness`` about its rest length, gravity and a tip ``payload``
+deflect the arm) driven by pneumatic legs: an action commands inflation times, every
 leg's rest length moves towards ``l(t)`` at the paper's 10 mm/s while filling and at
 ``vent_rate`` while venting, after ``command_delay``; ``actuation="instant"`` puts the rest
 lengths on the command at once. ``time_step = 1/120`` s, ``frame_skip = 12``: 10 Hz control and
 50 steps (5 s) per episode, so that a 0 → 2 s fill completes and settles. The *ideal* settings
 (``gravity=False``, ``payload=0``, ``actuation="instant"``) reproduce the PCC model exactly once
 the arm has settled. ``info`` carries ``leg_inflation``, the legs' current state as inflation
-times [s].
+times [s]. What happens to the arm (legs, realism, physics steps, validity, sensor, observation,
+reward) is :class:`~soft_envs.envs.peter_arms.PeterArms` with one row, the vector env's code: the
+arm steps on the batched soft-arm core (:class:`~soft_envs.sim.batched_bodies.BatchedSoftPeter`,
+``backend="batched"``, no PyBullet client until a picture is asked for) or, with
+``backend="pybullet"``, on PyBullet's mass matrix and inverse dynamics
+(:class:`~soft_envs.sim.peter_soft.SoftPeterBody`, the reference the default equals on whole
+episodes).
 
 Episode end: no early termination at the goal. With soft physics the episode terminates when the
 arm leaves the PCC model (:meth:`PeterReachEnv.model_violation`: a load heavier than the legs
@@ -68,7 +73,8 @@ together (soft physics on the batched core, or kinematic), each sub-env this env
 
 Realism (``realism=``, :mod:`soft_envs.sim.realism`; table :data:`PETER_REALISM`): the robot
 the env simulates may differ from ``env.model``, the nominal model a controller plans with —
-per-leg fill gains, length offsets and leaks (:meth:`PneumaticLegs.set_imperfections`), an
+per-leg fill gains, length offsets and leaks
+(:meth:`~soft_envs.sim.actuators.BatchedPneumaticLegs.set_imperfections`), an
 extra valve delay, noise and latency on the measured tip (the observation's tip, velocity and
 goal − tip, and the reward; ``info["distance"]`` and ``is_success`` stay the true distance),
 errors of the leg radius, and (soft physics) of the leg stiffness and module mass, and an
@@ -89,24 +95,26 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_parts import (
     DISTANCE_WEIGHT,
     LEG_RADIUS,
     MODULE_GAP,
+    PHYSICS_ONLY_REALISM,
     SOFT_CONTROL_PERIOD,
     SOFT_TIME_STEP,
     SUCCESS_THRESHOLD,
     VENT_RATE,
-    reach_observation,
 )
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
-from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
 from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
-from soft_envs.sim.actuators import PneumaticLegs
-from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, pybullet
+from soft_envs.sim.actuators import BatchedPneumaticLegs
+from soft_envs.sim.arm_rows import PeterBodyRows, ServoRows
+from soft_envs.sim.batched_bodies import BatchedSoftPeter
+from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
 from soft_envs.sim.peter_body import PeterBody
 from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS, SoftPeterBody
-from soft_envs.sim.realism import DelayedSensor, Perturbation
+from soft_envs.sim.realism import Perturbation
 from soft_envs.sim.single_core import BACKENDS
 from soft_envs.sim.urdf import check_joint_count
 
@@ -152,8 +160,6 @@ PETER_REALISM: tuple[Perturbation, ...] = (
                  "assumption: up to the 0.5 kg the arm carries 'without changing its kinematic model' "
                  "(Peter.leg_stiffness)", valid=(0.0, 5.0)),
 )
-PHYSICS_ONLY_REALISM = ("leg_stiffness_error", "mass_error", "payload")
-PLANT_REALISM = ("base_tilt", "radius_error") + PHYSICS_ONLY_REALISM  # change the simulated arm
 
 
 class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
@@ -258,26 +264,22 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             raise InvalidParameterError(f"backend must be one of {BACKENDS}; got {backend!r}")
         self.backend = backend
         self.command_delay = float(command_delay)
-        self.legs = PneumaticLegs(3 * self.model.n_modules, rest_length=self.model.leg_length_at_rest,
-                                  fill_rate=self.model.leg_rate, vent_rate=vent_rate, delay=command_delay,
-                                  instant=actuation == "instant" or self.kinematic)
+        self.vent_rate = vent_rate  # [m/s] (checked by the legs)
         if physics == "soft" and not kinematic:  # 10 Hz control whatever the physics step
             kwargs.setdefault("time_step", SOFT_TIME_STEP)
             step = kwargs["time_step"]
             if isinstance(step, (int, float)) and math.isfinite(step) and step >= 1e-6:  # else SoftEnv says why
                 kwargs.setdefault("frame_skip", max(1, round(SOFT_CONTROL_PERIOD / step)))
         kwargs.setdefault("frame_skip", 12)
-        super().__init__(use_physics=not kinematic, realism=realism, **kwargs)
+        # PyBullet steps the stiff arm and gives the reference's terms; the batched core and the
+        # kinematic model need no client (a picture opens one, :meth:`_render_scene`).
+        super().__init__(use_physics=not kinematic and (physics == "stiff" or backend == "pybullet"),
+                         realism=realism, **kwargs)
         if physics == "stiff" and not self.kinematic and not self.realism.is_ideal():
             raise InvalidParameterError("realism needs physics='soft' or kinematic=True (the stiff servo "
                                         "body has no legs to perturb)")
         self._check_plant_ranges()
         self._check_load()
-        self.plant = self.model.with_kinematics("pcc" if not self.kinematic else kinematics)
-        self.sensor = DelayedSensor()
-        self.clock = 0.0  # s, the kinematic variant's time
-        self.stop_reason: str | None = None  # why the soft arm stopped (outside its model), until the reset
-        self.base_rotation = np.eye(3)  # the arm's base in the goals' frame (realism)
         n_act = self.model.n_dof
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n_act,), dtype=np.float32)
         # Bounds: positions within the arm's reach, velocities within ±10 m/s, set-points ±1.
@@ -293,13 +295,28 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 "achieved_goal": point, "desired_goal": point})
         else:
             self.observation_space = flat
-        self.body: PeterBody | SoftPeterBody | None = None
-        if self.client is not None:
-            self.body = self._build_scene(self.client)
-        self.inflation_times = np.zeros(n_act)
-        self.goal = self.model.forward(self.inflation_times)
-        self.tip = self.goal.copy()
-        self.tip_velocity = np.zeros(3)
+        #: The simulated arm: the batched core (soft, default), PyBullet's soft arm
+        #: (``backend="pybullet"``) or servo arm (stiff); ``None`` for ``kinematic=True``.
+        self.body: BatchedSoftPeter | SoftPeterBody | PeterBody | None = None
+        self.goal_marker = None
+        rows: PeterBodyRows | ServoRows | BatchedSoftPeter | None = None
+        if self.kinematic:
+            pass
+        elif physics == "stiff":
+            self.body = PeterBody(self.client, self.model, payload=self.payload)
+            rows = ServoRows(self.body, self.client)
+        elif backend == "pybullet":
+            self.body = SoftPeterBody(self.client, self.model, payload=self.payload,
+                                      gravity=STANDARD_GRAVITY if self.gravity else 0.0,
+                                      rayleigh_stiffness=self.rayleigh_stiffness, backend="pybullet")
+            rows = PeterBodyRows(self.body)
+        else:
+            self.body = rows = soft_arms(self, 1, num_threads=1)
+        #: This env's arm: :class:`PeterArms` with one row (the vector env's logic, ``n = 1``).
+        self.arms = PeterArms(self, 1, rows)
+        self._shown: tuple[PeterArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
+        self._picture: SoftPeterBody | PeterBody | None = None
+        self.arms.goal[0] = self.model.forward(np.zeros(n_act))
 
     def _physics_parameters(self) -> dict[str, Any]:
         if self.physics == "soft":  # the core integrates the arm; the client's gravity enters its dynamics
@@ -308,30 +325,59 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return {"gravity": STANDARD_GRAVITY if self.gravity else 0.0, "solver_iterations": self.solver_iterations,
                 "direct_solver": True}
 
-    def _build_scene(self, client) -> PeterBody | SoftPeterBody:
-        body: PeterBody | SoftPeterBody
-        if self.physics == "soft":
-            body = SoftPeterBody(client, self.model, payload=self.payload,
-                                 gravity=STANDARD_GRAVITY if self.gravity else 0.0,
-                                 rayleigh_stiffness=self.rayleigh_stiffness, backend=self.backend)
-        else:
-            body = PeterBody(client, self.model, payload=self.payload)
-        self.goal_marker = None
-        if self.render_mode is not None:  # a red sphere at the goal, for pictures only
-            # A sphere at the goal and a pin above it: the pin stays visible when the arm's
-            # top plate (radius ~45 mm) covers the reached goal.
-            red = [1.0, 0.1, 0.1, 1.0]
-            marker = client.createVisualShapeArray(
-                shapeTypes=[pybullet.GEOM_SPHERE, pybullet.GEOM_CYLINDER], radii=[0.006, 0.002],
-                lengths=[0.0, 0.05], rgbaColors=[red, red], visualFramePositions=[[0, 0, 0], [0, 0, 0.025]])
-            self.goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
-                                                       basePosition=[0.0, 0.0, -1.0])
-        return body
+    # ------------------------------------------------------------------ the arm (row 0 of :attr:`arms`)
+    @property
+    def inflation_times(self) -> np.ndarray:
+        """Commanded inflation-time set-points ``(3N,)`` [s]."""
+        return self.arms.inflation_times[0].copy()
+
+    @property
+    def goal(self) -> np.ndarray:
+        """The goal [m] (the goals' frame)."""
+        return self.arms.goal[0].copy()
+
+    @property
+    def tip(self) -> np.ndarray:
+        """The true tip [m] (the goals' frame)."""
+        return self.arms.tip[0].copy()
+
+    @property
+    def tip_velocity(self) -> np.ndarray:
+        return self.arms.tip_velocity[0].copy()
+
+    @property
+    def measured_tip(self) -> np.ndarray:
+        """The tip the sensor reports [m] (noise, latency under realism)."""
+        return self.arms.measured_tip[0].copy()
+
+    @property
+    def measured_velocity(self) -> np.ndarray:
+        return self.arms.measured_velocity[0].copy()
+
+    @property
+    def legs(self) -> BatchedPneumaticLegs:
+        """The pneumatic legs (a batch of one arm: ``(1, 3N)`` arrays)."""
+        return self.arms.legs
+
+    @property
+    def base_rotation(self) -> np.ndarray:
+        """The arm's base in the goals' frame ``(3, 3)`` (realism's tilt)."""
+        return self.arms.base_rotation[0].copy()
+
+    @property
+    def plant(self) -> Peter:
+        """The arm this episode simulates (its drawn radius, mass, stiffness; :attr:`model` when ideal)."""
+        return self.arms.plant(0)
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the soft arm stopped (outside its model), until the reset; else ``None``."""
+        return self.arms.stop_reason[0]
 
     @property
     def time(self) -> float:
         """Time since the reset [s] (soft physics, or the kinematic variant under realism; else 0)."""
-        return self.body.time if isinstance(self.body, SoftPeterBody) else self.clock
+        return float(self.arms.time()[0])
 
     def _realism_table(self) -> tuple[Perturbation, ...]:
         if self.kinematic:
@@ -341,27 +387,6 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def realism_sizes(self) -> dict[str, int]:
         n_legs = 3 * self.model.n_modules
         return {"leg_gain": n_legs, "leg_offset": n_legs, "leak_rate": n_legs, "base_tilt": 2}
-
-    def _apply_realism(self) -> None:
-        """Give the legs, the sensor and the simulated arm this episode's perturbations."""
-        drawn = self.perturbations
-        self.legs.set_imperfections(drawn["leg_gain"] * drawn["supply_gain"], drawn["leg_offset"],
-                                    drawn["leak_rate"])
-        self.legs.set_delay(self.command_delay + drawn["command_delay"])
-        steps = int(round(drawn["observation_latency"] / self.dt))
-        noise = np.r_[np.full(3, drawn["observation_noise"]), np.zeros(3)]  # tip [m]; velocity noise-free
-        self.sensor = DelayedSensor(noise, steps, rng=self.realism_rng)
-        tilt = np.r_[drawn["base_tilt"], 0.0]
-        self.base_rotation = quaternion_to_matrix(quaternion_from_rotation_vector(tilt))
-        if any(not self.realism.is_ideal(name) for name in PLANT_REALISM if name in drawn):
-            m = self.model
-            self.plant = m.with_parameters(
-                radius=m.radius * (1.0 + drawn["radius_error"]), kinematics=self.plant.kinematics,
-                module_mass=m.module_mass * (1.0 + drawn.get("mass_error", 0.0)),
-                leg_stiffness=m.leg_stiffness * (1.0 + drawn.get("leg_stiffness_error", 0.0)))
-            if isinstance(self.body, SoftPeterBody):  # the simulated arm becomes the plant
-                self.body.set_model(self.plant, self.payload + drawn["payload"])
-                self.body.set_base_orientation(tuple(quaternion_from_rotation_vector(tilt)))
 
     _PLANT_ERRORS = (("radius_error", "radius"), ("mass_error", "module_mass"),
                      ("leg_stiffness_error", "leg_stiffness"))
@@ -386,7 +411,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         """Refuse, at construction, a load the legs cannot carry even standing straight: the bottom
         module's three legs under the weight of the payload and the modules (at the heaviest and
         softest the realism ranges draw) would compress by more than half their length (the arm
-        would collapse at the first step; :meth:`model_violation`)."""
+        would collapse at the first step; :meth:`PeterArms.violations`)."""
         if self.kinematic or self.physics != "soft" or not self.gravity:
             return
         ranges = self.realism.ranges
@@ -402,24 +427,10 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 f"modules: standing straight they would compress by {1e3 * compression:.0f} mm, more than half their "
                 f"{1e3 * self.model.leg_length_at_rest:.1f} mm; use stiffer legs or a lighter payload")
 
-    # ------------------------------------------------------------------ hooks
+    # ------------------------------------------------------------------ hooks (row 0 of the arms)
     def _reset_model(self, options: dict[str, Any]) -> None:
-        self.inflation_times = np.zeros(self.model.n_dof)
-        self.goal = self.model.forward(self.draw_task(self.np_random))
-        if not self.realism.is_ideal():
-            self._apply_realism()
-        self.legs.reset(self.inflation_times)
-        self.clock = 0.0
-        self.stop_reason = None
-        if self.body is not None:
-            self.body.reset(self.inflation_times)
-            if isinstance(self.body, SoftPeterBody) and self.legs.gain is not None:  # offsets at rest
-                self.body.set_state(self.body.rest_of_legs(self.legs.actual_lengths),
-                                    reference=np.zeros(self.model.n_dof))
-                self.body.set_rest_legs(self.legs.actual_lengths)
-            if self.goal_marker is not None:
-                self.client.resetBasePositionAndOrientation(self.goal_marker, self.goal.tolist(), [0, 0, 0, 1])
-        self._read_tip(reset=True)
+        drawn = {name: np.asarray(value, dtype=float)[None] for name, value in self.perturbations.items()}
+        self.arms.reset(np.zeros(1, dtype=np.int64), [self.draw_task(self.np_random)], drawn, [self.realism_rng])
 
     def draw_task(self, rng: np.random.Generator) -> np.ndarray:
         """A reset's task draw from ``rng``: the inflation times [s] whose nominal PCC tip is the goal
@@ -430,84 +441,20 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return self.inflation_times
 
     def _apply_action(self, action: np.ndarray) -> None:
-        self.inflation_times = self.action_to_model(action)
-        if isinstance(self.body, SoftPeterBody):
-            self.legs.command(self.inflation_times, self.body.time)
-        elif self.body is not None:
-            self.body.command(self.inflation_times)
-        elif not self.realism.is_ideal():
-            self.legs.command(self.inflation_times, self.clock)
+        self.arms.command(self.action_to_model(action)[None])
 
     def simulate(self, n_steps: int | None = None) -> None:
-        """Advance ``n_steps`` (default ``frame_skip``) physics steps: soft physics moves the legs'
-        rest lengths and integrates the arm; stiff physics steps PyBullet."""
-        if self.body is None and not self.realism.is_ideal():  # kinematic: the legs over the period
-            n = self.frame_skip if n_steps is None else n_steps
-            self.legs.advance(n * self.time_step, self.clock)
-            self.clock += n * self.time_step
-            return
-        if not isinstance(self.body, SoftPeterBody):
-            super().simulate(n_steps)
-            return
-        body, legs, dt = self.body, self.legs, self.time_step
-        zero = np.zeros(body.n_dof)
-        for _ in range(self.frame_skip if n_steps is None else n_steps):
-            if self.stop_reason is not None:  # the arm stays where it was stopped until the reset
-                break
-            last_valid = body.snapshot()
-            try:
-                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                    rest_end = body.rest_of_legs(legs.advance(dt, body.time))
-                    body.step(dt, zero, rest_end=rest_end)
-                self.stop_reason = self.model_violation()
-            except np.linalg.LinAlgError:
-                self.stop_reason = "the arm's mass matrix became singular: it collapsed beyond the PCC model"
-            if self.stop_reason is not None:
-                body.restore(last_valid, at_rest=True)
+        """Advance ``n_steps`` (default ``frame_skip``) physics steps (:meth:`PeterArms.simulate`)."""
+        self.arms.simulate(self.frame_skip if n_steps is None else n_steps)
 
     def model_violation(self) -> str | None:
-        """Why the soft arm's state is outside the PCC model's validity, or ``None``.
-
-        Valid: finite; every leg longer than half its length at zero inflation (a heavier load
-        than the legs can carry — a payload of kilograms on soft legs — crushes them through
-        that; the model has no end stop); every module bent by at most π (beyond it the arc folds
-        through itself); rates below 1e3 per second (m/s, rad/s). Always valid without soft physics."""
-        body = self.body
-        if not isinstance(body, SoftPeterBody):
-            return None
-        if not body.is_finite():
-            return "the state is not finite"
-        shortest = float(body.leg_lengths().min())
-        if shortest < 0.5 * self.model.leg_length_at_rest:
-            full = 1e3 * self.model.leg_length_at_rest
-            return (f"a leg crushed to {1e3 * shortest:.1f} mm (< half its {full:.1f} mm): the load is more than "
-                    "the legs carry, beyond the PCC model")
-        bends = np.hypot(body.u[1::3], body.u[2::3])
-        if bends.max() > np.pi:
-            return f"a module bent by {np.degrees(bends.max()):.0f}° > 180°: beyond the PCC model"
-        if np.abs(body.w).max() > 1e3:
-            return "a rate above 1e3 /s: the arm is driven beyond its model"
-        return None
-
-    def _read_tip(self, reset: bool = False) -> None:
-        """The true tip state (:attr:`tip`, :attr:`tip_velocity`) and its measurement
-        (:attr:`measured_tip`, :attr:`measured_velocity`) through the sensor."""
-        if self.body is not None:
-            self.tip, self.tip_velocity = self.body.tip_state()
-        elif self.realism.is_ideal():
-            self.tip, self.tip_velocity = self.model.forward(self.inflation_times), np.zeros(3)
-        else:
-            self.tip, self.tip_velocity = self.plant.forward(self.legs.inflation), np.zeros(3)
-        if not self.realism.is_ideal("base_tilt"):  # the base frame -> the goals' frame
-            self.tip, self.tip_velocity = self.base_rotation @ self.tip, self.base_rotation @ self.tip_velocity
-        state = np.concatenate((self.tip, self.tip_velocity))
-        measured = self.sensor.reset(state) if reset else self.sensor.read(state)
-        self.measured_tip, self.measured_velocity = measured[:3], measured[3:]
+        """Why the soft arm's state is outside the PCC model's validity, or ``None``
+        (:meth:`PeterArms.violations`; always valid without soft physics)."""
+        return self.arms.violations(np.ones(1, dtype=bool)).get(0)
 
     def _observation(self):
-        self._read_tip()
-        return reach_observation(self.measured_tip, self.goal, self.measured_velocity,
-                                 self.model_to_action(self.inflation_times), self.goal_conditioned)
+        obs = self.arms.observation(slice(None))
+        return {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else obs[0]
 
     def distance(self) -> float:
         """Current true tip-to-goal distance [m], from the positions rounded to float32 as the
@@ -525,7 +472,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return np.sqrt(np.sum(diff * diff, axis=-1))
 
     def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.measured_tip.astype(np.float32), self.goal.astype(np.float32)
+        return self.arms.measured_tip[0].astype(np.float32), self.arms.goal[0].astype(np.float32)
 
     def goal_terms(self, achieved_goal, desired_goal) -> dict[str, Any]:
         distance = self.distances(achieved_goal, desired_goal)
@@ -538,30 +485,60 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return self._step_goal_terms()
 
     def _terminated(self) -> bool:
-        return self.stop_reason is not None
+        return bool(self.arms.stopped[0])
 
     def _extra_info(self) -> dict[str, Any]:
-        d = self.distance()
-        info = {"distance": d, "is_success": bool(d < self.success_threshold),
-                "inflation_times": self.inflation_times.copy()}
-        if isinstance(self.body, SoftPeterBody) or not self.realism.is_ideal():
-            info["leg_inflation"] = self.legs.inflation
-        if self.stop_reason is not None:
-            info["termination_reason"] = self.stop_reason
+        rows = self.arms.info(slice(None))
+        info = {"distance": float(rows["distance"][0]), "is_success": bool(rows["is_success"][0]),
+                "inflation_times": rows["inflation_times"][0]}
+        if "leg_inflation" in rows:
+            info["leg_inflation"] = rows["leg_inflation"][0]
+        if "termination_reason" in rows:
+            info["termination_reason"] = rows["termination_reason"][0]
         return info
 
     # ------------------------------------------------------------------ rendering
+    def show(self, arms: PeterArms, row: int) -> None:
+        """Make pictures show arm ``row`` of ``arms`` (a vector env's; default this env's own arm)."""
+        self._shown = (arms, int(row))
+
     def _camera(self) -> dict[str, Any]:
         height = self.model.forward(np.zeros(self.model.n_dof))[2]
         return {"target": (0.0, 0.0, 0.5 * height), "distance": 2.2 * height + 0.1, "yaw": 40.0, "pitch": -20.0}
 
     def _render_scene(self):
-        if isinstance(self.body, SoftPeterBody):
-            self.body.sync_bullet()
-        if self.client is not None:
-            return self.client
-        if self._render_client is None:  # kinematic env: pose a body just for pictures
-            self._render_client = connect(gui=False)
-            self._render_body = PeterBody(self._render_client, self.model)
-        self._render_body.reset(self.inflation_times)
-        return self._render_client
+        """The scene of the shown arm: the stiff arm's own client, else a drawing client (opened at the
+        first picture) whose PyBullet arm is posed in the shown arm's shape."""
+        arms, row = self._shown
+        if self.client is not None:  # the stiff servos, or the PyBullet reference: the simulated body
+            client = self.client
+            if isinstance(self.body, SoftPeterBody):
+                self.body.sync_bullet()
+        else:
+            client = self._drawing_client()
+            if self._picture is None:
+                self._picture = PeterBody(client, self.model) if arms.body is None else \
+                    SoftPeterBody(client, self.model, payload=self.payload)
+            picture = self._picture
+            if isinstance(picture, SoftPeterBody):
+                state = arms.body.state
+                picture.set_base_orientation(tuple(arms.body.base_orientation[row]))
+                picture.set_state(state.u[row], reference=state.c[row])
+                picture.sync_bullet()
+            else:
+                picture.reset(arms.inflation_times[row])
+        if self.goal_marker is None:  # a red sphere at the goal and a pin above it (visible when the
+            # arm's top plate, radius ~45 mm, covers the reached goal)
+            red = [1.0, 0.1, 0.1, 1.0]
+            marker = client.createVisualShapeArray(
+                shapeTypes=[pybullet.GEOM_SPHERE, pybullet.GEOM_CYLINDER], radii=[0.006, 0.002],
+                lengths=[0.0, 0.05], rgbaColors=[red, red], visualFramePositions=[[0, 0, 0], [0, 0, 0.025]])
+            self.goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
+                                                      basePosition=[0.0, 0.0, -1.0])
+        client.resetBasePositionAndOrientation(self.goal_marker, arms.goal[row].tolist(), [0, 0, 0, 1])
+        return client
+
+    def close(self) -> None:
+        if isinstance(self._picture, SoftPeterBody):
+            self._picture.close()
+        super().close()

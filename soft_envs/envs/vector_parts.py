@@ -1,6 +1,6 @@
 """The vector envs' sensor: :class:`BatchedSensor`, :class:`~soft_envs.sim.realism.DelayedSensor`
 for ``B`` arms at once, each with its own noise, latency and generator (what ``realism=`` drew
-for it). (The actuators of ``B`` arms are the batched core's, :mod:`soft_envs.sim.batched_actuators`.)
+for it). (The actuators of ``B`` arms are the batched core's, :mod:`soft_envs.sim.actuators`.)
 
 It reproduces the single sensor exactly (the vector envs' episodes equal the single envs',
 ``tests/envs/test_vector_envs.py``): the noise comes from each arm's own generator, one ``normal``

@@ -222,6 +222,8 @@ class Peter(KinematicModel):
         radius to 1e-15 m). ``t`` is not checked: the vector envs pass their own clipped inputs."""
         t = np.asarray(t, dtype=float)
         if radius is None:
+            if t.shape[0] == 1 and (single := self._single_configuration(t[0])) is not None:
+                return np.array(self._single_kinematics(single, False)[0])[None]  # (one arm: the float path)
             if self.kinematics == "tilted":
                 return tilted_tip_columns(self._feet.tolist(), self.leg_length_at_rest, self.leg_rate, self.gap, t)
             return pcc_tip_columns(self._q_from_l.tolist(), self.leg_length_at_rest, self.leg_rate, self.gap, t)

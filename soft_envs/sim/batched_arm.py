@@ -10,7 +10,7 @@ has its own parameters: link masses and inertias (payload, mass and radius error
 in its base frame (base tilt), stiffness, damping. PETER and the PCC arm are
 :class:`~soft_envs.sim.batched_bodies.BatchedSoftPeter` and
 :class:`~soft_envs.sim.batched_bodies.BatchedPCCBody`; their actuators and the PD law are in
-:mod:`soft_envs.sim.batched_actuators`. The single bodies keep PyBullet and stay the reference:
+:mod:`soft_envs.sim.actuators`. The single bodies keep PyBullet and stay the reference:
 ``tests/sim/test_batched_arm.py`` checks the terms against ``calculateMassMatrix`` /
 ``calculateInverseDynamics`` and the stepping against ``SoftPeterBody`` / ``PCCBody``.
 
@@ -198,7 +198,8 @@ class ArmState:
     fresh: np.ndarray
 
     def copy(self) -> ArmState:
-        return ArmState(*(getattr(self, f.name).copy() for f in fields(self)))
+        return ArmState(self.u.copy(), self.w.copy(), self.a.copy(), self.c.copy(), self.rest.copy(),
+                        self.time.copy(), self.fresh.copy())
 
     def where(self, mask: np.ndarray, other: ArmState) -> ArmState:
         """``other``'s arms where ``mask``, this state's elsewhere (MJX ``Data.where``)."""
@@ -531,8 +532,13 @@ class BatchedSoftArm:
         """``C(u, u̇) u̇ + G(u)`` ``(B, n)``."""
         return self._current_terms()[1]
 
-    def gravity_torque(self, u: np.ndarray | None = None) -> np.ndarray:
-        """``G`` ``(B, n)`` at the current states or at smooth configurations ``u`` ``(B, n)``."""
+    def gravity_torque(self, u: np.ndarray | None = None, index=None) -> np.ndarray:
+        """``G`` ``(B, n)`` at the current states or at smooth configurations ``u`` ``(B, n)``; with
+        ``index``, of those arms only, at their current states (``(k, n)``)."""
+        if index is not None:
+            rows = _rows(index, self.n_arms)
+            part = ArmState(*(getattr(self.state, f.name)[rows] for f in fields(self.state)))
+            return terms(self.topology, self.params.take(rows), part, with_mass=False)[2]
         if u is None:
             return self._current_terms()[2]
         return terms(self.topology, self.params, self.state, with_mass=False, u=u)[2]

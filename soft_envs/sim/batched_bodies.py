@@ -19,10 +19,12 @@ from soft_envs.geometry import STANDARD_GRAVITY
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.batched_arm import BatchedSoftArm, _rows
+from soft_envs.sim.batched_kernels import pcc_validity
 from soft_envs.sim.damping import PCC_RAYLEIGH_STIFFNESS, PETER_RAYLEIGH_STIFFNESS
 from soft_envs.sim.sections import SectionMap
 
 #: ``BatchedPCCBody.model_violation`` codes (0: valid) and the reasons ``PCCTrackEnv`` gives.
+MAX_PCC_RATE = 1e4  # [m/s, rad/s]: beyond it the arm is driven beyond its model
 VIOLATIONS = (None, "the state is not finite", "a segment bent by more than 180°: beyond the PCC model",
               "a segment stretched by more than half its length: beyond the PCC model",
               "a rate above 1e4 /s: the arm is driven beyond its model")
@@ -134,7 +136,6 @@ class BatchedPCCBody(BatchedSoftArm):
                          rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness,
                          base_orientation=base_orientation, num_threads=num_threads)
         self.payload = np.full(self.n_arms, float(payload))
-        self._max_stretch = 0.5 * model.segment_lengths
 
     @staticmethod
     def stiffness_of(model: PCCArm) -> np.ndarray:
@@ -186,33 +187,29 @@ class BatchedPCCBody(BatchedSoftArm):
 
     def model_violation(self, u: np.ndarray | None = None, w: np.ndarray | None = None) -> np.ndarray:
         """Per arm, the first reason the state is outside the PCC model's validity as an index of
-        :data:`VIOLATIONS` (0: valid), in ``PCCTrackEnv.model_violation``'s order."""
-        u = self.state.u if u is None else np.asarray(u, dtype=float)
-        w = self.state.w if w is None else np.asarray(w, dtype=float)
-        per = self.model.per_segment
-        s = u.reshape(u.shape[0], self.model.n_segments, per)
-        finite = np.isfinite(u).all(axis=1) & np.isfinite(w).all(axis=1)
-        with np.errstate(invalid="ignore", over="ignore"):
-            bend = np.abs(s[..., 1]) if per == 2 else np.hypot(s[..., 1], s[..., 2])
-            # per segment, the bend test comes before the stretch test (the single env's loop)
-            bent = bend > np.pi
-            stretched = np.abs(s[..., 0]) > self._max_stretch
-            first_bent = np.where(bent.any(axis=1), bent.argmax(axis=1), np.inf)
-            first_stretched = np.where(stretched.any(axis=1), stretched.argmax(axis=1), np.inf)
-            fast = np.abs(w).max(axis=1) > 1e4
-        code = np.zeros(u.shape[0], dtype=np.int64)
-        code[fast] = 4
-        code[first_stretched < np.inf] = 3
-        code[(first_bent < np.inf) & (first_bent <= first_stretched)] = 2
-        code[~finite] = 1
-        return code
+        :data:`VIOLATIONS` (0: valid; :func:`pcc_violations`)."""
+        return pcc_violations(self.model, self.state.u if u is None else u, self.state.w if w is None else w)
 
     def violation_reason(self, code: int, u: np.ndarray) -> str | None:
-        """The single env's ``termination_reason`` text of ``code`` for one arm's ``u`` ``(n,)``."""
-        if code != 2:
-            return VIOLATIONS[code]
-        per = self.model.per_segment
-        s = np.asarray(u, dtype=float).reshape(self.model.n_segments, per)
-        bend = np.abs(s[:, 1]) if per == 2 else np.hypot(s[:, 1], s[:, 2])
-        first = float(bend[np.argmax(bend > np.pi)])
-        return f"a segment bent by {np.degrees(first):.0f}° > 180°: beyond the PCC model"
+        """The ``termination_reason`` text of ``code`` for one arm's ``u`` ``(n,)``."""
+        return pcc_violation_reason(self.model, code, u)
+
+
+def pcc_violations(model: PCCArm, u: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per PCC arm of the states ``u``, ``w`` ``(B, n)``, the first reason the state is outside the
+    model's validity as an index of :data:`VIOLATIONS` (0: valid). Valid: finite, every segment bent
+    by at most π (beyond it the arc folds through itself) and stretched by at most half its relaxed
+    length, rates below 1e4 per second; per segment the bend test comes before the stretch test."""
+    return pcc_validity(np.ascontiguousarray(u, dtype=float), np.ascontiguousarray(w, dtype=float),
+                        model.per_segment, 0.5 * model.segment_lengths, MAX_PCC_RATE)
+
+
+def pcc_violation_reason(model: PCCArm, code: int, u: np.ndarray) -> str | None:
+    """The ``termination_reason`` text of a :func:`pcc_violations` ``code`` for one arm's ``u`` ``(n,)``."""
+    if code != 2:
+        return VIOLATIONS[code]
+    per = model.per_segment
+    s = np.asarray(u, dtype=float).reshape(model.n_segments, per)
+    bend = np.abs(s[:, 1]) if per == 2 else np.hypot(s[:, 1], s[:, 2])
+    first = float(bend[np.argmax(bend > np.pi)])
+    return f"a segment bent by {np.degrees(first):.0f}° > 180°: beyond the PCC model"

@@ -517,3 +517,70 @@ def arm_section_map(sec, lref, u, w, ref, c, ue, ce, J, acc, blocks):
         for r in range(3):
             for p in range(per):
                 J[3 * i + r, per * i + p] = blocks[i, r, p]
+
+
+# ---------------------------------------------------------------------------- PETER's validity
+
+
+@njit(**_JIT)
+def peter_validity(u: np.ndarray, w: np.ndarray, active: np.ndarray, reference_length: float, radius: np.ndarray,
+                   cos: np.ndarray, sin: np.ndarray, half: float, max_rate: float) -> np.ndarray:
+    """Per PETER arm ``(B,)``, the first reason its state ``u``, ``w`` ``(B, 3N)`` is outside the PCC
+    model (0 valid or inactive; 1 not finite; 2 a leg ``L − r (a cos α + b sin α)`` shorter than
+    ``half`` [m]; 3 a module bent past π; 4 a rate above ``max_rate``), in that order."""
+    B, n = u.shape
+    code = np.zeros(B, dtype=np.int64)
+    for i in range(B):
+        if not active[i]:
+            continue
+        finite = True
+        for j in range(n):
+            if not (math.isfinite(u[i, j]) and math.isfinite(w[i, j])):
+                finite = False
+        if not finite:
+            code[i] = 1
+            continue
+        crushed = bent = fast = False
+        for m in range(0, n, 3):
+            length, a, b = u[i, m] + reference_length, u[i, m + 1], u[i, m + 2]
+            for k in range(3):
+                if length - radius[i] * (a * cos[k] + b * sin[k]) < half:
+                    crushed = True
+            if math.hypot(a, b) > math.pi:
+                bent = True
+        for j in range(n):
+            if abs(w[i, j]) > max_rate:
+                fast = True
+        code[i] = 2 if crushed else 3 if bent else 4 if fast else 0
+    return code
+
+
+@njit(**_JIT)
+def pcc_validity(u: np.ndarray, w: np.ndarray, per: int, half_lengths: np.ndarray, max_rate: float) -> np.ndarray:
+    """Per PCC arm ``(B,)``, the first reason its state ``u``, ``w`` ``(B, n)`` (``per`` coordinates a
+    segment) is outside the model: 0 valid; 1 not finite; else the first segment, in order, bent
+    past π (2; the bend is tested first) or stretched beyond ``half_lengths`` [m] (3); else 4 if a
+    rate exceeds ``max_rate``."""
+    B, n = u.shape
+    code = np.zeros(B, dtype=np.int64)
+    for i in range(B):
+        finite = True
+        for j in range(n):
+            if not (math.isfinite(u[i, j]) and math.isfinite(w[i, j])):
+                finite = False
+        if not finite:
+            code[i] = 1
+            continue
+        for k in range(n // per):
+            bend = abs(u[i, per * k + 1]) if per == 2 else math.hypot(u[i, per * k + 1], u[i, per * k + 2])
+            if bend > math.pi:
+                code[i] = 2
+                break
+            if abs(u[i, per * k]) > half_lengths[k]:
+                code[i] = 3
+                break
+        if code[i] == 0:
+            for j in range(n):
+                if abs(w[i, j]) > max_rate:
+                    code[i] = 4
+    return code

@@ -1,17 +1,44 @@
-"""PyBullet client ownership and headless rendering."""
+"""PyBullet client ownership and headless rendering.
+
+PyBullet is imported at its first use, not when this module is (issue 32: the soft arms' envs
+step the batched core and run where PyBullet is not installed; only a client, a body or a
+picture needs it). :data:`pybullet` is the module, loaded on its first attribute access.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from soft_envs.console import quiet_native_output
 from soft_envs.geometry import STANDARD_GRAVITY  # noqa: F401  (re-exported: the simulations' gravity)
 
-with quiet_native_output():  # PyBullet prints its build banner on import; import it from here
-    import pybullet
-from pybullet_utils.bullet_client import BulletClient  # noqa: E402
+if TYPE_CHECKING:
+    from pybullet_utils.bullet_client import BulletClient
+
+
+class _PyBullet:
+    """The ``pybullet`` module, imported (quietly: it prints a build banner) at the first attribute
+    read; an ``ImportError`` there says which feature needed it."""
+
+    _module: ModuleType | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if _PyBullet._module is None:
+            try:
+                with quiet_native_output():
+                    _PyBullet._module = importlib.import_module("pybullet")
+            except ImportError as exc:
+                raise ImportError("PyBullet is needed here (a physics client, a rendered picture or a "
+                                  "rigid robot) but cannot be imported: pip install pybullet") from exc
+        return getattr(_PyBullet._module, name)
+
+
+pybullet: Any = _PyBullet()
 
 
 def has_display() -> bool:
@@ -21,8 +48,11 @@ def has_display() -> bool:
 
 def connect(gui: bool = False) -> BulletClient:
     """A new physics client owned by the caller (``DIRECT`` unless ``gui``); never the global one."""
+    mode = pybullet.GUI if gui else pybullet.DIRECT  # (imports PyBullet quietly, or says it is missing)
     with quiet_native_output():  # PyBullet prints "argv[0]=" on connect
-        client = BulletClient(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
+        from pybullet_utils.bullet_client import BulletClient
+
+        client = BulletClient(connection_mode=mode)
     if gui:
         client.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
     return client

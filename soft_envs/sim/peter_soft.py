@@ -7,7 +7,7 @@ body of :mod:`soft_envs.sim.peter_body`). Its state is the arc ``u = (x, a, b)``
 vector ``(a, b)``. The legs are springs about their *rest* lengths: the rest shape is the arc
 of the legs' rest lengths (``Peter.arc_from_legs``) and the stiffness ``Peter.stiffness()``
 (``3k``, ``3/2 k r²`` from the leg stiffness ``k`` and the leg-circle radius ``r``, derived
-there). The pneumatics (:class:`~soft_envs.sim.actuators.PneumaticLegs`) move the rest lengths;
+there). The pneumatics (:class:`~soft_envs.sim.actuators.BatchedPneumaticLegs`) move the rest lengths;
 gravity and a tip payload deflect the arm about the rest shape, smoothly and (for small loads)
 linearly. With no gravity, no payload and the legs at rest the body is exactly the PCC model's
 shape (``Peter(kinematics="pcc")``), to 1e-9 m.

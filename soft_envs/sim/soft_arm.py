@@ -41,8 +41,8 @@ and two ``calculateInverseDynamics`` calls per step). Where a controller feedbac
 arm at every step (``step(..., cancel_damping=True)``) its ``+C u̇`` of the step's start cancels
 the arm's, which is held there (:mod:`soft_envs.sim.integrator`). The actuators' own dynamics are
 integrated exactly and enter at the step's start and end: the chamber regulators' first-order lag
-as its exponential (:class:`~soft_envs.sim.actuators.PressureRegulator`), PETER's legs at their
-constant fill and vent rates (:class:`~soft_envs.sim.actuators.PneumaticLegs`). The first step after
+as its exponential (:class:`~soft_envs.sim.actuators.BatchedPressureRegulator`), PETER's legs at their
+constant fill and vent rates (:class:`~soft_envs.sim.actuators.BatchedPneumaticLegs`). The first step after
 a state is set starts from the true acceleration.
 
 Order, measured (``soft-envs bench convergence``: the envs' tip paths at the default step and its

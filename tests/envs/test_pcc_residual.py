@@ -48,8 +48,6 @@ def test_a_residual_moves_the_aim_by_its_correction_in_metres():
     env.close()
     with pytest.raises(InvalidParameterError, match="residual_limit"):
         gym.make(ENV, action_type="residual", residual_limit=0.0)
-    with pytest.raises(InvalidParameterError, match="residual"):
-        gym.make_vec(ENV, num_envs=2, vectorization_mode="vector_entry_point", action_type="residual")
 
 
 def test_residual_with_delta_actions_integrates_the_correction():

@@ -25,7 +25,7 @@ def test_env_observation_layout_and_reward_terms():
     np.testing.assert_allclose(obs[6:9], obs[3:6] - obs[0:3], atol=1e-7)
     assert reward == info["reward_tracking"] + info["reward_action_rate"]
     assert info["reward_tracking"] == pytest.approx(-info["tracking_error"])
-    np.testing.assert_allclose(obs[12:18], unwrapped.body.state, atol=1e-5)
+    np.testing.assert_allclose(obs[12:18], unwrapped.model.pcc_state(unwrapped.body.configuration[0]), atol=1e-5)
     env.close()
 
 

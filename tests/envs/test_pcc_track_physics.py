@@ -93,7 +93,7 @@ def test_a_payload_unknown_to_the_controller_sags_the_tip():
 def test_stiff_option_is_the_earlier_arm():
     soft = gym.make("soft_envs/PCCTrack-v0")
     stiff = gym.make("soft_envs/PCCTrack-v0", physics="stiff")
-    k_soft, k_stiff = soft.unwrapped.body.stiffness, stiff.unwrapped.body.stiffness
+    k_soft, k_stiff = soft.unwrapped.body.params.stiffness[0], stiff.unwrapped.body.params.stiffness[0]
     assert np.all(k_stiff > 40 * k_soft)  # E = 80 MPa on the solid section
     assert stiff.unwrapped.actuation == "direct" and stiff.unwrapped.time_step == 2e-3
     assert soft.unwrapped.actuation == "pressure" and soft.unwrapped.time_step == 5e-3

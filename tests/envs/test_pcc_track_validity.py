@@ -17,7 +17,7 @@ def test_full_torque_holds_the_arm_inside_its_model(sign):
     for _ in range(60):
         obs, reward, terminated, _, info = env.step(np.full(env.action_space.shape, sign, dtype=np.float32))
         assert not terminated and np.all(np.isfinite(obs))
-    bend = np.hypot(*env.unwrapped.body.u.reshape(-1, 3)[:, 1:].T)
+    bend = np.hypot(*env.unwrapped.body.state.u.reshape(-1, 3)[:, 1:].T)
     assert bend.max() > np.radians(90.0)  # it does bend far
     env.close()
 
@@ -31,7 +31,7 @@ def test_a_payload_that_folds_the_arm_stops_it_with_a_reason():
         assert np.all(np.isfinite(obs)) and np.isfinite(reward)
         if terminated:
             assert "beyond the PCC model" in info["termination_reason"]
-            state = env.unwrapped.body.configuration
+            state = env.unwrapped.body.configuration[0]
             assert np.all(np.abs(state[1::3]) <= np.pi)  # stopped at its last valid state
             break
     else:

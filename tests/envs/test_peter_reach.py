@@ -209,13 +209,17 @@ def test_bad_parameters_raise_value_error(kwargs):
         gym.make("soft_envs/PeterReach-v0", **kwargs)
 
 
-def test_many_envs_open_and_close_without_leaking_clients():
-
+@pytest.mark.parametrize("kwargs", [dict(render_mode="rgb_array"), dict(backend="pybullet")],
+                         ids=["drawing-client", "physics-client"])
+def test_many_envs_open_and_close_without_leaking_clients(kwargs):
+    """Each env its own client (the soft default opens one for its first picture), closed with it."""
     clients = []
     for _ in range(20):
-        env = gym.make("soft_envs/PeterReach-v0")
+        env = gym.make("soft_envs/PeterReach-v0", **kwargs)
         env.reset(seed=0)
-        clients.append(env.unwrapped.client)
+        if env.render_mode is not None:
+            env.render()
+        clients.append(env.unwrapped.render_client)
         env.close()
     assert len({id(c) for c in clients}) == 20
     assert not any(c.isConnected() for c in clients)

@@ -201,8 +201,8 @@ def test_pcc_realism_scales_the_chambers_regulators_and_plant():
     u = env.unwrapped
     _, info = env.reset(seed=0)
     assert np.allclose(u.plant_pressure_map, u.pressure_map * 1.05 * 0.98)
-    assert u.regulator.delay == pytest.approx(0.1)
-    assert np.allclose(u.body.stiffness, 1.1 * u.nominal_stiffness)
+    assert u.regulator.delay[0] == pytest.approx(0.1)
+    assert np.allclose(u.body.params.stiffness[0], 1.1 * u.nominal_stiffness)
     assert np.allclose(info["realism"]["chamber_gain"], 1.05)
     env.close()
 
@@ -211,8 +211,10 @@ def test_pcc_mass_and_payload_change_the_simulated_arm_only():
     env = gym.make(PCC, realism={"payload": 0.004, "mass_error": 0.1})
     u = env.unwrapped
     env.reset(seed=0)
-    assert u.body.model.segment_mass == pytest.approx(1.1 * u.model.segment_mass)
-    assert u.body.payload == pytest.approx(0.004)
+    assert u.plant.segment_mass == pytest.approx(1.1 * u.model.segment_mass)
+    assert u.body.payload[0] == pytest.approx(0.004)
+    mass, _ = u.body.topology.link_dynamics(u.plant.chain(0.004))  # the simulated links
+    np.testing.assert_allclose(u.body.params.mass[0], mass)
     env.close()
 
 

@@ -11,6 +11,7 @@ import pytest
 import soft_envs  # noqa: F401
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots import PCCArm, Peter
+from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.bullet import connect, disconnect
 from soft_envs.sim.pcc_body import PCCBody
 from soft_envs.sim.peter_soft import SoftPeterBody
@@ -47,8 +48,15 @@ def test_the_batched_default_equals_the_pybullet_reference_on_whole_episodes(env
 
 
 def test_the_default_backend_is_the_batched_core():
+    """PeterReach's arm is one row of the vector env's (the batched core), with no PyBullet client
+    until a picture is asked for; ``backend="pybullet"`` steps PyBullet's arm through the same rows."""
     env = gym.make("soft_envs/PeterReach-v0")
-    assert env.unwrapped.backend == "batched" and env.unwrapped.body.backend == "batched"
+    u = env.unwrapped
+    assert u.backend == "batched" and isinstance(u.body, BatchedSoftPeter) and u.arms.body is u.body
+    assert u.client is None and u.render_client is None
+    env.close()
+    env = gym.make("soft_envs/PeterReach-v0", backend="pybullet")
+    assert isinstance(env.unwrapped.body, SoftPeterBody) and env.unwrapped.body.backend == "pybullet"
     env.close()
     with pytest.raises(InvalidParameterError, match="backend"):
         gym.make("soft_envs/PCCTrack-v0", backend="gpu")

@@ -46,6 +46,7 @@ VECTOR_CASES = [
     pytest.param(PCC, dict(trajectory="planar_circle", n_segments=3, links_per_segment=4, actuation="direct",
                            random_start=False, payload=0.005), id="pcc-planar-direct"),
     pytest.param(PCC, dict(physics="stiff", start_straight=True), id="pcc-stiff"),
+    pytest.param(PCC, dict(action_type="residual", realism="realistic"), id="pcc-residual-realistic"),
 ]
 N_ENVS = 3
 EPISODE = 6  # steps: short, so that every sub-env autoresets twice

@@ -9,8 +9,7 @@ import pytest
 
 from soft_envs.geometry import quaternion_from_rotation_vector
 from soft_envs.robots import PCCArm, Peter, PlanarPCCArm
-from soft_envs.sim.actuators import PneumaticLegs, PressureRegulator
-from soft_envs.sim.batched_actuators import (
+from soft_envs.sim.actuators import (
     BatchedDeadTime,
     BatchedPDFeedforward,
     BatchedPneumaticLegs,
@@ -49,27 +48,24 @@ def test_peter_arms_step_as_single_bodies(clients):
                                 vent_rate=[arm[5] for arm in PETER_ARMS])
     singles = []
     t0 = rng.uniform(0.0, 1.0, (B, n))
-    for b, ((dr, dm, dk), payload, tilt, (_, offset, leak), delay, vent) in enumerate(PETER_ARMS):
+    for b, ((dr, dm, dk), payload, tilt, (_, offset, leak), delay, _vent) in enumerate(PETER_ARMS):
         plant = nominal.with_parameters(radius=nominal.radius * (1 + dr), module_mass=nominal.module_mass * (1 + dm),
                                         leg_stiffness=nominal.leg_stiffness * (1 + dk))
         quaternion = tuple(quaternion_from_rotation_vector(np.r_[tilt, 0.0]))
         body = SoftPeterBody(clients(), nominal, backend="pybullet")
         body.set_model(plant, payload)
         body.set_base_orientation(quaternion)
-        single_legs = PneumaticLegs(n, rest_length=nominal.leg_length_at_rest, fill_rate=nominal.leg_rate,
-                                    vent_rate=vent, delay=delay)
-        single_legs.set_imperfections(gains[b], offset, leak)
-        single_legs.reset(t0[b])
-        body.reset(t0[b])
-        if single_legs.gain is not None:
-            body.set_state(body.rest_of_legs(single_legs.actual_lengths), reference=np.zeros(n))
-            body.set_rest_legs(single_legs.actual_lengths)
-        singles.append((body, single_legs))
+        singles.append(body)
         batched.set_model([b], plant, payload)
         batched.set_base_orientation([b], quaternion)
         legs.set_imperfections([b], gains[b], offset, leak)
         legs.set_delay([b], delay)
     legs.reset(None, t0)
+    for b, body in enumerate(singles):  # the same legs drive each single body (its row)
+        body.reset(t0[b])
+        if not legs.perfect[b]:
+            body.set_state(body.rest_of_legs(legs.actual_lengths[b]), reference=np.zeros(n))
+            body.set_rest_legs(legs.actual_lengths[b])
     batched.reset_inflation(None, t0)
     imperfect = ~legs.perfect
     batched.reset(imperfect, batched.rest_of_legs(legs.actual_lengths[imperfect], imperfect),
@@ -77,15 +73,13 @@ def test_peter_arms_step_as_single_bodies(clients):
     for _ in range(5):
         command = rng.uniform(0.0, 2.0, (B, n))
         legs.command(command, batched.state.time)
-        for (body, single_legs), t in zip(singles, command, strict=False):
-            single_legs.command(t, body.time)
         for _ in range(skip):
-            batched.step(dt, 0.0, rest_end=batched.rest_of_legs(legs.advance(dt, batched.state.time)))
-            for body, single_legs in singles:
-                body.step(dt, np.zeros(n), rest_end=body.rest_of_legs(single_legs.advance(dt, body.time)))
+            rest = legs.advance(dt, batched.state.time)
+            batched.step(dt, 0.0, rest_end=batched.rest_of_legs(rest))
+            for b, body in enumerate(singles):
+                body.step(dt, np.zeros(n), rest_end=body.rest_of_legs(rest[b]))
         tip, velocity = batched.tip_state()
-        for b, (body, single_legs) in enumerate(singles):
-            np.testing.assert_allclose(legs.actual_lengths[b], single_legs.actual_lengths, rtol=0, atol=1e-15)
+        for b, body in enumerate(singles):
             np.testing.assert_allclose(batched.state.u[b], body.u, rtol=0, atol=1e-11)
             np.testing.assert_allclose(batched.state.w[b], body.w, rtol=0, atol=1e-9)
             single_tip, single_velocity = body.tip_state()
@@ -114,7 +108,7 @@ def test_pcc_arms_step_as_single_bodies(clients, arm, chambers):
     c0 = arm.sample(rng) * 0.5
     singles = []
     plant_maps = np.empty((B, n, n))
-    for b, (dm, payload, dk, delay, gain, droop) in enumerate(PCC_ARMS):
+    for b, (dm, payload, dk, _delay, gain, droop) in enumerate(PCC_ARMS):
         body = PCCBody(clients(), arm, backend="pybullet")
         plant = type(arm)(2, 6, segment_mass=arm.segment_mass * (1 + dm))
         body.set_model(plant, payload)
@@ -122,17 +116,20 @@ def test_pcc_arms_step_as_single_bodies(clients, arm, chambers):
         body.reset(c0)
         gains = gain * rng.uniform(0.98, 1.02, n)
         plant_maps[b] = pressure_map * (gains * (1 - droop))
-        single_regulator = PressureRegulator(n, max_pressure=arm.pressure.max_pressure, delay=delay)
-        single_regulator.reset(inverse @ (body.elastic_torque() + body.gravity_torque()))
-        singles.append((body, single_regulator))
+        singles.append(body)
         batched.set_model([b], plant, payload)
         batched.set_stiffness([b], batched.params.stiffness[b] * (1 + dk))
+    # the single bodies' chambers: regulators of their own (the same class, one row per body)
+    single_regulators = BatchedPressureRegulator(B, n, max_pressure=arm.pressure.max_pressure,
+                                                 delay=[a[3] for a in PCC_ARMS])
+    single_regulators.reset(None, np.stack([inverse @ (body.elastic_torque() + body.gravity_torque())
+                                            for body in singles]))
     batched.reset_configuration(None, c0)
     hold = batched.elastic_torque() + batched.gravity_torque()
     if chambers:
         regulator.reset(None, hold @ inverse.T)
     setpoint = np.tile(batched.configuration[0], (B, 1))
-    single_setpoints = [body.configuration for body, _ in singles]
+    single_setpoints = [body.configuration for body in singles]
     stopped, single_stopped = np.zeros(B, dtype=bool), np.zeros(B, dtype=bool)
     for _ in range(4):
         # (the direct law rings and grows on large set-point steps, PDFeedforward's docstring: small ones;
@@ -159,20 +156,22 @@ def test_pcc_arms_step_as_single_bodies(clients, arm, chambers):
             left = active & (batched.model_violation() != 0)
             batched.restore(left, last_valid, at_rest=True)
             stopped |= left
-            for b, (body, single_regulator) in enumerate(singles):
+            single_tau = np.stack([law.torque_smooth(body, (1 - s) * single_u[b][0] + s * single_u[b][1],
+                                                     include_damping=True) for b, body in enumerate(singles)])
+            if chambers:
+                times = np.array([body.time for body in singles])
+                single_regulators.command(single_tau @ inverse.T, times, ~single_stopped)
+                starts = np.einsum("bij,bj->bi", plant_maps, single_regulators.acting(times))
+                ends = np.einsum("bij,bj->bi", plant_maps, single_regulators.advance(dt, times))
+            for b, body in enumerate(singles):
                 if single_stopped[b]:
                     continue
                 before = body.snapshot()
-                single_tau = law.torque_smooth(body, (1 - s) * single_u[b][0] + s * single_u[b][1],
-                                               include_damping=True)
                 with np.errstate(all="ignore"):
                     if chambers:
-                        single_regulator.command(inverse @ single_tau, body.time)
-                        start = plant_maps[b] @ single_regulator.acting(body.time)
-                        end = plant_maps[b] @ single_regulator.advance(dt, body.time)
-                        body.step(dt, start, torque_end=end)
+                        body.step(dt, starts[b], torque_end=ends[b])
                     else:
-                        body.step(dt, single_tau)
+                        body.step(dt, single_tau[b])
                 if batched.model_violation(body.u[None], body.w[None])[0]:
                     body.restore(before, at_rest=True)
                     single_stopped[b] = True
@@ -180,7 +179,7 @@ def test_pcc_arms_step_as_single_bodies(clients, arm, chambers):
         tip, _ = batched.tip_state()
         np.testing.assert_array_equal(stopped, single_stopped)
         assert not stopped.any()
-        for b, (body, _) in enumerate(singles):
+        for b, body in enumerate(singles):
             np.testing.assert_allclose(batched.state.u[b], body.u, rtol=0, atol=1e-10)
             np.testing.assert_allclose(batched.state.w[b], body.w, rtol=0, atol=1e-8 * max(1.0, np.abs(body.w).max()))
             np.testing.assert_allclose(tip[b], body.tip_state()[0], rtol=0, atol=1e-11)
@@ -190,18 +189,17 @@ def test_pcc_arms_step_as_single_bodies(clients, arm, chambers):
 
 
 def test_dead_time_is_per_arm():
+    """A command given at step k acts from the first step at or after its time plus the arm's delay."""
     delays = np.array([0.0, 0.01, 0.025])
     dead = BatchedDeadTime(delays, np.zeros((3, 1)))
-    from soft_envs.sim.actuators import DeadTime
-    singles = [DeadTime(d, np.zeros(1)) for d in delays]
-    now = np.zeros(3)
+    given: list[tuple[float, float]] = []  # (time, value), every 3rd step of 5 ms
     for k in range(40):
+        now = k * 5e-3
         if k % 3 == 0:
-            dead.give(np.full((3, 1), float(k)), now)
-            for s, t in zip(singles, now, strict=False):
-                s.give(np.array([float(k)]), t)
-        np.testing.assert_array_equal(dead.at(now)[:, 0], [s.at(t)[0] for s, t in zip(singles, now, strict=False)])
-        now = now + 5e-3
+            dead.give(np.full((3, 1), float(k)), np.full(3, now))
+            given.append((now, float(k)))
+        expected = [max([v for t, v in given if t + d <= now + 1e-9], default=0.0) for d in delays]
+        np.testing.assert_array_equal(dead.at(np.full(3, now))[:, 0], expected)
 
 
 def test_model_violation_codes_follow_the_single_env():

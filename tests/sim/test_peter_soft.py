@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from soft_envs.robots import Peter
-from soft_envs.sim.actuators import PneumaticLegs
+from soft_envs.sim.actuators import BatchedPneumaticLegs
 from soft_envs.sim.bullet import connect, disconnect
 from soft_envs.sim.peter_soft import SoftPeterBody
 
@@ -90,31 +90,31 @@ def test_payload_sag_is_linear_for_small_loads_and_monotone(client):
 
 
 def test_a_leg_fills_at_ten_millimetres_per_second_and_vents_at_its_rate():
-    legs = PneumaticLegs(3, rest_length=0.042926, fill_rate=0.010, vent_rate=0.020)
-    legs.reset(np.zeros(3))
-    legs.command(np.array([2.0, 0.0, 0.5]), now=0.0)
-    lengths = [legs.advance(0.01, k * 0.01).copy() for k in range(300)]
+    legs = BatchedPneumaticLegs(1, 3, rest_length=0.042926, fill_rate=0.010, vent_rate=0.020)
+    legs.reset(None, np.zeros(3))
+    legs.command(np.array([[2.0, 0.0, 0.5]]), now=np.zeros(1))
+    lengths = [legs.advance(0.01, np.array([k * 0.01]))[0].copy() for k in range(300)]
     fill = np.array(lengths)[:, 0] - 0.042926
     np.testing.assert_allclose(fill[99], 0.010, atol=1e-12)   # 1 s: 10 mm
     np.testing.assert_allclose(fill[199], 0.020, atol=1e-12)  # 2 s: the full 20 mm, and it stops
     np.testing.assert_allclose(fill[-1], 0.020, atol=1e-12)
-    np.testing.assert_allclose(legs.inflation, [2.0, 0.0, 0.5], atol=1e-9)
-    legs.command(np.array([0.0, 0.0, 0.5]), now=3.0)
-    legs.advance(0.5, 3.0)
-    assert legs.lengths[0] - 0.042926 == pytest.approx(0.010, abs=1e-12)  # vents at 20 mm/s
+    np.testing.assert_allclose(legs.inflation[0], [2.0, 0.0, 0.5], atol=1e-9)
+    legs.command(np.array([[0.0, 0.0, 0.5]]), now=np.array([3.0]))
+    legs.advance(0.5, np.array([3.0]))
+    assert legs.lengths[0, 0] - 0.042926 == pytest.approx(0.010, abs=1e-12)  # vents at 20 mm/s
 
 
 def test_command_delay_and_instant_legs():
-    delayed = PneumaticLegs(3, rest_length=0.04, fill_rate=0.01, delay=0.2)
-    delayed.reset(np.zeros(3))
-    delayed.command(np.ones(3), now=0.0)
-    lengths = [delayed.advance(0.05, k * 0.05)[0] for k in range(10)]
+    delayed = BatchedPneumaticLegs(1, 3, rest_length=0.04, fill_rate=0.01, delay=0.2)
+    delayed.reset(None, np.zeros(3))
+    delayed.command(np.ones((1, 3)), now=np.zeros(1))
+    lengths = [delayed.advance(0.05, np.array([k * 0.05]))[0, 0] for k in range(10)]
     assert lengths[3] == pytest.approx(0.04) and lengths[4] > 0.04  # moves from t = 0.2 s
-    instant = PneumaticLegs(3, rest_length=0.04, fill_rate=0.01, instant=True)
-    instant.reset(np.zeros(3))
-    instant.command(np.full(3, 2.0), now=0.0)
-    np.testing.assert_allclose(instant.advance(1e-3, 0.0), 0.06)
+    instant = BatchedPneumaticLegs(1, 3, rest_length=0.04, fill_rate=0.01, instant=True)
+    instant.reset(None, np.zeros(3))
+    instant.command(np.full((1, 3), 2.0), now=np.zeros(1))
+    np.testing.assert_allclose(instant.advance(1e-3, np.zeros(1)), 0.06)
     with pytest.raises(ValueError):
-        PneumaticLegs(3, rest_length=0.04, fill_rate=0.01, vent_rate=0.001)
+        BatchedPneumaticLegs(1, 3, rest_length=0.04, fill_rate=0.01, vent_rate=0.001)
     with pytest.raises(ValueError):
-        PneumaticLegs(3, rest_length=0.04, fill_rate=0.01, delay=-1.0)
+        BatchedPneumaticLegs(1, 3, rest_length=0.04, fill_rate=0.01, delay=-1.0)

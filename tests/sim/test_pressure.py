@@ -9,7 +9,7 @@ import pytest
 
 from soft_envs.robots import PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import PAPER_ALPHA1, PAPER_ALPHA2, PressureMap
-from soft_envs.sim.actuators import PressureRegulator
+from soft_envs.sim.actuators import BatchedPressureRegulator
 from soft_envs.sim.bullet import connect, disconnect
 from soft_envs.sim.pcc_body import PCCBody
 
@@ -60,16 +60,16 @@ def test_bounded_pressures_drive_the_arm_to_a_workspace_corner():
 
 
 def test_regulator_is_a_bounded_first_order_lag_with_dead_time():
-    reg = PressureRegulator(2, max_pressure=3e4, time_constant=0.01, delay=0.125)
-    reg.reset(np.zeros(2))
-    reg.command(np.array([1e4, 5e4]), now=0.0)
-    assert reg.saturated
-    trace = [reg.advance(1e-3, k * 1e-3).copy() for k in range(400)]
+    reg = BatchedPressureRegulator(1, 2, max_pressure=3e4, time_constant=0.01, delay=0.125)
+    reg.reset(None, np.zeros(2))
+    reg.command(np.array([[1e4, 5e4]]), now=np.zeros(1))
+    assert reg.saturated[0]
+    trace = [reg.advance(1e-3, np.array([k * 1e-3]))[0].copy() for k in range(400)]
     trace = np.array(trace)
     assert np.all(trace[:124] == 0.0)  # nothing before 125 ms
     # one time constant after the dead time: 1 − 1/e of the (clipped) set-point
     np.testing.assert_allclose(trace[134], [1e4, 3e4] * np.array(1 - np.exp(-1.0)), rtol=1e-9)
     np.testing.assert_allclose(trace[-1], [1e4, 3e4], rtol=1e-6)
-    ideal = PressureRegulator(1, max_pressure=3e4, time_constant=0.0)
-    ideal.command(np.array([2e4]), now=0.0)
-    assert ideal.advance(1e-3, 0.0)[0] == 2e4
+    ideal = BatchedPressureRegulator(1, 1, max_pressure=3e4, time_constant=0.0)
+    ideal.command(np.array([[2e4]]), now=np.zeros(1))
+    assert ideal.advance(1e-3, np.zeros(1))[0, 0] == 2e4

@@ -1,0 +1,292 @@
+"""``PCCTrack-v0``'s arms, row-wise: the env logic around the soft-arm core, written once (issue 32).
+
+:class:`PCCArms` holds ``n`` arms of one :class:`~soft_envs.envs.pcc_track.PCCTrackEnv`
+configuration and does, for any rows of them, what an episode of the env does: the reset (start
+on the trajectory, realism applied to the arm, the chambers and the sensor, the generalised force
+that holds the start), actions to commands (the configuration set-point and its ramp, the residual
+aim, held torques or pressures), the physics steps with the paper's PD + feed-forward law on its
+ticks and the pressure regulators, the validity check that stops an arm driven out of the PCC
+model, the tip readings through the sensor, the observation, the reward terms and ``info``. The
+single env is ``n = 1`` of it, the native vector env (:mod:`soft_envs.envs.pcc_track_vector`)
+``n = N``.
+
+The body (``body=``): the batched soft-arm core (:class:`~soft_envs.sim.batched_bodies.BatchedPCCBody`,
+both envs' default) or one PyBullet arm with PyBullet's terms
+(:class:`~soft_envs.sim.arm_rows.PCCBodyRows`, ``backend="pybullet"``, the reference). Arrays are
+``(n, …)``, SI units, the arm's base frame.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from soft_envs.envs.pcc_parts import ResidualAim, track_observation
+from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
+from soft_envs.envs.vector_parts import BatchedSensor
+from soft_envs.robots.pcc_arm import PCCArm
+from soft_envs.sim.actuators import BatchedPDFeedforward, BatchedPressureRegulator
+from soft_envs.sim.batched_bodies import BatchedPCCBody
+from soft_envs.sim.bullet import STANDARD_GRAVITY
+
+if TYPE_CHECKING:
+    from soft_envs.envs.pcc_track import PCCTrackEnv
+
+
+def soft_arms(env: PCCTrackEnv, n_arms: int, num_threads: int | None = None) -> BatchedPCCBody:
+    """``n_arms`` arms of ``env``'s model, payload, gravity and damping on the batched core."""
+    return BatchedPCCBody(env.model, n_arms, gravity=STANDARD_GRAVITY if env.gravity else 0.0,
+                          rayleigh_stiffness=env.rayleigh_stiffness, payload=env.payload, num_threads=num_threads)
+
+
+class PCCArms:
+    """``n_arms`` PCC arms of ``env``'s configuration (module docstring).
+
+    Args:
+        env: the env whose keywords, model, law and realism the arms take (read, never changed).
+        n_arms: number of arms.
+        body: the arms' body (module docstring).
+    """
+
+    def __init__(self, env: PCCTrackEnv, n_arms: int, body: Any) -> None:
+        model = env.model
+        n, n_dof = int(n_arms), model.n_dof
+        self.env, self.model, self.n_arms, self.body = env, model, n, body
+        body.set_stiffness(None, env.nominal_stiffness)
+        law = env.controller
+        self.controller = BatchedPDFeedforward(model, law.kp, law.kv, compensate_damping=law.compensate_damping,
+                                               stiffness_error=law.stiffness_error, known_payload=law.known_payload)
+        self.regulator: BatchedPressureRegulator | None = None
+        if env.actuation == "pressure":
+            self.regulator = BatchedPressureRegulator(n, n_dof, max_pressure=model.pressure.max_pressure,
+                                                      time_constant=env.regulator_time_constant,
+                                                      delay=env.regulator_delay)
+        #: Each arm's chamber map ``(n, n_dof, n_dof)`` (the nominal one scaled by its realism), or ``None``.
+        self.plant_pressure_maps: np.ndarray | None = None
+        self.segment_mass = np.full(n, model.segment_mass)  # each arm's simulated segment mass [kg]
+        self.setpoint = np.zeros((n, n_dof))  # configuration set-points (configuration, residual)
+        self.previous_setpoint = np.zeros((n, n_dof))
+        self.command_value = np.zeros((n, env.action_space.shape[0]))  # torques, pressures or residual aims
+        self.tau = np.zeros((n, n_dof))  # the generalised force commanded [N, N m]
+        self.physics_steps = np.zeros(n, dtype=np.int64)
+        self.saturated = np.zeros(n, dtype=bool)  # a regulator clipped its set-point this step
+        self.time = np.zeros(n)  # [s] on the trajectory
+        self.stop_code = np.zeros(n, dtype=np.int64)  # the body's violation codes (0: running)
+        self.stop_reason = np.full(n, None, dtype=object)
+        self.goal = np.zeros((n, 3))
+        self.tip, self.tip_velocity = np.zeros((n, 3)), np.zeros((n, 3))
+        self.measured_tip, self.measured_velocity = np.zeros((n, 3)), np.zeros((n, 3))
+        realism = env.realism
+        self.realistic = not realism.is_ideal()
+        latency = realism.ranges["observation_latency"][1] if "observation_latency" in realism.ranges else 0.0
+        self.sensor = BatchedSensor(n, 6, int(round(latency / env.dt)))
+        self._new_masses = not (realism.is_ideal("mass_error") and realism.is_ideal("payload"))
+        self.aims = [ResidualAim(model, env.trajectory) for _ in range(n)] if env.action_type == "residual" else []
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, rows: np.ndarray, tasks: list, perturbations: dict[str, np.ndarray],
+              realism_rngs: list[np.random.Generator | None]) -> None:
+        """New episodes for ``rows``: ``tasks`` are the start times on the trajectory [s]; each arm at
+        rest on its start (the straight arm with ``start_straight``), held there by its command;
+        ``perturbations`` (``{name: (len(rows), …)}``) applied."""
+        env, body, regulator = self.env, self.body, self.regulator
+        if self.realistic:
+            self._apply_realism(rows, perturbations, realism_rngs)
+        t0 = np.array(tasks, dtype=float)
+        starts = np.zeros((rows.size, self.model.n_dof)) if env.start_straight else \
+            np.array([env.start_configuration(t) for t in t0.tolist()])
+        body.reset_configuration(rows, starts)
+        self.stop_code[rows] = 0
+        self.stop_reason[rows] = None
+        self.time[rows] = t0
+        self.setpoint[rows] = body.configuration[rows]
+        self.previous_setpoint[rows] = self.setpoint[rows]
+        # at rest on the start: the generalised force that holds it there (elasticity and gravity)
+        hold = body.elastic_torque()[rows] + body.gravity_torque(index=rows)
+        self.tau[rows] = hold
+        self.physics_steps[rows] = 0
+        self.saturated[rows] = False
+        held = hold
+        if regulator is not None:
+            held = hold @ env.pressure_inverse.T
+            regulator.reset(rows, held)
+            regulator.saturated[rows] = False
+        if env.action_type == "residual":
+            self.command_value[rows] = 0.0
+            for i in rows.tolist():
+                self.aims[i].reset(self.setpoint[i])
+        else:
+            self.command_value[rows] = held if env.action_type == "pressure" else hold
+        self.goal[rows] = env.trajectory.position(self.time[rows])
+        self.read_tips(rows, reset=True)
+
+    def _apply_realism(self, rows: np.ndarray, drawn: dict[str, np.ndarray],
+                       realism_rngs: list[np.random.Generator | None]) -> None:
+        """The drawn perturbations of ``rows`` on their arms, chambers and sensor."""
+        env, body = self.env, self.body
+        if self._new_masses:
+            self.segment_mass[rows] = self.model.segment_mass * (1.0 + drawn["mass_error"])
+            body.set_model(rows, [self.plant(i) for i in rows.tolist()], env.payload + drawn["payload"])
+        body.set_stiffness(rows, env.nominal_stiffness * (1.0 + drawn["stiffness_error"])[:, None])
+        if self.regulator is not None:
+            if self.plant_pressure_maps is None:
+                self.plant_pressure_maps = np.repeat(env.pressure_map[None], self.n_arms, axis=0)
+            scale = drawn["chamber_gain"] * (1.0 - drawn["pressure_droop"])
+            self.plant_pressure_maps[rows] = env.pressure_map * scale[:, None, :]
+            self.regulator.set_delay(rows, env.regulator_delay + drawn["regulator_delay"])
+        latency = np.rint(drawn["observation_latency"] / env.dt).astype(np.int64)
+        noise = np.zeros((rows.size, 6))
+        noise[:, :3] = drawn["observation_noise"][:, None]  # tip [m]; velocity noise-free
+        self.sensor.configure(rows, noise, latency, realism_rngs)
+
+    def plant(self, row: int) -> PCCArm:
+        """The arm ``row`` really is (its drawn segment mass; the payload is the body's)."""
+        return self.env.arm_with_mass(float(self.segment_mass[row]))
+
+    # ------------------------------------------------------------------ step
+    def command(self, target: np.ndarray) -> None:
+        """Every arm's action in model units ``(n, …)``: a configuration (ramped towards), a residual
+        aim [m] (turned into a set-point on the trajectory), torques or pressures (held, ramped)."""
+        env = self.env
+        target = np.array(target, dtype=float).reshape(self.n_arms, -1)
+        if env.action_type == "residual":
+            self.command_value = target
+            target = np.array([aim.setpoint(t + env.dt, c) for aim, t, c in
+                               zip(self.aims, self.time.tolist(), target, strict=True)])
+        step = command_step(self.model, "configuration" if env.setpoint_driven else env.action_type,
+                            env.torque_limits, env.pressure_action_limit, env.dt, env.command_ramp_time)
+        if env.setpoint_driven:
+            self.previous_setpoint = self.setpoint
+            self.setpoint = ramp_setpoint(self.model, self.setpoint, target, step)
+        else:
+            if step is not None:
+                target = self.command_value + np.clip(target - self.command_value, -step, step)
+            self.command_value = target
+
+    def _actuate(self, k: int, steps: int, u_from, u_to, active: np.ndarray, every: bool) -> None:
+        """The command of physics step ``k`` of ``steps`` of the ``active`` arms (``every``: all are):
+        the PD + feed-forward law on its ticks (set-points interpolated over the control period), else
+        the held torque or pressure; to the regulators (chambers) or the arm."""
+        env, regulator = self.env, self.regulator
+        tick = active & (self.physics_steps % env.steps_per_control == 0)
+        if env.setpoint_driven:
+            if tick.any():  # the set-point at the end of the law's hold (independent of the physics step)
+                s = min((k + env.steps_per_control) / steps, 1.0)
+                u_d = (1 - s) * u_from + s * u_to
+                self.tau[tick] = self.controller.torque_smooth(self.body, u_d, include_damping=True)[tick]
+            commanded, all_commanded = tick, bool(tick.all())
+        else:
+            if every:
+                self.tau[:] = self.command_value
+            else:
+                self.tau[active] = self.command_value[active]
+            commanded, all_commanded = active, every
+        if regulator is not None and (all_commanded or commanded.any()):
+            setpoint = self.tau if env.action_type == "pressure" else self.tau @ env.pressure_inverse.T
+            regulator.command(setpoint, self.body.state.time, mask=None if all_commanded else commanded)
+            self.saturated |= regulator.saturated & commanded
+
+    def simulate(self, n_steps: int) -> None:
+        """``n_steps`` physics steps under the current commands; an arm driven out of the PCC model
+        goes back to its last valid state, at rest, and stays there (:attr:`stop_reason`)."""
+        env, body, regulator = self.env, self.body, self.regulator
+        dt = env.time_step
+        u_from = u_to = None
+        if env.setpoint_driven:
+            u_from, u_to = self.model.to_smooth(self.previous_setpoint), self.model.to_smooth(self.setpoint)
+        self.saturated[:] = False
+        for k in range(n_steps):
+            active = self.stop_code == 0
+            every = bool(active.all())  # (the common case: no masks to apply)
+            if not (every or active.any()):
+                break
+            moving = None if every else active
+            last_valid = body.snapshot()
+            with np.errstate(over="ignore", invalid="ignore"):
+                self._actuate(k, n_steps, u_from, u_to, active, every)
+                if regulator is not None:
+                    held = regulator.pressures
+                    start = self._chamber_torque(regulator.acting(body.state.time))
+                    end = self._chamber_torque(regulator.advance(dt, body.state.time))
+                    if not every:
+                        regulator.pressures = np.where(active[:, None], regulator.pressures, held)
+                    body.step(dt, start, torque_end=end, active=moving)
+                else:
+                    body.step(dt, self.tau, active=moving)
+                self.physics_steps[active] += 1
+                code = body.model_violation()
+                if not every:
+                    code = np.where(active, code, 0)
+            if not code.any():
+                continue
+            stopped = np.flatnonzero(code)
+            if stopped.size:
+                for i in stopped.tolist():
+                    self.stop_reason[i] = body.violation_reason(int(code[i]), body.state.u[i])
+                self.stop_code[stopped] = code[stopped]
+                body.restore(stopped, last_valid, at_rest=True)
+        self.time += n_steps * dt
+        self.goal = env.trajectory.position(self.time)
+
+    def _chamber_torque(self, pressures: np.ndarray) -> np.ndarray:
+        """Generalised forces ``(n, n_dof)`` of chamber pressures ``(n, n_dof)`` [Pa] through each arm's map."""
+        if self.plant_pressure_maps is None:
+            return pressures @ self.env.pressure_map.T
+        return np.einsum("bij,bj->bi", self.plant_pressure_maps, pressures)
+
+    # ------------------------------------------------------------------ readings
+    def read_tips(self, rows, reset: bool = False) -> None:
+        """True tips of ``rows`` and their measurements; ``reset``: the sensor starts over."""
+        tip, velocity = (x[rows] for x in self.body.tip_state())
+        self.tip[rows], self.tip_velocity[rows] = tip, velocity
+        if not self.realistic:
+            self.measured_tip[rows], self.measured_velocity[rows] = tip, velocity
+            return
+        state = np.concatenate((tip, velocity), axis=1)
+        measured = self.sensor.reset(rows, state) if reset else self.sensor.read(rows, state)
+        self.measured_tip[rows], self.measured_velocity[rows] = measured[:, :3], measured[:, 3:]
+
+    def observation(self, rows, on_clip=None):
+        """The observations of ``rows`` (the sensor advances one sample; ``on_clip(count)``: the
+        entries clipped into the space)."""
+        self.read_tips(rows)
+        env, state = self.env, self.body.state
+        u, w = state.u[rows], state.w[rows]
+        return track_observation(self.measured_tip[rows], self.goal[rows], self.measured_velocity[rows],
+                                 self.controller.state(u), self.controller.state_rate(u, w),
+                                 2 * np.pi * self.time[rows] / env.trajectory.period, env.observation_high,
+                                 env.goal_conditioned, on_clip=on_clip)
+
+    def reward_terms(self) -> dict[str, np.ndarray]:
+        """The task's reward terms of every arm ``{name: (n,)}``, from the measured tips."""
+        env = self.env
+        if env.goal_conditioned:
+            return env.goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
+        return {"tracking": -env.tracking_weight * np.linalg.norm(self.goal - self.measured_tip, axis=-1)}
+
+    def tracking_error(self, rows) -> np.ndarray:
+        """True tip-to-goal distances [m] (goal-conditioned: of the goals rounded to float32 as the
+        observation shows them, so that ``compute_reward`` reproduces the reward)."""
+        if self.env.goal_conditioned:
+            return self.env.distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
+        return np.linalg.norm(self.goal[rows] - self.tip[rows], axis=-1)
+
+    def info(self, rows) -> dict[str, Any]:
+        """``info`` entries of ``rows`` (tracking error, success, time, set-point, the chambers' state
+        and, for stopped arms, ``termination_reason`` with its ``_termination_reason`` mask)."""
+        error = self.tracking_error(rows)
+        info: dict[str, Any] = {"tracking_error": error, "is_success": error < self.env.success_threshold,
+                                "time": self.time[rows].copy(), "setpoint": self.setpoint[rows].copy()}
+        if self.regulator is not None:
+            info["pressures"] = self.regulator.pressures[rows].copy()
+            info["pressure_saturated"] = self.saturated[rows].copy()
+        stopped = self.stop_code[rows] != 0
+        if stopped.any():
+            info["termination_reason"] = self.stop_reason[rows].copy()
+            info["_termination_reason"] = stopped
+        return info
+
+    def commands(self, rows) -> np.ndarray:
+        """The commands held by ``rows``, in model units (the previous action of a first step)."""
+        return self.setpoint[rows] if self.env.action_type == "configuration" else self.command_value[rows]

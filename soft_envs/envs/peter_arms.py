@@ -1,0 +1,269 @@
+"""``PeterReach-v0``'s arms, row-wise: the env logic around the soft-arm core, written once (issue 32).
+
+:class:`PeterArms` holds ``n`` arms of one :class:`~soft_envs.envs.peter_reach.PeterReachEnv`
+configuration (the env it is built from gives the model, the keywords and the realism table) and
+does, for any rows of them, what an episode of the env does: the reset (goal, realism applied to
+the legs, the sensor and the simulated arm), actions to leg commands, the physics steps, the
+validity check that stops an arm driven out of the PCC model, the tip readings through the sensor,
+the observation, the reward terms and ``info``. The single env is ``n = 1`` of it, the native
+vector env (:mod:`soft_envs.envs.peter_reach_vector`) ``n = N``; so a sub-env's episode is the
+single env's by construction, and the two differ only in what the Gymnasium API asks of each.
+
+The body it drives (``body=``):
+
+* soft physics: the batched soft-arm core (:class:`~soft_envs.sim.batched_bodies.BatchedSoftPeter`,
+  the default of both envs), or one PyBullet arm with PyBullet's terms
+  (:class:`~soft_envs.sim.arm_rows.PeterBodyRows`, ``backend="pybullet"``, the reference);
+* ``physics="stiff"``: PyBullet's position servos (:class:`~soft_envs.sim.arm_rows.ServoRows`);
+* ``kinematic=True``: none — the tip is :meth:`Peter.forward_arms` of the commands (ideal) or of
+  the legs' true state on each arm's own leg radius (under realism).
+
+Arrays are ``(n, …)``, SI units; the tip is in the goals' frame (the arm's base turned by its
+drawn tilt), the measured tip is what the sensor reports.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from soft_envs.envs.peter_parts import PLANT_REALISM, reach_observation
+from soft_envs.envs.vector_parts import BatchedSensor
+from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
+from soft_envs.robots.peter import Peter
+from soft_envs.sim.actuators import BatchedPneumaticLegs
+from soft_envs.sim.batched_bodies import BatchedSoftPeter
+from soft_envs.sim.batched_kernels import peter_validity
+from soft_envs.sim.bullet import STANDARD_GRAVITY
+
+if TYPE_CHECKING:
+    from soft_envs.envs.peter_reach import PeterReachEnv
+
+MAX_RATE = 1e3  # [m/s, rad/s]: beyond it the arm is driven beyond its model
+SINGULAR = "the arm's mass matrix became singular: it collapsed beyond the PCC model"
+
+
+def soft_arms(env: PeterReachEnv, n_arms: int, num_threads: int | None = None) -> BatchedSoftPeter:
+    """``n_arms`` soft arms of ``env``'s model, payload, gravity and damping on the batched core."""
+    return BatchedSoftPeter(env.model, n_arms, payload=env.payload, gravity=STANDARD_GRAVITY if env.gravity else 0.0,
+                            rayleigh_stiffness=env.rayleigh_stiffness, num_threads=num_threads)
+
+
+class PeterArms:
+    """``n_arms`` PETER arms of ``env``'s configuration (module docstring).
+
+    Args:
+        env: the env whose keywords, model and realism the arms take (read, never changed).
+        n_arms: number of arms.
+        body: the arms' body (module docstring) or ``None`` (``kinematic=True``).
+    """
+
+    def __init__(self, env: PeterReachEnv, n_arms: int, body: Any = None) -> None:
+        model = env.model
+        n, n_dof = int(n_arms), model.n_dof
+        self.env, self.model, self.n_arms, self.body = env, model, n, body
+        self.servo = hasattr(body, "command")  # PyBullet's position servos hold the commands themselves
+        self.soft = body is not None and not self.servo
+        self.inflation_times = np.zeros((n, n_dof))  # commanded set-points [s]
+        self.goal = np.zeros((n, 3))  # [m], the goals' frame
+        self.tip, self.tip_velocity = np.zeros((n, 3)), np.zeros((n, 3))  # true [m], [m/s]
+        self.measured_tip, self.measured_velocity = np.zeros((n, 3)), np.zeros((n, 3))
+        realism = env.realism
+        self.realistic = not realism.is_ideal()
+        self.legs = BatchedPneumaticLegs(n, n_dof, rest_length=model.leg_length_at_rest, fill_rate=model.leg_rate,
+                                         vent_rate=env.vent_rate, delay=env.command_delay,
+                                         instant=env.actuation == "instant" or env.kinematic)
+        latency = realism.ranges["observation_latency"][1] if "observation_latency" in realism.ranges else 0.0
+        self.sensor = BatchedSensor(n, 6, int(round(latency / env.dt)))
+        self.clock = np.zeros(n)  # [s] since each kinematic arm's reset
+        self.base_rotation = np.repeat(np.eye(3)[None], n, axis=0)  # base frame -> goals' frame
+        # each arm's leg-circle radius [m], module mass [kg], leg stiffness [N/m], extra payload [kg]
+        self.radius = np.full(n, model.radius)
+        self.module_mass = np.full(n, model.module_mass)
+        self.leg_stiffness = np.full(n, model.leg_stiffness)
+        self.extra_payload = np.zeros(n)
+        self.stopped = np.zeros(n, dtype=bool)  # left the PCC model: held still until its reset
+        self.stop_reason = np.full(n, None, dtype=object)
+        self._tilted = not realism.is_ideal("base_tilt")
+        self._leg_directions = (np.cos(model.leg_angles), np.sin(model.leg_angles))  # the legs' feet on their circle
+        self._plant_realism = any(not realism.is_ideal(name) for name in PLANT_REALISM if name in realism.table)
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, rows: np.ndarray, tasks: list, perturbations: dict[str, np.ndarray],
+              realism_rngs: list[np.random.Generator | None]) -> None:
+        """New episodes for ``rows``: goals the nominal tips of ``tasks`` (inflation times [s]), the
+        arms at rest at zero inflation, ``perturbations`` (``{name: (len(rows), …)}``) applied."""
+        body, legs = self.body, self.legs
+        self.inflation_times[rows] = 0.0
+        self.goal[rows] = self.model.forward_arms(np.asarray(tasks, dtype=float))
+        self.stopped[rows] = False
+        self.stop_reason[rows] = None
+        self.clock[rows] = 0.0
+        if self.realistic:
+            self._apply_realism(rows, perturbations, realism_rngs)
+        legs.reset(rows, self.inflation_times[rows])
+        if body is not None:
+            body.reset_inflation(rows, self.inflation_times[rows])
+        if self.soft and self.realistic:  # the legs' offsets at rest
+            imperfect = rows[~legs.perfect[rows]]
+            if imperfect.size:
+                u = body.arc_of_legs(legs.actual_lengths[imperfect], imperfect)
+                body.reset(imperfect, u, reference=np.zeros(3 * self.model.n_modules), rest=u)
+        self.read_tips(rows, reset=True)
+
+    def _apply_realism(self, rows: np.ndarray, drawn: dict[str, np.ndarray],
+                       realism_rngs: list[np.random.Generator | None]) -> None:
+        """The drawn perturbations of ``rows`` on their legs, sensor and arm."""
+        env, model = self.env, self.model
+        self.legs.set_imperfections(rows, drawn["leg_gain"] * drawn["supply_gain"][:, None], drawn["leg_offset"],
+                                    drawn["leak_rate"])
+        self.legs.set_delay(rows, env.command_delay + drawn["command_delay"])
+        latency = np.rint(drawn["observation_latency"] / env.dt).astype(np.int64)
+        noise = np.zeros((rows.size, 6))
+        noise[:, :3] = drawn["observation_noise"][:, None]  # tip [m]; velocity noise-free
+        self.sensor.configure(rows, noise, latency, realism_rngs)
+        tilt = np.concatenate((drawn["base_tilt"], np.zeros((rows.size, 1))), axis=1)
+        self.base_rotation[rows] = quaternion_to_matrix(quaternion_from_rotation_vector(tilt))
+        self.radius[rows] = model.radius * (1.0 + drawn["radius_error"])
+        if "mass_error" in drawn:  # (physics only)
+            self.module_mass[rows] = model.module_mass * (1.0 + drawn["mass_error"])
+            self.leg_stiffness[rows] = model.leg_stiffness * (1.0 + drawn["leg_stiffness_error"])
+            self.extra_payload[rows] = drawn["payload"]
+        if self.soft and self._plant_realism:  # the simulated arms become the plants
+            self.body.set_model(rows, [self.plant(i) for i in rows.tolist()], env.payload + self.extra_payload[rows])
+            self.body.set_base_orientation(rows, quaternion_from_rotation_vector(tilt))
+
+    def plant(self, row: int) -> Peter:
+        """The arm ``row`` really is (its drawn radius, module mass and leg stiffness; the env's
+        kinematics) — the nominal :attr:`model` under ``"ideal"``."""
+        if not self._plant_realism:
+            return self.model
+        return self.model.with_parameters(radius=float(self.radius[row]), kinematics=self.model.kinematics,
+                                          module_mass=float(self.module_mass[row]),
+                                          leg_stiffness=float(self.leg_stiffness[row]))
+
+    # ------------------------------------------------------------------ step
+    def command(self, inflation_times: np.ndarray) -> None:
+        """Every arm's new set-points ``(n, 3N)`` [s] (to the legs, or the servos)."""
+        self.inflation_times = np.array(inflation_times, dtype=float).reshape(self.n_arms, -1)
+        if self.servo:
+            self.body.command(self.inflation_times)
+        elif self.soft:
+            self.legs.command(self.inflation_times, self.body.state.time)
+        elif self.realistic:
+            self.legs.command(self.inflation_times, self.clock)
+
+    def simulate(self, n_steps: int) -> None:
+        """``n_steps`` physics steps of ``time_step``: the legs' rest lengths move and the arms
+        integrate; an arm that leaves the PCC model goes back to its last valid state, at rest, and
+        stays there (:attr:`stopped`, :attr:`stop_reason`) until its reset."""
+        dt, body, legs = self.env.time_step, self.body, self.legs
+        if self.servo:
+            body.advance(n_steps)
+            return
+        if body is None:
+            if self.realistic:  # the kinematic legs over the period
+                legs.advance(n_steps * dt, self.clock)
+                self.clock += n_steps * dt
+            return
+        zero = np.zeros((self.n_arms, body.n_dof))
+        for _ in range(n_steps):
+            active = ~self.stopped
+            if not active.any():
+                break
+            last_valid = body.snapshot()
+            try:
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    rest_end = body.arc_of_legs(legs.advance(dt, body.state.time))
+                    body.step(dt, zero, rest_end=rest_end, active=active)
+                reasons = self.violations(active)
+            except np.linalg.LinAlgError:
+                reasons = {int(i): SINGULAR for i in np.flatnonzero(active)}
+            if reasons:
+                stopped = np.array(sorted(reasons))
+                self.stopped[stopped] = True
+                self.stop_reason[stopped] = [reasons[i] for i in stopped.tolist()]
+                body.restore(stopped, last_valid, at_rest=True)
+
+    def violations(self, rows: np.ndarray) -> dict[int, str]:
+        """``{arm: why}`` for the arms of the bool mask ``rows`` whose state is outside the PCC model's
+        validity. Valid: finite; every leg longer than half its length at zero inflation (a heavier
+        load than the legs carry — kilograms on soft legs — crushes them through that; the model has
+        no end stop); every module bent by at most π (beyond it the arc folds through itself); rates
+        below 1e3 per second (m/s, rad/s)."""
+        if not self.soft:
+            return {}
+        body, half = self.body, 0.5 * self.model.leg_length_at_rest
+        model, u = self.model, body.state.u
+        code = peter_validity(u, body.state.w, np.ascontiguousarray(rows, dtype=np.bool_), body.reference_length,
+                              np.ascontiguousarray(body.radius, dtype=float), *self._leg_directions, half, MAX_RATE)
+        if not code.any():
+            return {}
+        reasons = {}
+        for i in np.flatnonzero(code).tolist():
+            if code[i] == 1:
+                reasons[i] = "the state is not finite"
+            elif code[i] == 2:
+                shortest, full = 1e3 * float(body.leg_lengths()[i].min()), 1e3 * model.leg_length_at_rest
+                reasons[i] = (f"a leg crushed to {shortest:.1f} mm (< half its {full:.1f} mm): the load is "
+                              "more than the legs carry, beyond the PCC model")
+            elif code[i] == 3:
+                bend = float(np.hypot(u[i, 1::3], u[i, 2::3]).max())
+                reasons[i] = f"a module bent by {np.degrees(bend):.0f}° > 180°: beyond the PCC model"
+            else:
+                reasons[i] = "a rate above 1e3 /s: the arm is driven beyond its model"
+        return reasons
+    def time(self) -> np.ndarray:
+        """Each arm's time since its reset ``(n,)`` [s] (soft physics, or kinematic under realism; else 0)."""
+        return self.body.state.time.copy() if self.soft else self.clock.copy()
+
+    # ------------------------------------------------------------------ readings
+    def read_tips(self, rows, reset: bool = False) -> None:
+        """True tips of ``rows`` (:attr:`tip`, :attr:`tip_velocity`) and their measurements
+        (:attr:`measured_tip`, :attr:`measured_velocity`); ``reset``: the sensor starts over."""
+        if self.body is not None:
+            tip, velocity = (x[rows] for x in self.body.tip_state())
+        elif not self.realistic:
+            self.tip[rows] = self.measured_tip[rows] = self.model.forward_arms(self.inflation_times[rows])
+            return
+        else:
+            tip = self.model.forward_arms(self.legs.inflation[rows], self.radius[rows])
+            velocity = self.tip_velocity[rows]
+        if self._tilted:  # the base frame -> the goals' frame
+            tip = np.einsum("bij,bj->bi", self.base_rotation[rows], tip)
+            velocity = np.einsum("bij,bj->bi", self.base_rotation[rows], velocity)
+        self.tip[rows], self.tip_velocity[rows] = tip, velocity
+        if not self.realistic:
+            self.measured_tip[rows], self.measured_velocity[rows] = tip, velocity
+            return
+        state = np.concatenate((tip, velocity), axis=1)
+        measured = self.sensor.reset(rows, state) if reset else self.sensor.read(rows, state)
+        self.measured_tip[rows], self.measured_velocity[rows] = measured[:, :3], measured[:, 3:]
+
+    def observation(self, rows):
+        """The observations of ``rows`` (the sensor advances one sample)."""
+        self.read_tips(rows)
+        env = self.env
+        return reach_observation(self.measured_tip[rows], self.goal[rows], self.measured_velocity[rows],
+                                 env.model_to_action(self.inflation_times[rows]), env.goal_conditioned)
+
+    def reward_terms(self) -> dict[str, np.ndarray]:
+        """The task's reward terms of every arm, ``{name: (n,)}``, from the measured tips."""
+        return self.env.goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
+
+    def info(self, rows) -> dict[str, Any]:
+        """``info`` entries of ``rows``: true ``distance`` [m] and ``is_success``, the set-points,
+        the legs' state (soft physics or realism) and, for stopped arms, ``termination_reason``
+        (with its ``_termination_reason`` mask)."""
+        env = self.env
+        distance = env.distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
+        info: dict[str, Any] = {"distance": distance, "is_success": distance < env.success_threshold,
+                                "inflation_times": self.inflation_times[rows].copy()}
+        if self.soft or self.realistic:
+            info["leg_inflation"] = self.legs.inflation[rows]
+        stopped = self.stopped[rows]
+        if stopped.any():
+            info["termination_reason"] = self.stop_reason[rows].copy()
+            info["_termination_reason"] = stopped.copy()
+        return info
