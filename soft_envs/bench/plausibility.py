@@ -85,7 +85,7 @@ class _ActuatorProbe:
             from soft_envs.envs.gait_meter import ReversalCounter
 
             self.pressure_reversals = ReversalCounter(regulator.pressures.size, 0.01 * regulator.max_pressure)
-            self.pressure_reversals.reset(regulator.pressures)
+            self.pressure_reversals.reset(np.ravel(regulator.pressures))  # (a batch of one arm)
 
     def _rate(self, value: np.ndarray) -> np.ndarray:
         rate = np.zeros_like(value) if self._last is None else (value - self._last) / self.env.dt
@@ -99,7 +99,7 @@ class _ActuatorProbe:
         env = self.env
         legs = getattr(env, "legs", None)
         if legs is not None and not legs.instant:  # PETER: rest lengths vs the fill and vent rates
-            rate = self._rate(np.asarray(legs.actual_lengths, dtype=float))
+            rate = self._rate(np.ravel(legs.actual_lengths))  # (a batch of one arm)
             limit = np.where(rate >= 0.0, legs.fill_rate, legs.vent_rate)
             self._peak("leg rate / its limit", np.max(np.abs(rate) / limit))
         regulator = getattr(env, "regulator", None)
@@ -107,7 +107,7 @@ class _ActuatorProbe:
             self._peak("pressure / bound", np.max(np.abs(regulator.pressures)) / regulator.max_pressure)
             at_bound = np.mean(np.abs(regulator.pressures) >= 0.99 * regulator.max_pressure)
             self.figures["time at pressure bound"] = self.figures.get("time at pressure bound", 0.0) + at_bound
-            self.pressure_reversals.update(regulator.pressures)
+            self.pressure_reversals.update(np.ravel(regulator.pressures))
         if "gait_peak_joint_speed" in info:  # quadruped: servos and feet
             self.figures["peak joint speed / servo"] = info["gait_peak_joint_speed"] / env.model.servo_speed
             self.figures["stance slip [mm/s]"] = 1e3 * info["gait_stance_slip_speed"]

@@ -470,6 +470,27 @@ class SoftEnv(gym.Env):
         super().close()
 
 
+class FirstRow:
+    """A single env's attribute that is row 0 of the like-named array of its arms (``self.arms``, the
+    env logic written row-wise that it shares with its vector env): a copy, or the entry itself for
+    an array of objects (a reason or ``None``)."""
+
+    def __init__(self, doc: str = "") -> None:
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, env: Any, owner: Any = None) -> Any:
+        if env is None:
+            return self
+        value = getattr(env.arms, self.name)[0]
+        return value.copy() if isinstance(value, np.ndarray) else value
+
+    def __set__(self, env: Any, value: Any) -> None:
+        raise AttributeError(f"{self.name} is the arm's state, read-only (set it through env.arms)")
+
+
 class GoalConditionedMixin:
     """The ``compute_reward`` contract of every goal-reaching env (with a :class:`SoftEnv`).
 

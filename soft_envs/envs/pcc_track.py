@@ -100,7 +100,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
+from soft_envs.envs.base import FirstRow, GoalConditionedMixin, SoftEnv
 from soft_envs.envs.pcc_arms import PCCArms, soft_arms
 from soft_envs.envs.pcc_parts import CHAMBER_REALISM, MAX_DELAY, PCC_REALISM, ResidualAim
 from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME
@@ -388,35 +388,18 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return _STARTS[key].configuration(t0)[0]
 
     # ------------------------------------------------------------------ the arm (row 0 of :attr:`arms`)
+    setpoint = FirstRow("The configuration set-point ``(n,)`` (configuration and residual actions).")
+    goal = FirstRow("The goal: the trajectory point at the current time [m].")
+    tip = FirstRow("The true tip [m].")
+    tip_velocity = FirstRow("The true tip's velocity [m/s].")
+    measured_tip = FirstRow("The tip the sensor reports [m] (noise, latency under realism).")
+    measured_velocity = FirstRow("The tip velocity the sensor reports [m/s].")
+    stop_reason = FirstRow("Why the arm stopped (outside its model), until the reset; else ``None``.")
+
     @property
     def time(self) -> float:
         """Time on the trajectory [s]."""
         return float(self.arms.time[0])
-
-    @property
-    def setpoint(self) -> np.ndarray:
-        """The configuration set-point ``(n,)`` (configuration and residual actions)."""
-        return self.arms.setpoint[0].copy()
-
-    @property
-    def goal(self) -> np.ndarray:
-        return self.arms.goal[0].copy()
-
-    @property
-    def tip(self) -> np.ndarray:
-        return self.arms.tip[0].copy()
-
-    @property
-    def tip_velocity(self) -> np.ndarray:
-        return self.arms.tip_velocity[0].copy()
-
-    @property
-    def measured_tip(self) -> np.ndarray:
-        return self.arms.measured_tip[0].copy()
-
-    @property
-    def measured_velocity(self) -> np.ndarray:
-        return self.arms.measured_velocity[0].copy()
 
     @property
     def regulator(self) -> BatchedPressureRegulator | None:
@@ -438,11 +421,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def aim(self) -> ResidualAim:
         """The residual action's aim (``action_type="residual"``)."""
         return self.arms.aims[0]
-
-    @property
-    def stop_reason(self) -> str | None:
-        """Why the arm stopped (outside its model), until the reset; else ``None``."""
-        return self.arms.stop_reason[0]
 
     # ------------------------------------------------------------------ hooks (row 0 of the arms)
     def _reset_model(self, options: dict[str, Any]) -> None:

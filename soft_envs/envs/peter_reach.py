@@ -94,7 +94,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, FirstRow, GoalConditionedMixin, SoftEnv
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_parts import (
     DISTANCE_WEIGHT,
@@ -326,33 +326,14 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 "direct_solver": True}
 
     # ------------------------------------------------------------------ the arm (row 0 of :attr:`arms`)
-    @property
-    def inflation_times(self) -> np.ndarray:
-        """Commanded inflation-time set-points ``(3N,)`` [s]."""
-        return self.arms.inflation_times[0].copy()
-
-    @property
-    def goal(self) -> np.ndarray:
-        """The goal [m] (the goals' frame)."""
-        return self.arms.goal[0].copy()
-
-    @property
-    def tip(self) -> np.ndarray:
-        """The true tip [m] (the goals' frame)."""
-        return self.arms.tip[0].copy()
-
-    @property
-    def tip_velocity(self) -> np.ndarray:
-        return self.arms.tip_velocity[0].copy()
-
-    @property
-    def measured_tip(self) -> np.ndarray:
-        """The tip the sensor reports [m] (noise, latency under realism)."""
-        return self.arms.measured_tip[0].copy()
-
-    @property
-    def measured_velocity(self) -> np.ndarray:
-        return self.arms.measured_velocity[0].copy()
+    inflation_times = FirstRow("Commanded inflation-time set-points ``(3N,)`` [s].")
+    goal = FirstRow("The goal [m] (the goals' frame).")
+    tip = FirstRow("The true tip [m] (the goals' frame).")
+    tip_velocity = FirstRow("The true tip's velocity [m/s].")
+    measured_tip = FirstRow("The tip the sensor reports [m] (noise, latency under realism).")
+    measured_velocity = FirstRow("The tip velocity the sensor reports [m/s].")
+    base_rotation = FirstRow("The arm's base in the goals' frame ``(3, 3)`` (realism's tilt).")
+    stop_reason = FirstRow("Why the soft arm stopped (outside its model), until the reset; else ``None``.")
 
     @property
     def legs(self) -> BatchedPneumaticLegs:
@@ -360,19 +341,9 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return self.arms.legs
 
     @property
-    def base_rotation(self) -> np.ndarray:
-        """The arm's base in the goals' frame ``(3, 3)`` (realism's tilt)."""
-        return self.arms.base_rotation[0].copy()
-
-    @property
     def plant(self) -> Peter:
         """The arm this episode simulates (its drawn radius, mass, stiffness; :attr:`model` when ideal)."""
         return self.arms.plant(0)
-
-    @property
-    def stop_reason(self) -> str | None:
-        """Why the soft arm stopped (outside its model), until the reset; else ``None``."""
-        return self.arms.stop_reason[0]
 
     @property
     def time(self) -> float:

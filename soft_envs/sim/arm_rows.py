@@ -58,8 +58,8 @@ class BodyRows:
         return RowState(b.u[None], b.w[None], b.c[None], np.array([b.time]))
 
     def step(self, dt: float, torque: np.ndarray, *, torque_end: np.ndarray | None = None,
-             rest_end: np.ndarray | None = None, active: np.ndarray) -> None:
-        if active[0]:
+             rest_end: np.ndarray | None = None, active: np.ndarray | None = None) -> None:
+        if active is None or active[0]:
             self.body.step(dt, _one(torque), torque_end=None if torque_end is None else _one(torque_end),
                            rest_end=None if rest_end is None else _one(rest_end))
 
