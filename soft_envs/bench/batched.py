@@ -179,8 +179,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, device: 
     return (table + "\n\nCPU time of this thread (best of 3 rounds) in one process; a step is one compiled call "
             "for the batch (`sim.batched_integrator`: the terms at its start, the predictor, the terms `M`, "
             "`C u̇ + G` at its predicted end, the corrector); the single core runs the same compiled step on "
-            "PyBullet's terms (`backend=\"pybullet\"`; the single envs' default, `\"batched\"`, is the batched core "
-            "with B = 1, the rows B = 1). One thread throughout; the threads' table below in wall-clock time.\n\n"
+            "PyBullet's terms (`backend=\"pybullet\"`, the reference; the single envs' default, `\"batched\"`, is the "
+            "batched core with B = 1, the rows B = 1, through the env logic they share with the vector envs). One "
+            "thread throughout; the threads' table below in wall-clock time.\n\n"
             + markdown_table(["arm", "B", "threads", "µs per arm and step (wall)", "× one thread"], thread_rows())
             + "\n\nThe batch split into blocks of arms, one thread each (`num_threads=`, default: the cores this "
             "process may use); the results are identical to one thread's (`tests/sim/test_threads.py`).")

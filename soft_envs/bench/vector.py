@@ -212,7 +212,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     text += markdown_table(["env", "N", "env-steps/s", "× single env", "µs per env-step"], rows)
     text += "\n\nTargets (issue 19):\n\n" + markdown_table(["env", "target", "measured", "met"], targets)
     text += ("\n\nMemory (resident set of a fresh process, after building the vector env and 100 steps): what one "
-             "sub-env costs in all (the prototype single env with its PyBullet client, the compiled core), what N "
+             "sub-env costs in all (the prototype single env, which opens no PyBullet client, and the compiled core), "
+             "what N "
              "cost, the difference per added sub-env, and the growth between vector steps 1,000 and "
              f"{MEMORY_STEPS:,} of N' sub-envs (an autoreset every 50 steps):\n\n")
     text += markdown_table(["env", "RSS at N = 1 [MB]", "N", "RSS at N [MB]", "per added sub-env [kB]", "N'",
