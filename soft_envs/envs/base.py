@@ -67,6 +67,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
+from soft_envs.envs.closed_loop import History, check_options, extended_space
 from soft_envs.exceptions import (
     ClosedEnvironmentError,
     InvalidActionError,
@@ -85,8 +86,6 @@ MAX_IMAGE_SIZE = 4096  # px, per side of an rgb_array image
 MAX_FRAME_SKIP = 10_000  # physics steps per env.step
 TIME_STEP_RANGE = (1e-6, 1.0)  # s, physics time step
 MAX_SOLVER_ITERATIONS = 100_000
-ACTION_MODES = ("absolute", "delta")
-MAX_HISTORY = 64
 
 class SoftEnv(gym.Env):
     """Base class of every soft_envs environment (see the module docstring for the hooks).
@@ -163,12 +162,9 @@ class SoftEnv(gym.Env):
         self.height = check_integer("height [px]", height, minimum=1, maximum=MAX_IMAGE_SIZE)
         check_nonnegative(action_rate_weight=action_rate_weight)
         self.action_rate_weight = float(action_rate_weight)
-        if action_mode not in ACTION_MODES:
-            raise InvalidParameterError(f"action_mode must be one of {ACTION_MODES}; got {action_mode!r}")
-        self.action_mode = action_mode
-        self.delta_scale = check_positive("delta_scale", delta_scale, 2.0)
-        self.history = check_integer("history", history, minimum=0, maximum=MAX_HISTORY)
-        self._history: list[tuple[np.ndarray, np.ndarray]] = []
+        delta, self.delta_scale, self.history = check_options(action_mode, delta_scale, history)
+        self.action_mode = "delta" if delta else "absolute"
+        self._history: History | None = None  # the observations and commands history=k appends
         self.realism = Realism(self._realism_table(), realism, env=type(self).__name__)
         self.perturbations: dict[str, Any] = self.realism.ideal_values(self.realism_sizes())
         self._robot_drawn = False  # True once a reset has drawn a robot that keep_robot can keep
@@ -204,38 +200,24 @@ class SoftEnv(gym.Env):
         self._extended_cache = None
 
     def _extended_space(self, space):
-        if getattr(self, "action_mode", "absolute") == "absolute" and not getattr(self, "history", 0):
-            return space
-        part = space["observation"] if isinstance(space, gym.spaces.Dict) else space
-        n_act = int(np.prod(self.action_space.shape))
-        lows = [part.low.ravel()] + [-np.ones(n_act)] * (self.action_mode == "delta")
-        highs = [part.high.ravel()] + [np.ones(n_act)] * (self.action_mode == "delta")
-        lows += [part.low.ravel(), -np.ones(n_act)] * self.history
-        highs += [part.high.ravel(), np.ones(n_act)] * self.history
-        box = gym.spaces.Box(np.concatenate(lows).astype(np.float32), np.concatenate(highs).astype(np.float32),
-                             dtype=np.float32)
-        if isinstance(space, gym.spaces.Dict):
-            return gym.spaces.Dict({**space.spaces, "observation": box})
-        return box
+        return extended_space(space, self.action_space, getattr(self, "action_mode", "absolute") == "delta",
+                              getattr(self, "history", 0))
 
     def _extend_observation(self, obs, command: np.ndarray, reset: bool):
-        """``obs`` with the current command (delta mode) and the history (module docstring)."""
-        if self.action_mode == "absolute" and not self.history:
+        """``obs`` with the current command (delta mode) and the history (module docstring; the same
+        arithmetic as :class:`~soft_envs.envs.closed_loop.ClosedLoop`)."""
+        delta = self.action_mode == "delta"
+        if not delta and not self.history:
             return obs
-        part = obs["observation"] if isinstance(obs, dict) else obs
-        part = np.asarray(part, dtype=np.float32).ravel()
-        command = np.asarray(command, dtype=np.float32).ravel()
-        if reset:
-            self._history = [(part, command)] * (self.history + 1)
+        part = np.asarray(obs["observation"] if isinstance(obs, dict) else obs, dtype=np.float32).reshape(1, -1)
+        command = np.asarray(command, dtype=np.float32).reshape(1, -1)
+        if reset or self._history is None:
+            self._history = History(1, part.shape[1], command.shape[1], self.history)
+            self._history.start(slice(None), part, command)
         else:
-            self._history = ([(part, command)] + self._history)[: self.history + 1]
-        pieces = [part] + [command] * (self.action_mode == "delta")
-        for past, past_command in self._history[1:]:
-            pieces += [past, past_command]
-        out = np.concatenate(pieces).astype(np.float32)
-        if isinstance(obs, dict):
-            return {**obs, "observation": out}
-        return out
+            self._history.push(part, command)
+        out = self._history.extended(slice(None), delta)[0]
+        return {**obs, "observation": out} if isinstance(obs, dict) else out
 
     @property
     def dt(self) -> float:

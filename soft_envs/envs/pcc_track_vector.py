@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from soft_envs.envs import ENVIRONMENTS
+from soft_envs.envs.closed_loop import native_with_closed_loop
 from soft_envs.envs.pcc_arms import PCCArms, soft_arms
 from soft_envs.envs.pcc_track import PCCTrackEnv
 from soft_envs.envs.vector_base import SoftVectorEnv
@@ -119,4 +120,5 @@ def make_pcc_track_vector(num_envs: int = 1, *, max_episode_steps: int | None = 
         kwargs.pop("num_threads", None)  # single envs: one arm each
         make = [lambda: gym.make(ENV_ID, max_episode_steps=max_episode_steps, **kwargs)] * int(num_envs)
         return gym.vector.SyncVectorEnv(make, autoreset_mode=AutoresetMode(autoreset_mode))
-    return PCCTrackVectorEnv(num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode, **kwargs)
+    return native_with_closed_loop(lambda **rest: PCCTrackVectorEnv(
+        num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode, **rest), kwargs)

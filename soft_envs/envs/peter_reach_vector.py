@@ -26,6 +26,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from soft_envs.envs import ENVIRONMENTS
+from soft_envs.envs.closed_loop import native_with_closed_loop
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_reach import PeterReachEnv
 from soft_envs.envs.vector_base import SoftVectorEnv
@@ -142,8 +143,8 @@ def make_peter_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None 
         raise InvalidParameterError(f"device must be 'cpu' or 'cuda'; got {device!r}")
     if kwargs.get("kinematic", False) or (kwargs.get("physics", "soft") == "soft"
                                           and kwargs.get("backend", "batched") == "batched"):
-        return PeterReachVectorEnv(num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode,
-                                   **kwargs)
+        return native_with_closed_loop(lambda **rest: PeterReachVectorEnv(
+            num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode, **rest), kwargs)
     kwargs.pop("num_threads", None)  # single envs: one arm each
     make = [lambda: gym.make(ENV_ID, max_episode_steps=max_episode_steps, **kwargs)] * int(num_envs)
     return gym.vector.SyncVectorEnv(make, autoreset_mode=AutoresetMode(autoreset_mode))

@@ -146,8 +146,8 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
             raise InvalidParameterError("SoftVectorEnv needs a Box action space")
         if getattr(single, "action_mode", "absolute") != "absolute" or getattr(single, "history", 0):
             single.close()
-            raise InvalidParameterError("the native vector envs take no action_mode='delta' or history: use "
-                                        "gym.make_vec(..., vectorization_mode='sync' or 'async')")
+            raise InvalidParameterError("a native vector env takes action_mode='delta' and history through "
+                                        "soft_envs.envs.closed_loop.ClosedLoopVector (gym.make_vec adds it)")
         self._action_box: spaces.Box = single.action_space
         self.single_observation_space = single.observation_space
         self.single_action_space = single.action_space

@@ -378,9 +378,12 @@ def test_delta_actions_and_observation_history(env_id):
     assert env.observation_space.contains(obs2)
     env.close()
     plain.close()
-    if gym.spec(env_id).vector_entry_point is not None:  # the native vector envs build their own observation
-        with pytest.raises(InvalidParameterError, match="vector"):
-            gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", history=1)
+    if gym.spec(env_id).vector_entry_point is not None:  # the native vector env, wrapped (test_closed_loop.py)
+        envs = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", history=1)
+        single = gym.make(env_id, history=1)
+        assert envs.single_observation_space == single.observation_space
+        envs.close()
+        single.close()
     with pytest.raises(InvalidParameterError):
         gym.make(env_id, action_mode="relative")
     with pytest.raises(InvalidParameterError):

@@ -1,0 +1,253 @@
+"""Delta actions and observation history as Gymnasium wrappers, for single and vector envs alike.
+
+:class:`ClosedLoop` wraps a single env, :class:`ClosedLoopVector` a vector env (a native one, or
+any Gymnasium vector env of soft_envs envs), with the options that let a policy close the loop:
+
+* ``action_mode="delta"``: the action is a change of the normalised command,
+  ``a_abs = clip(a_prev + delta_scale · a, low, high)``; the env sees ``a_abs``, and the
+  observation gains the current command ``a_abs``;
+* ``history=k``: the observation gains the previous ``k`` observations and the ``k`` previous
+  commands, oldest last; at a reset the history repeats the reset's observation and command.
+
+A ``Dict`` observation extends its ``observation`` entry. ``a_prev`` and the commands are the
+env's own ``previous_action`` (:attr:`SoftEnv.previous_action`; the vector env's per sub-env),
+so a reset starts from the command the robot holds. This is what the envs' ``action_mode=`` and
+``history=`` keywords do inside the single env (kept as shortcuts; the same observations and
+rewards, ``tests/envs/test_closed_loop.py``); ``gym.make_vec`` of a soft arm with those keywords
+returns the native vector env wrapped in :class:`ClosedLoopVector`. On a vector env the history
+of a sub-env starts over wherever it resets (autoreset in either mode, or a ``reset_mask``); with
+``autoreset_mode="SameStep"`` ``info["final_obs"]`` is extended with the ending episode's history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorWrapper
+from gymnasium.vector.utils import batch_space
+
+from soft_envs.exceptions import InvalidParameterError, as_real_array, check_integer, check_positive
+
+ACTION_MODES = ("absolute", "delta")
+MAX_HISTORY = 64
+
+
+def check_options(action_mode: str, delta_scale: float, history: int) -> tuple[bool, float, int]:
+    """``(delta, delta_scale, history)`` checked (a ``ValueError`` names the bad one)."""
+    if action_mode not in ACTION_MODES:
+        raise InvalidParameterError(f"action_mode must be one of {ACTION_MODES}; got {action_mode!r}")
+    return (action_mode == "delta", check_positive("delta_scale", delta_scale, 2.0),
+            check_integer("history", history, minimum=0, maximum=MAX_HISTORY))
+
+
+def extended_space(space: Any, action_space: Any, delta: bool, history: int) -> Any:
+    """A single env's observation space with the command (``delta``) and ``history`` entries."""
+    if not delta and not history:
+        return space
+    part: Any = space["observation"] if isinstance(space, gym.spaces.Dict) else space
+    n_act = int(np.prod(action_space.shape))
+    lows = [part.low.ravel()] + [-np.ones(n_act)] * delta + [part.low.ravel(), -np.ones(n_act)] * history
+    highs = [part.high.ravel()] + [np.ones(n_act)] * delta + [part.high.ravel(), np.ones(n_act)] * history
+    box = gym.spaces.Box(np.concatenate(lows).astype(np.float32), np.concatenate(highs).astype(np.float32),
+                         dtype=np.float32)
+    return gym.spaces.Dict({**space.spaces, "observation": box}) if isinstance(space, gym.spaces.Dict) else box
+
+
+class History:
+    """The last ``history + 1`` observations and commands of ``N`` envs, newest first (float32)."""
+
+    def __init__(self, n: int, obs_size: int, n_act: int, history: int) -> None:
+        self.obs = np.zeros((n, history + 1, obs_size), dtype=np.float32)
+        self.commands = np.zeros((n, history + 1, n_act), dtype=np.float32)
+
+    def start(self, rows, obs: np.ndarray, commands: np.ndarray) -> None:
+        """``rows`` start over: every entry is ``obs``, ``commands`` (``(len(rows), …)``)."""
+        self.obs[rows] = np.asarray(obs, dtype=np.float32)[:, None]
+        self.commands[rows] = np.asarray(commands, dtype=np.float32)[:, None]
+
+    def push(self, obs: np.ndarray, commands: np.ndarray) -> None:
+        """Every env's new observation and command."""
+        self.obs = np.concatenate((np.asarray(obs, dtype=np.float32)[:, None], self.obs[:, :-1]), axis=1)
+        self.commands = np.concatenate((np.asarray(commands, dtype=np.float32)[:, None], self.commands[:, :-1]),
+                                       axis=1)
+
+    def extended(self, rows, delta: bool) -> np.ndarray:
+        """The extended observation parts of ``rows``: the newest observation, the command (``delta``),
+        then each earlier observation and its command."""
+        obs, commands = self.obs[rows], self.commands[rows]
+        pieces = [obs[:, 0]] + [commands[:, 0]] * delta
+        for k in range(1, obs.shape[1]):
+            pieces += [obs[:, k], commands[:, k]]
+        return np.concatenate(pieces, axis=1)
+
+
+def _part(obs) -> np.ndarray:
+    """The flat observation part of a batch: the array or the ``observation`` entry, ``(N, size)``."""
+    part = obs["observation"] if isinstance(obs, dict) else obs
+    part = np.asarray(part, dtype=np.float32)
+    return part.reshape(part.shape[0], -1)
+
+
+def _with_part(obs, part: np.ndarray):
+    return {**obs, "observation": part} if isinstance(obs, dict) else part
+
+
+def _delta_action(action: Any, previous: np.ndarray, box: gym.spaces.Box, scale: float) -> tuple[np.ndarray, Any]:
+    """``(a_abs, clipped)``: the absolute action of a delta action batch ``(N, n)`` and which rows were
+    clipped into the box (a ``ValueError`` for a wrong shape, NaN or a non-real dtype)."""
+    arr = as_real_array(action, "action")
+    if arr.shape != previous.shape:
+        raise InvalidParameterError(f"action must have shape {previous.shape[1:]} per env; got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidParameterError(f"action has NaN/inf: {arr}")
+    clipped = np.clip(arr, box.low, box.high)
+    absolute = np.clip(previous + scale * clipped, box.low, box.high)  # (float64, as the env computes it)
+    return absolute, (clipped != arr).reshape(arr.shape[0], -1).any(axis=1)
+
+
+class ClosedLoop(gym.Wrapper):
+    """A single env with delta actions and/or observation history (module docstring).
+
+    Args:
+        env: a soft_envs env (its unwrapped env has ``previous_action``), with a ``Box`` action space.
+        action_mode: ``"absolute"`` or ``"delta"``.
+        delta_scale: a delta action of 1 moves the normalised command by this much.
+        history: previous observations and commands appended (0 to 64).
+    """
+
+    def __init__(self, env: gym.Env, *, action_mode: str = "delta", delta_scale: float = 0.1, history: int = 0):
+        super().__init__(env)
+        self.delta, self.delta_scale, self.history = check_options(action_mode, delta_scale, history)
+        if not isinstance(env.action_space, gym.spaces.Box):
+            raise InvalidParameterError("ClosedLoop needs a Box action space")
+        self.observation_space = extended_space(env.observation_space, env.action_space, self.delta, self.history)
+        self._memory: History | None = None
+
+    def _command(self) -> np.ndarray:
+        previous: Any = getattr(self.env.unwrapped, "previous_action")  # noqa: B009  (a SoftEnv's)
+        return np.asarray(previous, dtype=np.float64)[None]
+
+    def _extend(self, obs, reset: bool):
+        part, command = _part(_batch(obs)), self._command()
+        if self._memory is None:
+            self._memory = History(1, part.shape[1], command.shape[1], self.history)
+        if reset:
+            self._memory.start(slice(None), part, command)
+        else:
+            self._memory.push(part, command)
+        return _unbatch(_with_part(_batch(obs), self._memory.extended(slice(None), self.delta)))
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return self._extend(obs, reset=True), info
+
+    def step(self, action):
+        clipped = False
+        if self.delta:
+            absolute, rows = _delta_action(np.asarray(action)[None] if np.ndim(action) else action,
+                                           self._command(), self.env.action_space, self.delta_scale)
+            action, clipped = absolute[0], bool(rows[0])
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.delta:
+            info = {**info, "action_clipped": clipped or bool(info.get("action_clipped", False))}
+        return self._extend(obs, reset=False), reward, terminated, truncated, info
+
+
+def _batch(obs):
+    return {k: np.asarray(v)[None] for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)[None]
+
+
+def _unbatch(obs):
+    return {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else obs[0]
+
+
+class ClosedLoopVector(VectorWrapper):
+    """A vector env with delta actions and/or observation history, per sub-env (module docstring).
+
+    Args:
+        env: a vector env of soft_envs envs whose unwrapped env has ``previous_action`` ``(N, n)``
+            (the native vector envs) — or, for Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``, of
+            single envs each wrapped in :class:`ClosedLoop` instead.
+        action_mode, delta_scale, history: as :class:`ClosedLoop`.
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv, *, action_mode: str = "delta", delta_scale: float = 0.1,
+                 history: int = 0):
+        super().__init__(env)
+        self.delta, self.delta_scale, self.history = check_options(action_mode, delta_scale, history)
+        if not hasattr(env.unwrapped, "previous_action"):
+            raise InvalidParameterError("ClosedLoopVector needs a vector env with previous_action (a native "
+                                        "soft_envs vector env); wrap each single env in ClosedLoop instead")
+        self.single_observation_space = extended_space(env.single_observation_space, env.single_action_space,
+                                                       self.delta, self.history)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.autoreset_mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        self._memory: History | None = None
+        self._resets_next = np.zeros(self.num_envs, dtype=bool)
+
+    def _commands(self) -> np.ndarray:
+        previous: Any = getattr(self.env.unwrapped, "previous_action")  # noqa: B009  (a native vector env's)
+        return np.asarray(previous, dtype=np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        mask = (options or {}).get("reset_mask")
+        rows = np.arange(self.num_envs) if mask is None else np.flatnonzero(mask)
+        part, commands = _part(obs), self._commands()
+        if self._memory is None:
+            self._memory = History(self.num_envs, part.shape[1], commands.shape[1], self.history)
+        self._memory.start(rows, part[rows], commands[rows])
+        self._resets_next[rows] = False
+        return _with_part(obs, self._memory.extended(slice(None), self.delta)), info
+
+    def _final_observations(self, final_obs: np.ndarray, rows: np.ndarray, actions) -> np.ndarray:
+        """``info["final_obs"]`` with each ending episode's history: its last observation and command
+        (the clipped action of this step) pushed onto what the sub-env held."""
+        box: Any = self.env.single_action_space
+        assert self._memory is not None
+        out = final_obs.copy()
+        for i in rows.tolist():
+            ending = _batch(final_obs[i])
+            memory = History(1, 0, 0, self.history)
+            memory.obs, memory.commands = self._memory.obs[i:i + 1], self._memory.commands[i:i + 1]
+            command = np.clip(np.asarray(actions, dtype=np.float64)[i:i + 1], box.low, box.high)
+            memory.push(_part(ending), command)
+            out[i] = _unbatch(_with_part(ending, memory.extended(slice(None), self.delta)))
+        return out
+
+    def step(self, actions):
+        if self._memory is None:
+            raise gym.error.ResetNeeded("ClosedLoopVector.step() called before reset()")
+        if self.delta:
+            actions, clipped = _delta_action(actions, self._commands(), self.env.single_action_space,
+                                             self.delta_scale)
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        if self.delta:
+            info = dict(info)
+            info["action_clipped"] = clipped | np.asarray(info.get("action_clipped", False), dtype=bool)
+        part, commands = _part(obs), self._commands()
+        done = np.asarray(terminated) | np.asarray(truncated)
+        if self.autoreset_mode is AutoresetMode.SAME_STEP and done.any():
+            info = {**info, "final_obs": self._final_observations(info["final_obs"], np.flatnonzero(done), actions)}
+        self._memory.push(part, commands)
+        started = np.flatnonzero(self._resets_next | (done if self.autoreset_mode is AutoresetMode.SAME_STEP
+                                                      else np.zeros_like(done)))
+        if started.size:
+            self._memory.start(started, part[started], commands[started])
+        self._resets_next = done if self.autoreset_mode is AutoresetMode.NEXT_STEP else np.zeros_like(done)
+        return _with_part(obs, self._memory.extended(slice(None), self.delta)), reward, terminated, truncated, info
+
+
+def native_with_closed_loop(make_native, kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
+    """``make_native(**kwargs)`` without the closed-loop keywords (``action_mode``, ``delta_scale``,
+    ``history``), wrapped in :class:`ClosedLoopVector` with them when they ask for anything: what a
+    soft arm's ``vector_entry_point`` returns."""
+    options = {name: kwargs.pop(name) for name in ("action_mode", "delta_scale", "history") if name in kwargs}
+    options.setdefault("action_mode", "absolute")
+    check_options(options["action_mode"], options.get("delta_scale", 0.1), options.get("history", 0))
+    envs = make_native(**kwargs)
+    if options["action_mode"] == "absolute" and not options.get("history", 0):
+        return envs
+    return ClosedLoopVector(envs, **options)
