@@ -43,7 +43,9 @@ Options that let a policy close the loop (every env; defaults unchanged):
 observation gains the current normalised command ``a_abs``, entries in ``[−1, 1]``), and
 ``history=k`` appends the previous ``k`` observations (the flat one, or a ``Dict``'s
 ``observation`` entry) and the ``k`` previous normalised commands, oldest last; at reset the
-history repeats the reset's observation and command.
+history repeats the reset's observation and command. The same options are wrappers
+(:mod:`soft_envs.envs.closed_loop`: ``ClosedLoop``, ``ClosedLoopVector``, one arithmetic), which the
+native vector envs take them through.
 
 Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
 one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
