@@ -2,8 +2,11 @@
 
 The arm (:class:`~soft_envs.robots.PCCArm`, or :class:`~soft_envs.robots.PlanarPCCArm` for a
 planar trajectory) is simulated with elastic joints, Rayleigh damping and gravity on the
-soft-arm core (:class:`~soft_envs.sim.pcc_body.PCCBody`); the goal at every step is the point of
-a named trajectory (:mod:`soft_envs.trajectories`) at the current time.
+soft-arm core (the batched core with one arm, :class:`~soft_envs.sim.batched_bodies.BatchedPCCBody`;
+``backend="pybullet"``: PyBullet's terms, :class:`~soft_envs.sim.pcc_body.PCCBody`, the reference);
+the goal at every step is the point of a named trajectory (:mod:`soft_envs.trajectories`) at the
+current time. What happens to the arm in an episode is :class:`~soft_envs.envs.pcc_arms.PCCArms`
+with one row, the vector env's code.
 
 Physics (``physics="soft"``, the default): the arm is driven by its chamber pressures, as the
 paper's (seed 004 eq. 9, :mod:`~soft_envs.robots.pcc_pressure`): three chambers per segment
@@ -86,7 +89,8 @@ trajectory's tip angle held on a planar arm; the chambers at the pressures that 
 paper started from the straight arm; ``start_straight=True`` does that.
 
 Vector form: ``gym.make_vec("soft_envs/PCCTrack-v0", num_envs=N, **kwargs)`` steps ``N`` arms on
-the batched core, each sub-env this env's episode (:mod:`soft_envs.envs.pcc_track_vector`).
+the batched core, each sub-env this env's episode (:mod:`soft_envs.envs.pcc_track_vector`), every
+``action_type`` included.
 
 Realism (``realism=``, table :data:`PCC_REALISM`): ``info["realism"]`` of the reset holds the
 values drawn; ``reset(options={"keep_robot": True})`` keeps them (a new start, the same robot).
