@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 Clock = Callable[[], float]
-"""A source of time: a call that returns seconds, monotonic, from any origin."""
+"""A source of time, a call that returns seconds (monotonic, from any origin)."""
 
 _source: Clock = time.perf_counter
 
