@@ -102,3 +102,75 @@ def test_imports_point_down_the_layers(module):
         if target != layer and target not in ALLOWED[layer]:
             bad.append(f"{MODULES[module].relative_to(ROOT)}:{line} imports {name} ({layer} -> {target})")
     assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+# Import circles left to break (issue 33): a method of the model that calls the module built on it.
+KNOWN_CIRCLES = [
+    {"soft_envs.robots.peter", "soft_envs.robots.peter_calibration"},
+    {"soft_envs.agents.nn", "soft_envs.agents.nn.finetune", "soft_envs.agents.nn.train"},
+]
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module's package-internal imports (type-only and function-level ones too), by module."""
+    graph = {}
+    for module, path in MODULES.items():
+        targets = set()
+        for _, name in _imports(path, module):
+            parts = name.split(".")
+            found = next((".".join(parts[:k]) for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in MODULES),
+                         None)
+            if found is not None and found != module:
+                targets.add(found)
+        graph[module] = targets
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(component)
+    return out
+
+
+def test_no_new_import_circles():
+    """No module imports one that imports it back, through any chain (type-only imports included),
+    but the circles still listed to break."""
+    circles = _circles(_module_graph())
+    assert [c for c in circles if c not in KNOWN_CIRCLES] == []
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]  # the check itself

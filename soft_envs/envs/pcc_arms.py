@@ -18,7 +18,7 @@ both envs' default) or one PyBullet arm with PyBullet's terms
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -30,11 +30,8 @@ from soft_envs.sim.actuators import BatchedPDFeedforward, BatchedPressureRegulat
 from soft_envs.sim.batched_bodies import BatchedPCCBody
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 
-if TYPE_CHECKING:
-    from soft_envs.envs.pcc_track import PCCTrackEnv
 
-
-def soft_arms(env: PCCTrackEnv, n_arms: int, num_threads: int | None = None) -> BatchedPCCBody:
+def soft_arms(env: Any, n_arms: int, num_threads: int | None = None) -> BatchedPCCBody:
     """``n_arms`` arms of ``env``'s model, payload, gravity and damping on the batched core."""
     return BatchedPCCBody(env.model, n_arms, gravity=STANDARD_GRAVITY if env.gravity else 0.0,
                           rayleigh_stiffness=env.rayleigh_stiffness, payload=env.payload, num_threads=num_threads)
@@ -49,7 +46,7 @@ class PCCArms:
         body: the arms' body (module docstring).
     """
 
-    def __init__(self, env: PCCTrackEnv, n_arms: int, body: Any) -> None:
+    def __init__(self, env: Any, n_arms: int, body: Any) -> None:
         model = env.model
         n, n_dof = int(n_arms), model.n_dof
         self.env, self.model, self.n_arms, self.body = env, model, n, body

@@ -24,7 +24,7 @@ drawn tilt), the measured tip is what the sensor reports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -37,14 +37,11 @@ from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.batched_kernels import peter_validity
 from soft_envs.sim.bullet import STANDARD_GRAVITY
 
-if TYPE_CHECKING:
-    from soft_envs.envs.peter_reach import PeterReachEnv
-
 MAX_RATE = 1e3  # [m/s, rad/s]: beyond it the arm is driven beyond its model
 SINGULAR = "the arm's mass matrix became singular: it collapsed beyond the PCC model"
 
 
-def soft_arms(env: PeterReachEnv, n_arms: int, num_threads: int | None = None) -> BatchedSoftPeter:
+def soft_arms(env: Any, n_arms: int, num_threads: int | None = None) -> BatchedSoftPeter:
     """``n_arms`` soft arms of ``env``'s model, payload, gravity and damping on the batched core."""
     return BatchedSoftPeter(env.model, n_arms, payload=env.payload, gravity=STANDARD_GRAVITY if env.gravity else 0.0,
                             rayleigh_stiffness=env.rayleigh_stiffness, num_threads=num_threads)
@@ -59,7 +56,7 @@ class PeterArms:
         body: the arms' body (module docstring) or ``None`` (``kinematic=True``).
     """
 
-    def __init__(self, env: PeterReachEnv, n_arms: int, body: Any = None) -> None:
+    def __init__(self, env: Any, n_arms: int, body: Any = None) -> None:
         model = env.model
         n, n_dof = int(n_arms), model.n_dof
         self.env, self.model, self.n_arms, self.body = env, model, n, body

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +34,9 @@ from soft_envs.robots.cosserat.equations import (
 from soft_envs.robots.cosserat.integrator import IDENTITY_WXYZ, rotation_matrix_wxyz, to_wxyz, to_xyzw
 from soft_envs.robots.cosserat.newton import LineSearch, damped_newton
 
-if TYPE_CHECKING:
-    from soft_envs.robots.cosserat.hexapod import Hexapod6PFS
+#: The hexapod these functions work on: a :class:`~soft_envs.robots.cosserat.hexapod.Hexapod6PFS`, which
+#: calls them (annotated loosely, so that this module does not import the module that imports it).
+Hexapod = Any
 
 # Rods pinned to points: sequential halving (six fractions), a non-monotone full step, a plain
 # decrease otherwise; no decrease gives the rod up.
@@ -94,14 +95,14 @@ def _inflections(Y: np.ndarray, normal: np.ndarray) -> tuple[int, float]:
     return int(np.sum(sgn[1:] != sgn[:-1])), float(np.sign(kappa[0])) or 1.0
 
 
-def _plane_normals(model: Hexapod6PFS) -> np.ndarray:
+def _plane_normals(model: Hexapod) -> np.ndarray:
     """Normal ``(6, 3)`` of each rod's reference plane (its guide and its joint at ρ = 0)."""
     offs = model.platform_points - model.base_points
     offs[:, 2] = 0.0
     return cross(_EZ, offs / np.linalg.norm(offs, axis=1, keepdims=True))
 
 
-def stage1(model: Hexapod6PFS, max_mode: int = 3, n_force: int = 241, n_curvature: int = 161,
+def stage1(model: Hexapod, max_mode: int = 3, n_force: int = 241, n_curvature: int = 161,
            max_force: float = 150.0, max_curvature: float = 30.0) -> list[HexapodSolution]:
     """Stage 1 (seed §3): symmetric assembly modes at ``ρ = 0`` — the platform centred and level,
     every rod bent in its reference plane (the plane of its guide and its joint), in the
@@ -182,7 +183,7 @@ def stage1(model: Hexapod6PFS, max_mode: int = 3, n_force: int = 241, n_curvatur
     return sols
 
 
-def stage1_configurations(model: Hexapod6PFS, max_mode: int = 3, *, symmetric: list[HexapodSolution] | None = None,
+def stage1_configurations(model: Hexapod, max_mode: int = 3, *, symmetric: list[HexapodSolution] | None = None,
                           max_combinations: int | None = None, seed: int = 0) -> tuple[np.ndarray, list]:
     """Mixed-mode starting configurations: at the platform pose of each symmetric stage-1
     solution, every rod is solved alone with its tip pinned on its joint, from the rod
@@ -303,7 +304,7 @@ def radial_propagation(eq: HexapodEquations, Z: np.ndarray, rho: np.ndarray, rad
     return Zc[ok]
 
 
-def rod_modes(model: Hexapod6PFS, Z: np.ndarray, rho: np.ndarray) -> list[tuple]:
+def rod_modes(model: Hexapod, Z: np.ndarray, rho: np.ndarray) -> list[tuple]:
     """Buckling mode (interior inflection points) of every rod of every solution ``(S, 49)``."""
     eq = model.equations
     S = len(Z)
@@ -338,7 +339,7 @@ def deduplicate(Z: np.ndarray, tol: float = 1e-6) -> np.ndarray:
     return np.array(keep) if keep else np.zeros((0, 49))
 
 
-def search(model: Hexapod6PFS, rho: Any = None, *, max_mode: int = 3, max_combinations: int | None = 200,
+def search(model: Hexapod, rho: Any = None, *, max_mode: int = 3, max_combinations: int | None = 200,
            radial: bool | str = "symmetric", stability: bool = True, input_steps: int = 8, seed: int = 0,
            progress: bool = False) -> AssemblySearch:
     """All assembly modes found for inputs ``rho`` [m] (default zero), with zero external load.

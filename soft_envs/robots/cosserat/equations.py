@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+import soft_envs.robots.cosserat.compiled as compiled
 from soft_envs.geometry import cross
-from soft_envs.robots.cosserat import compiled
 from soft_envs.robots.cosserat.integrator import integrate_rods, rotation_matrix_wxyz, to_wxyz, to_xyzw
 from soft_envs.robots.cosserat.newton import LineSearch, NewtonResult, damped_newton
 from soft_envs.robots.cosserat.rod import RodState

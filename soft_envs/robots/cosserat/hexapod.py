@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
+import soft_envs.robots.cosserat.assembly as _assembly
+import soft_envs.robots.cosserat.stability as _stability
 from soft_envs import clock
 from soft_envs.exceptions import ConvergenceError, InvalidConfigurationError, InvalidParameterError
 from soft_envs.geometry import cross, quaternion_from_rotation_vector
-from soft_envs.robots.cosserat import assembly as _assembly
-from soft_envs.robots.cosserat import stability as _stability
 from soft_envs.robots.cosserat.assembly import AssemblySearch
 from soft_envs.robots.cosserat.equations import (
     FK_FREE,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import soft_envs.robots.cosserat.compiled as compiled
 from soft_envs.geometry import quaternion_conjugate, quaternion_multiply
-from soft_envs.robots.cosserat import compiled
 
 #: Rows of the stacked state ``(p, q, u, E)`` (``q`` scalar first).
 POSITION, QUATERNION, CURVATURE, ENERGY = slice(0, 3), slice(3, 7), slice(7, 10), 10

@@ -7,7 +7,7 @@ solutions; the model exposes them as methods of the same names.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -21,11 +21,12 @@ from soft_envs.robots.cosserat.integrator import (
     rotation_variation_wxyz,
 )
 
-if TYPE_CHECKING:
-    from soft_envs.robots.cosserat.hexapod import Hexapod6PFS
+#: The hexapod these functions work on: a :class:`~soft_envs.robots.cosserat.hexapod.Hexapod6PFS`, which
+#: calls them (annotated loosely, so that this module does not import the module that imports it).
+Hexapod = Any
 
 
-def stiffness(model: Hexapod6PFS, sol: HexapodSolution, method: str = "linear", *, force_step: float = 1e-4,
+def stiffness(model: Hexapod, sol: HexapodSolution, method: str = "linear", *, force_step: float = 1e-4,
               moment_step: float = 1e-5) -> np.ndarray:
     """Platform stiffness ``K`` ``(6, 6)``: ``δ(F, M) = K δ(p_P, θ_P)`` at ``sol`` (SI, world
     frame, moment about ``p_P``).
@@ -63,7 +64,7 @@ def stiffness(model: Hexapod6PFS, sol: HexapodSolution, method: str = "linear", 
     return np.linalg.inv(C)
 
 
-def energy_hessian(model: Hexapod6PFS, sol: HexapodSolution, h: float = 1e-6) -> dict[str, np.ndarray]:
+def energy_hessian(model: Hexapod, sol: HexapodSolution, h: float = 1e-6) -> dict[str, np.ndarray]:
     """Second variation of the elastic energy over the admissible configurations near ``sol``.
 
     Admissible: every rod an equilibrium under some end force and moment (the shooting
@@ -149,7 +150,7 @@ def _reference_sign(length: float, EI: float, GJ: float, n_steps: int, station: 
     return float(np.sign(d[station - 1]))
 
 
-def adjacent_energies(model: Hexapod6PFS, sol: HexapodSolution, directions: np.ndarray, step: float = 1e-3,
+def adjacent_energies(model: Hexapod, sol: HexapodSolution, directions: np.ndarray, step: float = 1e-3,
                       iterations: int = 4) -> np.ndarray:
     """Energies [J] of admissible configurations next to ``sol`` minus its own energy.
 
@@ -176,7 +177,7 @@ def adjacent_energies(model: Hexapod6PFS, sol: HexapodSolution, directions: np.n
     return np.stack((dE[:len(D)], dE[len(D):]), axis=1)
 
 
-def stability(model: Hexapod6PFS, sol: HexapodSolution, *, energy_step: float = 1e-3) -> dict[str, Any]:
+def stability(model: Hexapod, sol: HexapodSolution, *, energy_step: float = 1e-3) -> dict[str, Any]:
     """Both stability criteria of the seed (§4), stored in ``sol.stability`` and ``sol.stable``.
 
     * stiffness: ``K`` from :func:`stiffness` — stable if every diagonal term is positive
