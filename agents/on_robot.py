@@ -5,7 +5,7 @@ What a user of a real PETER does when the model misses by a centimetre: record t
 keeps the robot across its resets), learn from them, then plan once per goal and hold the plan:
 
 * ``"trr-calibrated"`` — fit the nominal model's physical parameters
-  (:meth:`Peter.calibrated <soft_envs.robots.peter.Peter.calibrated>`) and plan with TRR on the
+  (:func:`~soft_envs.robots.peter_calibration.calibrate`) and plan with TRR on the
   calibrated model (:class:`~soft_envs.agents.reach.TRRReachAgent`);
 * ``"nn-finetuned"`` — fine-tune the shipped network on the samples
   (:meth:`NeuralIK.finetune <soft_envs.agents.nn.NeuralIK.finetune>`, PyTorch) and act with its
@@ -36,7 +36,7 @@ class OnRobotReachAgent:
             length — when the task judges the tip, so that leaks are learnt as they will act
             (``None``: when the arm has settled; :func:`collect_samples`).
         progress: progress bars while collecting and learning.
-        **learn_options: passed to :meth:`Peter.calibrated` or :meth:`NeuralIK.finetune`.
+        **learn_options: passed to :func:`~soft_envs.robots.peter_calibration.calibrate` or :meth:`NeuralIK.finetune`.
     """
 
     def __init__(self, env, method: str, *, samples: int = 100, settle_time: float | None | str = "episode",
@@ -50,7 +50,7 @@ class OnRobotReachAgent:
         self.progress = bool(progress)
         self.learn_options = learn_options
         self.agent = None
-        self.learned = None  # the CalibratedPeter or the fine-tuned NeuralIK
+        self.learned: Any = None  # the CalibratedPeter or the fine-tuned NeuralIK
 
     def learn(self, seed: int = 0) -> None:
         """Collect ``samples`` on the env's robot (kept: ``reset(options={"keep_robot": True})``)
@@ -60,8 +60,9 @@ class OnRobotReachAgent:
         model = self.env.unwrapped.model
         if self.method == "trr-calibrated":
             from soft_envs.agents.reach import TRRReachAgent
+            from soft_envs.robots.peter_calibration import calibrate
 
-            self.learned = model.calibrated(times, tips, **self.learn_options)
+            self.learned = calibrate(model, times, tips, **self.learn_options)
             self.agent = TRRReachAgent(self.env, self.learned)
         else:
             from soft_envs.agents.nn import NeuralIK, NeuralReachAgent

@@ -104,11 +104,6 @@ def test_imports_point_down_the_layers(module):
     assert not bad, "upward imports:\n" + "\n".join(bad)
 
 
-# Import circles left to break (issue 33): a method of the model that calls the module built on it.
-KNOWN_CIRCLES = [
-    {"soft_envs.robots.peter", "soft_envs.robots.peter_calibration"},
-    {"soft_envs.agents.nn", "soft_envs.agents.nn.finetune", "soft_envs.agents.nn.train"},
-]
 
 
 def _module_graph() -> dict[str, set[str]]:
@@ -168,9 +163,8 @@ def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
     return out
 
 
-def test_no_new_import_circles():
-    """No module imports one that imports it back, through any chain (type-only imports included),
-    but the circles still listed to break."""
-    circles = _circles(_module_graph())
-    assert [c for c in circles if c not in KNOWN_CIRCLES] == []
+def test_no_import_circles():
+    """No module imports one that imports it back, through any chain (type-only and function-level
+    imports included)."""
+    assert _circles(_module_graph()) == []
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]  # the check itself

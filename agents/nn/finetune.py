@@ -25,15 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from soft_envs.clock import now
 from soft_envs.exceptions import InvalidParameterError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from soft_envs.agents.nn import NeuralIK
 
 MM = 1e3  # losses in mm² (the scale the errors are judged at)
 
@@ -71,7 +68,7 @@ class FinetuneRecipe:
 
 
 def _torch():
-    from soft_envs.agents.nn.train import _torch as torch_module
+    from soft_envs.agents.nn.torch_parts import _torch as torch_module
 
     return torch_module()
 
@@ -140,8 +137,8 @@ def _fit_residual(torch, times: np.ndarray, residual_mm: np.ndarray, mid: np.nda
                       "residual_rms_mm": float(np.sqrt(np.mean(residual_mm**2))), "validation_samples": int(n_val)}
 
 
-def finetune(network: NeuralIK, times: np.ndarray, tips: np.ndarray, *, seed: int = 0,
-             recipe: FinetuneRecipe | None = None, threads: int | None = 1, progress: bool = True) -> NeuralIK:
+def finetune(network: Any, times: np.ndarray, tips: np.ndarray, *, seed: int = 0,
+             recipe: FinetuneRecipe | None = None, threads: int | None = 1, progress: bool = True) -> Any:
     """A new network fine-tuned from ``network`` on a robot's samples (module docstring).
 
     Args:
@@ -153,8 +150,7 @@ def finetune(network: NeuralIK, times: np.ndarray, tips: np.ndarray, *, seed: in
         threads: ``torch.set_num_threads`` (small batches run best on one).
         progress: progress bars (:func:`soft_envs.console.progress`: stderr, a terminal only).
     """
-    from soft_envs.agents.nn import NeuralIK
-    from soft_envs.agents.nn.train import tip_function
+    from soft_envs.agents.nn.torch_parts import tip_function
     from soft_envs.console import progress as progress_bar
 
     recipe = recipe or FinetuneRecipe()
@@ -236,7 +232,8 @@ def finetune(network: NeuralIK, times: np.ndarray, tips: np.ndarray, *, seed: in
                "forward_model_tip_error_mm": {"before": before, "after": after},
                "seconds": now() - start, "torch": torch.__version__}
     metadata = dict(network.metadata, finetune=report)
-    return NeuralIK(weights, network.x_mean, network.x_std, network.t_low, network.t_high, metadata)
+    # the network's own class (this module does not import the network module, which calls it)
+    return type(network)(weights, network.x_mean, network.x_std, network.t_low, network.t_high, metadata)
 
 
 __all__ = ["FinetuneRecipe", "finetune"]

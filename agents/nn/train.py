@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from soft_envs.agents.ik.trust_region import trr_batch
-from soft_envs.agents.nn import NeuralIK
-from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+from soft_envs.agents.nn.network import NeuralIK
+from soft_envs.agents.nn.torch_parts import _torch, tip_function
+from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.peter import Peter
 
 SPLITS = (0.75, 0.15, 0.10)  # train, validation, test (the paper)
@@ -119,14 +120,6 @@ def make_dataset(model: Peter, n_samples: int = 10_000, seed: int = 0, labels: s
 
 # ---------------------------------------------------------------------------- torch parts
 
-def _torch():
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise MissingDependencyError("training needs PyTorch: pip install 'soft_envs[learn]'") from exc
-    return torch
-
-
 def build_network(n_inputs: int, n_outputs: int, recipe: Recipe):
     """The dense network (GELU, tanh form; dropout between the dense layers) as ``torch.nn.Sequential``."""
     torch = _torch()
@@ -138,25 +131,6 @@ def build_network(n_inputs: int, n_outputs: int, recipe: Recipe):
         width = size
     layers.append(torch.nn.Linear(width, n_outputs))
     return torch.nn.Sequential(*layers)
-
-
-def tip_function(model: Peter):
-    """A torch autograd function ``t [s] -> tip [m]`` using the model's forward and analytic Jacobian."""
-    torch = _torch()
-
-    class Tip(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, t):  # noqa: D401 - torch signature
-            points, jac = model.module_points_jacobian(t.detach().double().numpy())
-            ctx.save_for_backward(torch.from_numpy(jac[:, -1]).to(t.dtype))
-            return torch.from_numpy(points[:, -1]).to(t.dtype)
-
-        @staticmethod
-        def backward(ctx, grad):
-            (jac,) = ctx.saved_tensors
-            return torch.einsum("bi,bij->bj", grad, jac)
-
-    return Tip.apply
 
 
 def to_neural_ik(net, x_mean, x_std, model: Peter, metadata: dict) -> NeuralIK:

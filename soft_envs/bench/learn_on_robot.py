@@ -5,7 +5,8 @@ network miss the ``realism="realistic"`` arm by about 10 mm open loop. Here each
 seeded realistic draw of the soft ``PeterReach-v0``, 2 modules) is sampled with
 :func:`~soft_envs.agents.nn.collect_samples` (random inflation times, the tip read when the
 task judges it: 5 s after the command) and two learners use the first 100 / 300 / 1000 / 3000
-samples: TRR on the nominal model calibrated on them (:meth:`Peter.calibrated`) and the shipped
+samples: TRR on the nominal model calibrated on them
+(:func:`~soft_envs.robots.peter_calibration.calibrate`) and the shipped
 network fine-tuned on them (:meth:`NeuralIK.finetune`). Every plan runs open loop — planned
 once, commanded, held for the 5 s episode — on goals of that robot (``keep_robot``), next to the
 shipped network and TRR on the nominal and on the paper's model. Then what both learners are left
@@ -66,6 +67,7 @@ def robot_run(realism, robot_seed: int, goal_seeds: list[int], sizes: tuple[int,
     from soft_envs.agents.ik import trr_batch
     from soft_envs.agents.nn import NeuralIK, collect_samples
     from soft_envs.agents.nn.collect import episode_time
+    from soft_envs.robots import calibrate
 
     env = gym.make(ENV_ID, n_modules=2, realism=realism)
     try:
@@ -89,7 +91,7 @@ def robot_run(realism, robot_seed: int, goal_seeds: list[int], sizes: tuple[int,
         for n in sizes:
             if "TRR, calibrated" in learners:
                 start = now()
-                calibrated = model.calibrated(times[:n], tips[:n])
+                calibrated = calibrate(model, times[:n], tips[:n])
                 plans[f"TRR, calibrated|{n}"] = trr_batch(calibrated, goals).solutions
                 learn_seconds["TRR, calibrated"].append(now() - start)
                 fitted = calibrated.parameters()

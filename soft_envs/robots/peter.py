@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -42,9 +42,6 @@ from soft_envs.robots.chain import (
 )
 from soft_envs.robots.peter_columns import pcc_tip_columns, tilted_tip_columns
 from soft_envs.robots.peter_single import pcc_single, tilted_single
-
-if TYPE_CHECKING:  # the calibrated model imports this module
-    from soft_envs.robots.peter_calibration import CalibratedPeter
 
 KINEMATICS = ("tilted", "pcc")
 DEFAULT_LEG_STIFFNESS = 1300.0  # N/m per leg (assumption, see Peter)
@@ -144,18 +141,6 @@ class Peter(KinematicModel):
         if unknown:
             raise InvalidParameterError(f"Peter has no parameter(s) {sorted(unknown)}")
         return Peter(**(parameters | changes))
-
-    def calibrated(self, times: np.ndarray, tips: np.ndarray, **options: Any) -> CalibratedPeter:
-        """This arm's physical parameters fitted to a robot's samples by least squares: per-leg
-        gains, offsets and leak losses, the radius, the loads that sag the legs and the base tilt
-        (:func:`~soft_envs.robots.peter_calibration.calibrate`; ``options`` go there).
-
-        ``times`` ``(n, 3N)`` [s] commanded, ``tips`` ``(n, 3)`` [m] measured. Returns a
-        :class:`~soft_envs.robots.peter_calibration.CalibratedPeter` any IK solver plans on.
-        """
-        from soft_envs.robots.peter_calibration import calibrate
-
-        return calibrate(self, times, tips, **options)
 
     def with_kinematics(self, kinematics: str) -> Peter:
         """The same arm (same parameters) with the other kinematics."""

@@ -1,6 +1,6 @@
 """PETER calibrated on a robot's own samples: the nominal model's physical parameters, fitted.
 
-:func:`calibrate` (also :meth:`Peter.calibrated <soft_envs.robots.peter.Peter.calibrated>`)
+:func:`calibrate` (``calibrate(model, times, tips)``)
 fits, by least squares on ``(inflation times, measured tip)`` samples, the parameters through
 which a real arm differs from its model, and returns a :class:`CalibratedPeter` that any IK
 solver plans on (it is a :class:`~soft_envs.robots.base.KinematicModel` with an analytic

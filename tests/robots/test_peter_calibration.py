@@ -120,7 +120,7 @@ def test_the_fit_recovers_a_robot_from_its_samples():
     rng = np.random.default_rng(6)
     times = ARM.sample(rng, 300)
     tips = truth.forward(times) + rng.normal(0.0, 1e-4, (300, 3))
-    fitted = ARM.calibrated(times, tips, noise=1e-4)
+    fitted = calibrate(ARM, times, tips, noise=1e-4)
     report = fitted.calibration
     assert report["converged"] and report["samples"] == 300
     assert report["rms_m"] == pytest.approx(np.sqrt(3) * 1e-4, rel=0.15)  # down to the noise
