@@ -67,6 +67,19 @@ def test_training_is_seeded_and_saves_a_policy_with_its_card(tmp_path):
     assert json.loads((tmp_path / "run0.curve.json").read_text())[0]["timesteps"] == 40
 
 
+def test_the_pcc_residual_recipe_learns_on_the_native_vector_env_with_delta_actions():
+    """Residual actions and delta mode (the closed-loop wrapper) on the parallel learner."""
+    recipe = RECIPES["pcc-residual-parallel"].replace(n_envs=4, n_steps=3, batch_size=12, net_arch=(16,),
+                                                      standardize_samples=8)
+    learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
+    assert type(learner.env.venv).__name__ == "ClosedLoopVector"
+    learner.iterate()
+    assert learner.timesteps == 12
+    policy = learner.policy()
+    assert policy.act(np.tile(learner.obs_mean, (2, 1))).shape == (2, 3)
+    learner.close()
+
+
 def test_bad_recipes_and_budgets_are_refused():
     with pytest.raises(InvalidParameterError, match="rsl_rl"):
         Recipe(learner="rsl_rl").validate()  # SAC + HER
