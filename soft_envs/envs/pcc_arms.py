@@ -284,6 +284,10 @@ class PCCArms:
             info["_termination_reason"] = stopped
         return info
 
+    def terminated(self) -> np.ndarray:
+        """``(n,)``: the arms stopped outside the PCC model (their episodes end)."""
+        return self.stop_code != 0
+
     def commands(self, rows) -> np.ndarray:
         """The commands held by ``rows``, in model units (the previous action of a first step)."""
         return self.setpoint[rows] if self.env.action_type == "configuration" else self.command_value[rows]

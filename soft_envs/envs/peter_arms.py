@@ -211,6 +211,14 @@ class PeterArms:
             else:
                 reasons[i] = "a rate above 1e3 /s: the arm is driven beyond its model"
         return reasons
+    def terminated(self) -> np.ndarray:
+        """``(n,)``: the arms stopped outside the PCC model (their episodes end)."""
+        return self.stopped.copy()
+
+    def commands(self, rows) -> np.ndarray:
+        """The set-points ``rows`` hold [s] (the previous action of a first step)."""
+        return self.inflation_times[rows]
+
     def time(self) -> np.ndarray:
         """Each arm's time since its reset ``(n,)`` [s] (soft physics, or kinematic under realism; else 0)."""
         return self.body.state.time.copy() if self.soft else self.clock.copy()

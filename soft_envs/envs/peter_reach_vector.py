@@ -29,7 +29,7 @@ from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.closed_loop import native_with_closed_loop
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_reach import PeterReachEnv
-from soft_envs.envs.vector_base import SoftVectorEnv
+from soft_envs.envs.vector_base import ArmsVectorEnv
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.sim import threads
 from soft_envs.sim.actuators import BatchedPneumaticLegs
@@ -39,7 +39,7 @@ ENV_ID = "soft_envs/PeterReach-v0"
 MAX_EPISODE_STEPS = ENVIRONMENTS[ENV_ID][1]
 
 
-class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
+class PeterReachVectorEnv(ArmsVectorEnv[PeterReachEnv]):
     """``num_envs`` PeterReach arms, soft or kinematic (module docstring).
 
     Args:
@@ -95,35 +95,6 @@ class PeterReachVectorEnv(SoftVectorEnv[PeterReachEnv]):
     def inflation_times(self) -> np.ndarray:
         """Every sub-env's commanded set-points ``(N, 3N)`` [s]."""
         return self.arms.inflation_times
-
-    # ------------------------------------------------------------------ hooks
-    def _reset_arms(self, rows: np.ndarray, tasks: list, options: dict[str, Any]) -> None:
-        drawn = {name: values[rows] for name, values in self.perturbations.items()}
-        self.arms.reset(rows, tasks, drawn, [self.realism_rngs[i] for i in rows.tolist()])
-
-    def _apply_actions(self, actions: np.ndarray) -> None:
-        self.arms.command(self.single.action_to_model(actions))
-
-    def _simulate(self) -> None:
-        self.arms.simulate(self.single.frame_skip)
-
-    def _observe(self, rows):
-        return self.arms.observation(rows)
-
-    def _reward_terms(self, actions: np.ndarray) -> dict[str, np.ndarray]:
-        return self.arms.reward_terms()
-
-    def _terminated(self) -> np.ndarray:
-        return self.arms.stopped.copy()
-
-    def _extra_info(self, rows) -> dict[str, Any]:
-        return self.arms.info(rows)
-
-    def _commands(self, rows) -> np.ndarray:
-        return self.arms.inflation_times[rows]
-
-    def _sync_render(self) -> None:
-        self.single.show(self.arms, 0)
 
 
 def make_peter_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,

@@ -421,3 +421,40 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
 
     def close_extras(self, **kwargs: Any) -> None:
         self.single.close()
+
+
+class ArmsVectorEnv(SoftVectorEnv[SingleEnv]):
+    """A soft arm's native vector env: its hooks are the rows of :attr:`arms` (the env logic the single
+    env runs with one row: :class:`~soft_envs.envs.peter_arms.PeterArms`,
+    :class:`~soft_envs.envs.pcc_arms.PCCArms`). A subclass builds ``self.arms`` after ``__init__``."""
+
+    arms: Any
+
+    def _reset_arms(self, rows: np.ndarray, tasks: list, options: dict[str, Any]) -> None:
+        drawn = {name: values[rows] for name, values in self.perturbations.items()}
+        self.arms.reset(rows, tasks, drawn, [self.realism_rngs[i] for i in rows.tolist()])
+
+    def _apply_actions(self, actions: np.ndarray) -> None:
+        self.arms.command(self.single.action_to_model(actions))
+
+    def _simulate(self) -> None:
+        self.arms.simulate(self.single.frame_skip)
+
+    def _observe(self, rows):
+        return self.arms.observation(rows)
+
+    def _reward_terms(self, actions: np.ndarray) -> dict[str, np.ndarray]:
+        return self.arms.reward_terms()
+
+    def _terminated(self) -> np.ndarray:
+        return self.arms.terminated()
+
+    def _extra_info(self, rows) -> dict[str, Any]:
+        return self.arms.info(rows)
+
+    def _commands(self, rows) -> np.ndarray:
+        return self.arms.commands(rows)
+
+    def _sync_render(self) -> None:
+        show: Any = getattr(self.single, "show")  # noqa: B009  (the soft arms' single envs have it)
+        show(self.arms, 0)
