@@ -21,6 +21,11 @@ reports, per controller:
 
 A row is flagged where the learned policy beats the IK controller on the measure and one of its
 actuator figures is beyond the physical limit.
+
+Where a policy ships for the task (``soft-envs evaluate``'s ``learned``,
+:mod:`soft_envs.agents.learned`), the audit runs *that* policy, untrained here, in the realism
+preset of its card, and the IK controllers in the same preset; the other tasks' policies are trained
+for the audit's CPU budget.
 """
 
 from __future__ import annotations
@@ -119,24 +124,35 @@ class _ActuatorProbe:
         if "time at pressure bound" in out:
             out["time at pressure bound"] /= max(steps, 1)
         if self.pressure_reversals is not None:
-            regulator = self.env.regulator
-            bandwidth = 1.0 / (2.0 * np.pi * regulator.time_constant) if regulator.time_constant > 0 else np.inf
+            tau = np.max(self.env.regulator.time_constant)  # [s] (per arm: the batch of one)
+            bandwidth = 1.0 / (2.0 * np.pi * tau) if tau > 0 else np.inf
             per_second = self.pressure_reversals.count.max() / (steps * self.env.dt)
-            out["pressure reversals/s / 2·bandwidth"] = per_second / (2 * bandwidth)
+            out["pressure reversals/s / 2·bandwidth"] = float(per_second / (2 * bandwidth))
         return out
 
 
-def _episode(item: tuple[str, str, int]) -> dict[str, Any]:
-    """One seeded episode of ``task`` with ``controller``: the task's measure and the audit's figures."""
+def shipped_preset(task: str) -> str | None:
+    """The realism preset (``soft-envs evaluate --preset``) of the policy shipped for ``task``
+    (from its card's env keywords), or ``None`` where none ships."""
+    from soft_envs.agents.learned import shipped, shipped_names
+
+    if task not in shipped_names():
+        return None
+    return "realistic" if shipped(task).card.get("env_kwargs", {}).get("realism") == "realistic" else "ideal"
+
+
+def _episode(item: tuple[str, str, int, str]) -> dict[str, Any]:
+    """One seeded episode of ``task`` with ``controller`` in a realism ``preset`` (``ideal`` or
+    ``realistic``): the task's measure and the audit's figures."""
     import gymnasium as gym
 
     import soft_envs  # noqa: F401
     from soft_envs import evaluate as ev
     from soft_envs.envs.gait_meter import ReversalCounter
 
-    task_name, controller, seed = item
+    task_name, controller, seed, preset = item
     task = ev.TASKS[task_name]
-    kwargs = dict(task.kwargs)
+    kwargs = dict(task.kwargs) | ev.PRESETS[preset]
     kwargs |= ev.env_keywords(controller, task_name)
     if task.max_steps is not None:
         kwargs["max_episode_steps"] = task.max_steps
@@ -188,11 +204,15 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, minutes:
     first = FIRST_SEED + seed
     with tempfile.TemporaryDirectory(prefix="plausibility-") as folder:
         with mp.get_context("spawn").Pool(workers) as pool:
-            specs = pool.map(_train, [(a, folder, minutes, seed) for a in AUDITS])
+            presets = {a.task: shipped_preset(a.task) for a in AUDITS}
+            trained = iter(pool.map(_train, [(a, folder, minutes, seed) for a in AUDITS if presets[a.task] is None]))
+            specs = ["learned" if presets[a.task] else next(trained) for a in AUDITS]
             sections, flags = [], []
             for audit, spec in zip(AUDITS, specs):
                 controllers = list(audit.ik) + [spec]
-                results = pool.map(_episode, [(audit.task, c, first + k) for c in controllers for k in range(episodes)])
+                preset = presets[audit.task] or "ideal"
+                results = pool.map(_episode, [(audit.task, c, first + k, preset)
+                                              for c in controllers for k in range(episodes)])
                 per = {c: results[i * episodes:(i + 1) * episodes] for i, c in enumerate(controllers)}
                 names = sorted({key for rows in per.values() for r in rows for key in r["actuators"]})
                 unit = ev.TASKS[audit.task].unit
@@ -200,7 +220,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, minutes:
                 label = {"m": "mm", "rad": "°"}.get(unit, unit)
                 rows = []
                 for c, eps in per.items():
-                    name = f"learned (`{audit.recipe}`)" if c == spec else c
+                    learned = "learned (shipped)" if c == "learned" else f"learned (`{audit.recipe}`)"
+                    name = learned if c == spec else c
                     figures = {n: max(r["actuators"].get(n, 0.0) for r in eps) for n in names}
                     rows.append([name, f"{scale * np.mean([r['metric'] for r in eps]):.3g} {label}",
                                  f"{100 * np.mean([r['success'] for r in eps]):.0f} %",
@@ -215,12 +236,14 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, minutes:
                                  "beyond the limit")
                 headers = ["controller", f"{ev.TASKS[audit.task].metric} (mean)", "success", "reversals/s (max)",
                            "at bounds", *names]
+                source = (f"the policy shipped for the task, preset {preset}" if spec == "learned" else
+                          f"the learned policy: recipe `{audit.recipe}`, seed {seed}, {minutes:g} CPU-min")
                 sections.append(f"**{audit.task}** (`{ev.TASKS[audit.task].env_id}`, {episodes} episodes, seeds "
-                                f"from {first}; the learned policy: recipe `{audit.recipe}`, seed {seed}, {minutes:g} "
-                                f"CPU-min):\n\n" + markdown_table(headers, rows))
+                                f"from {first}; {source}):\n\n" + markdown_table(headers, rows))
     verdict = ("No learned policy beats its IK controller with an actuator beyond its limit." if not flags
                else "Flagged:\n\n" + "\n".join(f"- {f}" for f in flags))
     return (f"Regenerate: `soft-envs bench plausibility{' --full' if full else ''} --update BENCHMARKS.md` (module "
             "`soft_envs.bench.plausibility`: what each column means is in its docstring; ratios above 1 are beyond "
-            f"the hardware). Each env's recipe trained for {minutes:g} CPU-min ({workers} at a time), then run "
-            f"with its IK controllers on the same held-out seeds.\n\n{verdict}\n\n" + "\n\n".join(sections))
+            f"the hardware). A task's shipped policy is audited as it ships; every other env's recipe trained for "
+            f"{minutes:g} CPU-min ({workers} at a time); each then run with its IK controllers on the same held-out "
+            f"seeds and realism preset.\n\n{verdict}\n\n" + "\n\n".join(sections))

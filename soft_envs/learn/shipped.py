@@ -5,9 +5,13 @@ A shipped policy (``soft_envs/agents/learned/policies/TASK.npz``, named after th
 with. :func:`verify` runs it again on *fresh* held-out episodes (seeds from :data:`FRESH_SEED`, never
 those of the card's evaluation nor of training) and refuses it when it falls short of its card by
 more than chance allows: the fraction within 1 mm (or the card's success fraction) may be lower by
-three binomial standard deviations of the fresh sample, at least 5 points. ``soft-envs bench
-learned`` verifies every shipped policy; CI does on a few episodes. :func:`ship` copies a trained
-policy (``soft-envs train-rl`` output) into the package under its task's name.
+three binomial standard deviations of the fresh sample, at least 5 points. A tracking policy
+(PCCTrack) is held to its RMS tracking error: the fresh mean may exceed the card's by three
+standard errors of the fresh sample, at least 10 %; a *residual* policy (``action_type="residual"``)
+must also beat, on the same fresh episodes, the law it corrects (the zero residual,
+:class:`ZeroAction`). ``soft-envs bench learned`` verifies every shipped policy; CI does on a few
+episodes. :func:`ship` copies a trained policy (``soft-envs train-rl`` output) into the package
+under its task's name.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import shutil
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from soft_envs.agents.learned import MLPPolicy, shipped, shipped_names
 from soft_envs.exceptions import InvalidParameterError
@@ -27,33 +34,70 @@ FRESH_SEED = EVAL_SEED + 500_000  # first seed of a verification (neither traini
 CARD_KEYS = ("env_id", "env_kwargs", "recipe", "seed", "timesteps", "evaluation", "soft_envs_version")
 
 
+class ZeroAction:
+    """The policy that always acts 0: for a residual env, the law it corrects and nothing more
+    (with ``action_mode="delta"`` too: the residual stays at its reset value, 0)."""
+
+    def __init__(self, n_actions: int) -> None:
+        self.n_actions = int(n_actions)
+
+    def predict(self, obs: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = True) -> tuple[np.ndarray, None]:
+        return np.zeros(self.n_actions, np.float32), None
+
+
 @dataclass
 class Verdict:
-    """A shipped policy against its card: the card's figure, the fresh one, and whether it holds."""
+    """A shipped policy against its card: the card's figure, the fresh one, and whether it holds
+    (``lower_is_better``: an error [m] that may not exceed the card's by more than ``tolerance``;
+    otherwise a fraction that may not fall below it by more). ``law``: the fresh episodes of the
+    law a residual policy corrects, which it must beat."""
 
     name: str
-    key: str  # the figure compared (``within_1mm``, or ``success``)
+    key: str  # the figure compared (``within_1mm``, ``success`` or ``rms_m``)
     card: float
     fresh: EvalResult
     tolerance: float
+    lower_is_better: bool = False
+    law: EvalResult | None = None
 
     @property
     def fresh_value(self) -> float:
         return float(self.fresh.summary()[self.key])
 
     @property
+    def law_value(self) -> float:
+        return float(self.law.summary()[self.key]) if self.law is not None else float("nan")
+
+    @property
     def holds(self) -> bool:
+        if self.lower_is_better:
+            beats_law = self.law is None or self.fresh_value < self.law_value
+            return self.fresh_value <= self.card + self.tolerance and beats_law
         return self.fresh_value >= self.card - self.tolerance
+
+    def show(self, value: float) -> str:
+        """``value`` as the reports show it: an error in mm, a fraction in %."""
+        return f"{1e3 * value:.2f} mm" if self.lower_is_better else f"{100 * value:.0f} %"
 
     def line(self) -> str:
         verdict = "holds" if self.holds else "FAILS its card"
-        return (f"{self.name}: {self.key} {100 * self.fresh_value:.0f} % on {self.fresh.episodes} fresh episodes, "
-                f"card {100 * self.card:.0f} % (tolerance {100 * self.tolerance:.0f} points): {verdict}")
+        law = f", the law it corrects {self.show(self.law_value)}" if self.law is not None else ""
+        allowed = f"{1e3 * self.tolerance:.2f} mm" if self.lower_is_better else f"{100 * self.tolerance:.0f} points"
+        return (f"{self.name}: {self.key} {self.show(self.fresh_value)} on {self.fresh.episodes} fresh episodes"
+                f"{law}, card {self.show(self.card)} (tolerance {allowed}): {verdict}")
 
 
 def tolerance(p: float, episodes: int) -> float:
     """How far below ``p`` a fresh fraction over ``episodes`` may fall by chance (3 σ, at least 0.05)."""
     return max(0.05, 3.0 * math.sqrt(max(p * (1.0 - p), 0.01) / episodes))
+
+
+def error_tolerance(card: float, fresh: np.ndarray) -> float:
+    """How far above ``card`` the mean of the fresh per-episode errors may lie by chance: three
+    standard errors of the fresh sample, at least 10 % of the card's figure."""
+    spread = float(np.std(fresh, ddof=1)) / math.sqrt(fresh.size) if fresh.size > 1 else float("inf")
+    return max(0.1 * card, 3.0 * spread)
 
 
 def verify(name: str, episodes: int = 20, first_seed: int = FRESH_SEED) -> Verdict:
@@ -62,10 +106,15 @@ def verify(name: str, episodes: int = 20, first_seed: int = FRESH_SEED) -> Verdi
     missing = [key for key in CARD_KEYS if key not in policy.card]
     if missing:
         raise InvalidParameterError(f"shipped policy {name!r} has no {missing} in its card")
-    card = policy.card["evaluation"]
-    key = "within_1mm" if "within_1mm" in card and policy.card["env_id"].endswith("PeterReach-v0") else "success"
-    fresh = evaluate_policy(policy, policy.card["env_kwargs"], episodes, seed=first_seed,
-                            env_id=policy.card["env_id"])
+    card, env_id, env_kwargs = policy.card["evaluation"], policy.card["env_id"], policy.card["env_kwargs"]
+    fresh = evaluate_policy(policy, env_kwargs, episodes, seed=first_seed, env_id=env_id)
+    if env_id.endswith("PCCTrack-v0"):
+        law = None
+        if env_kwargs.get("action_type") == "residual":
+            law = evaluate_policy(ZeroAction(policy.n_actions), env_kwargs, episodes, seed=first_seed, env_id=env_id)
+        card_rms = float(card["rms_m"])
+        return Verdict(name, "rms_m", card_rms, fresh, error_tolerance(card_rms, fresh.rms), True, law)
+    key = "within_1mm" if "within_1mm" in card and env_id.endswith("PeterReach-v0") else "success"
     return Verdict(name, key, float(card[key]), fresh, tolerance(float(card[key]), episodes))
 
 
@@ -78,14 +127,23 @@ def verify_all(episodes: int = 20) -> list[Verdict]:
     return verdicts
 
 
-def ship(path: str | Path, task: str, folder: str | Path | None = None) -> Path:
-    """Copy the policy at ``path`` (``.npz`` with its card) into the package as ``TASK.npz`` (+ ``.json``)."""
+def ship(path: str | Path, task: str, folder: str | Path | None = None, **card: Any) -> Path:
+    """Copy the policy at ``path`` (``.npz`` with its card) into the package as ``TASK.npz`` (+ ``.json``).
+
+    ``card``: entries added to the model card (e.g. ``reproduce``, the command that trains it
+    again). A residual PCC policy's card gains ``law``: the law it corrects (:class:`ZeroAction`)
+    on the card's own evaluation episodes, next to the policy's figures."""
     policy = MLPPolicy.load(path)
     missing = [key for key in CARD_KEYS if key not in policy.card]
     if missing:
         raise InvalidParameterError(f"{path}: its card lacks {missing}; train it with soft-envs train-rl")
     target = Path(folder) if folder is not None else Path(str(resources.files("soft_envs.agents.learned"))) / "policies"
-    policy.card["task"] = task
+    policy.card |= card | {"task": task}
+    evaluation, env_kwargs = policy.card["evaluation"], policy.card["env_kwargs"]
+    if policy.card["env_id"].endswith("PCCTrack-v0") and env_kwargs.get("action_type") == "residual":
+        law = evaluate_policy(ZeroAction(policy.n_actions), env_kwargs, int(evaluation["episodes"]),
+                              seed=int(evaluation.get("first_seed", EVAL_SEED)), env_id=policy.card["env_id"])
+        policy.card["law"] = law.summary() | {"first_seed": int(evaluation.get("first_seed", EVAL_SEED))}
     out = policy.save(target / f"{task}.npz")
     json.loads(out.with_suffix(".json").read_text())  # written and readable
     source_curve = Path(path).with_suffix(".curve.json")

@@ -13,6 +13,7 @@ import pytest
 
 from soft_envs import clock
 from soft_envs.agents.ik import trr, trr_batch
+from soft_envs.agents.learned import shipped_names
 from soft_envs.robots import Peter
 
 RNG = np.random.default_rng(0)
@@ -215,9 +216,21 @@ def test_the_plausibility_audit_reads_each_envs_actuators_within_their_limits(ta
     """The IK controllers drive actuators that hold their physical limits (ratios ≤ 1)."""
     from soft_envs.bench.plausibility import _episode
 
-    result = _episode((task, controller, 3_000_000))
+    result = _episode((task, controller, 3_000_000, "ideal"))
     assert 0.0 < result["actuators"][figure] <= 1.0 + 1e-9
     assert result["reversals"] >= 0.0 and 0.0 <= result["at_bounds"] <= 1.0
+
+
+@pytest.mark.parametrize("task", shipped_names())
+def test_a_shipped_policy_drives_its_actuators_within_their_physical_limits(task):
+    """What a shipped policy learned is physically real: in the preset of its card, every actuator
+    figure of the audit (leg rates, pressures, pressure reversals against the regulators'
+    bandwidth, joint speeds) holds its limit."""
+    from soft_envs.bench.plausibility import _RATIOS, _episode, shipped_preset
+
+    result = _episode((task, "learned", 3_000_000, shipped_preset(task)))
+    ratios = {name: value for name, value in result["actuators"].items() if name in _RATIOS}
+    assert ratios and all(value <= 1.0 + 1e-9 for value in ratios.values()), ratios
 
 
 def test_learned_goals_not_rerun_are_carried_from_the_previous_section_without_machine_paths():
