@@ -19,13 +19,14 @@ import numpy as np
 
 from soft_envs.bench import markdown_table
 from soft_envs.console import progress
-from soft_envs.envs import pcc_track, peter_reach
+from soft_envs.envs import pcc_track_config as pcc_track
+from soft_envs.envs import peter_parts
 from soft_envs.exceptions import InvalidParameterError
 
 TITLE = "Convergence of the soft arms' integration in time"
-PCC_STEP, PETER_STEP = pcc_track.SOFT_TIME_STEP, peter_reach.SOFT_TIME_STEP  # s, the envs' default steps
+PCC_STEP, PETER_STEP = pcc_track.SOFT_TIME_STEP, peter_parts.SOFT_TIME_STEP  # s, the envs' default steps
 PCC_DIRECT_STEP = pcc_track.DIRECT_TIME_STEP  # s, PCCTrack's default step with actuation="direct"
-PCC_CONTROL, PETER_CONTROL = pcc_track.SOFT_CONTROL_PERIOD, peter_reach.SOFT_CONTROL_PERIOD  # s, env steps
+PCC_CONTROL, PETER_CONTROL = pcc_track.SOFT_CONTROL_PERIOD, peter_parts.SOFT_CONTROL_PERIOD  # s, env steps
 PCC_CONTROLLER_PERIOD = pcc_track.SOFT_LAW_PERIOD  # s, the PD + feed-forward law's period, fixed in the study
 REFERENCE_FACTOR = 16  # the reference runs at the default step over this
 

@@ -89,6 +89,14 @@ MAX_FRAME_SKIP = 10_000  # physics steps per env.step
 TIME_STEP_RANGE = (1e-6, 1.0)  # s, physics time step
 MAX_SOLVER_ITERATIONS = 100_000
 
+
+def check_time_step(value: Any) -> float:
+    """A physics time step [s] in :data:`TIME_STEP_RANGE`, else :class:`InvalidParameterError`."""
+    time_step = check_positive("time_step [s]", value, TIME_STEP_RANGE[1])
+    if time_step < TIME_STEP_RANGE[0]:
+        raise InvalidParameterError(f"time_step must be >= {TIME_STEP_RANGE[0]:g} s; got {value!r}")
+    return time_step
+
 class SoftEnv(gym.Env):
     """Base class of every soft_envs environment (see the module docstring for the hooks).
 
@@ -156,9 +164,7 @@ class SoftEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidParameterError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}; got {render_mode!r}")
-        self.time_step = check_positive("time_step [s]", time_step, TIME_STEP_RANGE[1])
-        if self.time_step < TIME_STEP_RANGE[0]:
-            raise InvalidParameterError(f"time_step must be >= {TIME_STEP_RANGE[0]:g} s; got {time_step!r}")
+        self.time_step = check_time_step(time_step)
         self.frame_skip = check_integer("frame_skip", frame_skip, minimum=1, maximum=MAX_FRAME_SKIP)
         self.width = check_integer("width [px]", width, minimum=1, maximum=MAX_IMAGE_SIZE)
         self.height = check_integer("height [px]", height, minimum=1, maximum=MAX_IMAGE_SIZE)

@@ -105,30 +105,31 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs.base import FirstRow, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.config import configured
 from soft_envs.envs.pcc_arms import PCCArms, soft_arms
-from soft_envs.envs.pcc_parts import CHAMBER_REALISM, MAX_DELAY, PCC_REALISM, ResidualAim
-from soft_envs.envs.pcc_ramp import DEFAULT_COMMAND_RAMP_TIME
-from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
+from soft_envs.envs.pcc_parts import CHAMBER_REALISM, PCC_REALISM, ResidualAim
+from soft_envs.envs.pcc_track_config import (  # noqa: F401 (the env's constants, here too)
+    ACTION_TYPES,
+    ACTUATIONS,
+    DIRECT_TIME_STEP,
+    PHYSICS,
+    SOFT_CONTROL_PERIOD,
+    SOFT_LAW_PERIOD,
+    SOFT_TIME_STEP,
+    STIFF_RAYLEIGH_STIFFNESS,
+    PCCTrackConfig,
+)
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
-from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE, workspace_pressure_limit
+from soft_envs.robots.pcc_pressure import workspace_pressure_limit
 from soft_envs.sim.actuators import BatchedPressureRegulator
 from soft_envs.sim.arm_rows import PCCBodyRows
 from soft_envs.sim.batched_bodies import BatchedPCCBody, pcc_violation_reason, pcc_violations
 from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
-from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS, PCCBody, PDFeedforward
+from soft_envs.sim.pcc_body import PCCBody, PDFeedforward
 from soft_envs.sim.realism import Perturbation
-from soft_envs.sim.single_core import BACKENDS
 from soft_envs.sim.urdf import check_joint_count
 from soft_envs.trajectories import TrajectoryStarts, get_trajectory
 
-ACTION_TYPES = ("configuration", "torque", "pressure", "residual")
-PHYSICS = ("soft", "stiff")
-ACTUATIONS = ("pressure", "direct")
-STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)
-SOFT_TIME_STEP = 5e-3  # s, soft physics through the chambers (0.3 % of the path's span; bench convergence)
-DIRECT_TIME_STEP = 2.5e-3  # s, soft physics with actuation="direct" (0.6 % at 2.5 ms, 11 % at 5 ms)
-SOFT_CONTROL_PERIOD = 0.05  # s, the env step of the soft arm (20 Hz control)
-SOFT_LAW_PERIOD = 5e-3  # s, the PD + feed-forward law's period on the soft arm [seed 004: a 250 Hz loop]
 _STARTS: dict[tuple, TrajectoryStarts] = {}  # start configurations per arm and trajectory, per process
 
 
@@ -178,118 +179,61 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             ``action_rate_weight`` = 0).
     """
 
-    def __init__(
-        self,
-        n_segments: int = 2,
-        *,
-        links_per_segment: int = 6,
-        segment_length: float = 0.065,
-        trajectory: str = "spiral",
-        time_scale: float = 1.0,
-        trajectory_scale: float | None = None,
-        action_type: str = "configuration",
-        residual_limit: float = 0.02,
-        physics: str = "soft",
-        actuation: str | None = None,
-        max_pressure: float = DEFAULT_MAX_PRESSURE,
-        regulator_time_constant: float = 0.01,
-        regulator_delay: float = 0.0,
-        controller_period: float | None = None,
-        kp: float = 80.0,
-        kv: float = 3.0,
-        compensate_damping: bool = True,
-        stiffness_error: float = 0.0,
-        payload: float = 0.0,
-        gravity: bool = True,
-        rayleigh_stiffness: float | None = None,
-        backend: str = "batched",
-        random_start: bool = True,
-        start_straight: bool = False,
-        tracking_weight: float = 1.0,
-        success_threshold: float = 3e-3,
-        goal_conditioned: bool = False,
-        time_step: float | None = None,
-        frame_skip: int | None = None,
-        realism: str | dict[str, Any] | None = "ideal",
-        command_ramp_time: float = DEFAULT_COMMAND_RAMP_TIME,
-        **kwargs: Any,
-    ) -> None:
-        EzPickle.__init__(
-            self, n_segments, links_per_segment=links_per_segment, segment_length=segment_length,
-            trajectory=trajectory, time_scale=time_scale, trajectory_scale=trajectory_scale,
-            action_type=action_type, residual_limit=residual_limit, physics=physics, actuation=actuation,
-            max_pressure=max_pressure,
-            regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
-            controller_period=controller_period, kp=kp, kv=kv, compensate_damping=compensate_damping,
-            stiffness_error=stiffness_error, payload=payload, gravity=gravity,
-            rayleigh_stiffness=rayleigh_stiffness, backend=backend, random_start=random_start,
-            start_straight=start_straight,
-            tracking_weight=tracking_weight, success_threshold=success_threshold,
-            goal_conditioned=goal_conditioned, time_step=time_step, frame_skip=frame_skip, realism=realism,
-            command_ramp_time=command_ramp_time, **kwargs)
-        if action_type not in ACTION_TYPES:
-            raise InvalidParameterError(f"action_type must be one of {ACTION_TYPES}; got {action_type!r}")
-        if physics not in PHYSICS:
-            raise InvalidParameterError(f"physics must be one of {PHYSICS}; got {physics!r}")
-        if backend not in BACKENDS:
-            raise InvalidParameterError(f"backend must be one of {BACKENDS}; got {backend!r}")
-        self.backend = backend
-        soft = physics == "soft"
-        actuation = ("pressure" if soft else "direct") if actuation is None else actuation
-        if actuation not in ACTUATIONS:
-            raise InvalidParameterError(f"actuation must be one of {ACTUATIONS}; got {actuation!r}")
-        if action_type == "pressure" and actuation != "pressure":
-            raise InvalidParameterError("action_type='pressure' needs actuation='pressure' (the chambers)")
-        rayleigh_stiffness = (DEFAULT_RAYLEIGH_STIFFNESS if soft else STIFF_RAYLEIGH_STIFFNESS) \
-            if rayleigh_stiffness is None else rayleigh_stiffness
-        check_nonnegative(tracking_weight=tracking_weight, rayleigh_stiffness=rayleigh_stiffness, payload=payload,
-                          regulator_time_constant=regulator_time_constant, regulator_delay=regulator_delay,
-                          command_ramp_time=command_ramp_time)
-        if command_ramp_time > MAX_DELAY:
-            raise InvalidParameterError(f"command_ramp_time must be at most {MAX_DELAY:g} s")
-        self.command_ramp_time = float(command_ramp_time)
-        if regulator_delay > MAX_DELAY or regulator_time_constant > MAX_DELAY:
-            raise InvalidParameterError(f"regulator times must be at most {MAX_DELAY:g} s")
-        self.tracking_weight = float(tracking_weight)
-        self.success_threshold = check_positive("success_threshold [m]", success_threshold)
-        self.trajectory = get_trajectory(trajectory, time_scale=time_scale, scale=trajectory_scale)
-        self._arm_arguments = ((n_segments, links_per_segment, segment_length),
-                               {"max_pressure": max_pressure, "stiffness_source": "pressure" if soft else "material"})
+    __signature__ = PCCTrackConfig.signature(SoftEnv.__init__)  # the flat keywords, for inspect and IDEs
+    # The keywords, read from the env's configuration (:attr:`config`, one source of truth).
+    backend, physics, gravity, payload, rayleigh_stiffness = configured("physics", 5)
+    action_type, residual_limit, actuation = configured("actuation", 3)
+    regulator_time_constant, regulator_delay, controller_period, command_ramp_time = configured("actuation", 4)
+    random_start, start_straight, goal_conditioned = configured("task", 3)
+    tracking_weight, success_threshold = configured("reward", 2)
+
+    def __init__(self, *args: Any, config: PCCTrackConfig | None = None, **kwargs: Any) -> None:
+        config, kwargs = PCCTrackConfig.split(kwargs, config, args)
+        EzPickle.__init__(self, config=config, **kwargs)
+        #: The env's keywords in groups, validated (:class:`~soft_envs.envs.pcc_track_config.PCCTrackConfig`).
+        self.config = config
+        arm, phys, act, task = config.arm, config.physics, config.actuation, config.task
+        self.trajectory = get_trajectory(task.trajectory, time_scale=task.time_scale, scale=task.trajectory_scale)
+        self._arm_arguments = ((arm.n_segments, arm.links_per_segment, arm.segment_length),
+                               {"max_pressure": act.max_pressure,
+                                "stiffness_source": "pressure" if config.soft else "material"})
         self.model = self.arm_with_mass()
         check_joint_count(self.model.chain())  # before a PyBullet client exists
-        self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=compensate_damping,
-                                        stiffness_error=stiffness_error)
-        self.action_type = action_type
-        self.residual_limit = check_positive("residual_limit [m]", residual_limit, 1.0)
+        self.controller = PDFeedforward(self.model, act.kp, act.kv, compensate_damping=act.compensate_damping,
+                                        stiffness_error=act.stiffness_error)
         #: whether the PD + feed-forward law tracks a configuration set-point (configuration, residual)
-        self.setpoint_driven = action_type in ("configuration", "residual")
-        self.physics, self.actuation = physics, actuation
-        self.random_start = bool(random_start)
-        self.start_straight = bool(start_straight)
-        self.gravity = bool(gravity)
-        self.payload = float(payload)
-        default_step = time_step is None
-        if default_step:
-            time_step = (DIRECT_TIME_STEP if actuation == "direct" else SOFT_TIME_STEP) if soft else 2e-3
-        if frame_skip is None:  # soft: a 50 ms env step at the default physics step
-            frame_skip = (round(SOFT_CONTROL_PERIOD / time_step) if default_step else 10) if soft else 25
-        self.regulator_time_constant, self.regulator_delay = float(regulator_time_constant), float(regulator_delay)
-        self.rayleigh_stiffness = float(rayleigh_stiffness)
+        self.setpoint_driven = act.action_type in ("configuration", "residual")
         # The batched core needs no client (a picture opens one); the PyBullet reference steps in one.
-        super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=backend == "pybullet",
-                         realism=realism, **kwargs)
-        period = (SOFT_LAW_PERIOD if soft else self.time_step) if controller_period is None else controller_period
-        self.controller_period = check_positive("controller_period [s]", period, 1.0)
-        ratio = self.controller_period / self.time_step
-        if round(ratio) < 1 or abs(ratio - round(ratio)) > 1e-6 * ratio:
-            raise InvalidParameterError(f"controller_period ({self.controller_period!r} s) must be a whole number "
-                                        f"of physics steps ({self.time_step!r} s)")
-        self.steps_per_control = int(round(ratio))
-        n = self.model.n_dof
+        super().__init__(time_step=phys.time_step, frame_skip=phys.frame_skip, use_physics=phys.backend == "pybullet",
+                         **kwargs)
+        self.steps_per_control = config.steps_per_control
         #: ``H_u`` (eq. 9 in the smooth coordinates) and its inverse (chamber actuation).
         self.pressure_map = self.model.pressure_map()
         self.pressure_inverse = np.linalg.inv(self.pressure_map)
-        self.action_space = spaces.Box(-1.0, 1.0, shape=(3 if action_type == "residual" else n,), dtype=np.float32)
+        shape = (3 if act.action_type == "residual" else self.model.n_dof,)
+        self.action_space = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float32)
+        self._action_scales()
+        self._observation_bounds()
+        #: The simulated arm: the batched core with one arm (default) or PyBullet's (``backend="pybullet"``).
+        self.body: BatchedPCCBody | PCCBody
+        rows: BatchedPCCBody | PCCBodyRows
+        if self.backend == "pybullet":
+            self.body = PCCBody(self.client, self.model, gravity=STANDARD_GRAVITY if self.gravity else 0.0,
+                                rayleigh_stiffness=self.rayleigh_stiffness, payload=self.payload, backend="pybullet")
+            rows = PCCBodyRows(self.body)
+        else:
+            self.body = rows = soft_arms(self, 1, num_threads=1)
+        #: This env's arm: :class:`PCCArms` with one row (the vector env's logic, ``n = 1``).
+        self.arms = PCCArms(self, 1, rows)
+        self._shown: tuple[PCCArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
+        self._picture: PCCBody | None = None
+        self.goal_marker = None
+        self.arms.goal[0] = self.trajectory.position(0.0)
+        self.arms.read_tips(slice(None))
+
+    def _action_scales(self) -> None:
+        """What an action of 1 means: the elastic force at the workspace bounds (torque actions) and
+        the workspace's chamber pressure (pressure actions; module docstring)."""
         #: The simulated arm's elastic stiffness without realism (axial [N/m], bending [N m/rad]).
         self.nominal_stiffness = BatchedPCCBody.stiffness_of(self.model)
         per = self.model.per_segment
@@ -301,10 +245,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.torque_limits = self.nominal_stiffness * spans
         #: Chamber pressure [Pa] of a pressure action of 1 (module docstring; chambers only).
         self.pressure_action_limit = workspace_pressure_limit(self.model, self.nominal_stiffness)
+
+    def _observation_bounds(self) -> None:
+        """The observation space (flat or goal-conditioned) and its bounds (:attr:`observation_high`)."""
         # Bounds (derivations): positions within 1.2 times the longest arm plus 5 cm; the paper's
         # state within 2 max_bend per shortest segment (κ) and a strain of 1; every rate within its
         # quantity's bound oscillating at the highest frequency the time step resolves (π / Δt),
         # an envelope random actions stay well inside (``soft-envs bench learnability``).
+        per = self.model.per_segment
         reach = 1.2 * self.model.total_length * (1 + self.model.elongation) + 0.05
         kappa = 2 * self.model.max_bend / (self.model.segment_lengths.min() * (1 - self.model.elongation))
         state_high = np.tile([1.0] + [kappa] * (per - 1), self.model.n_segments)
@@ -312,7 +260,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         high = np.concatenate((np.full(6, reach), np.full(3, 2 * reach), np.full(3, nyquist * reach), state_high,
                                nyquist * state_high, np.ones(2))).astype(np.float32)
         self.observation_high = high.astype(np.float64)
-        self.goal_conditioned = bool(goal_conditioned)
         if self.goal_conditioned:
             point = spaces.Box(-high[:3], high[:3], dtype=np.float32)
             rest = high[9:]
@@ -320,22 +267,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                                                   "achieved_goal": point, "desired_goal": point})
         else:
             self.observation_space = spaces.Box(-high, high, dtype=np.float32)
-        #: The simulated arm: the batched core with one arm (default) or PyBullet's (``backend="pybullet"``).
-        self.body: BatchedPCCBody | PCCBody
-        rows: BatchedPCCBody | PCCBodyRows
-        if backend == "pybullet":
-            self.body = PCCBody(self.client, self.model, gravity=STANDARD_GRAVITY if gravity else 0.0,
-                                rayleigh_stiffness=rayleigh_stiffness, payload=payload, backend="pybullet")
-            rows = PCCBodyRows(self.body)
-        else:
-            self.body = rows = soft_arms(self, 1, num_threads=1)
-        #: This env's arm: :class:`PCCArms` with one row (the vector env's logic, ``n = 1``).
-        self.arms = PCCArms(self, 1, rows)
-        self._shown: tuple[PCCArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
-        self._picture: PCCBody | None = None
-        self.goal_marker = None
-        self.arms.goal[0] = self.trajectory.position(0.0)
-        self.arms.read_tips(slice(None))
 
     def arm_with_mass(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
         """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""

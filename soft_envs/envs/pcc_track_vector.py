@@ -26,6 +26,7 @@ from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.closed_loop import native_with_closed_loop
 from soft_envs.envs.pcc_arms import PCCArms, soft_arms
 from soft_envs.envs.pcc_track import PCCTrackEnv
+from soft_envs.envs.pcc_track_config import PCCTrackConfig
 from soft_envs.envs.vector_base import ArmsVectorEnv
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.sim import threads
@@ -87,7 +88,7 @@ def make_pcc_track_vector(num_envs: int = 1, *, max_episode_steps: int | None = 
                           **kwargs: Any) -> gym.vector.VectorEnv:
     """The ``vector_entry_point`` of ``soft_envs/PCCTrack-v0``: the native vector env, else
     (``backend="pybullet"``) a ``SyncVectorEnv`` of single envs."""
-    if kwargs.get("backend", "batched") != "batched":
+    if PCCTrackConfig.of(kwargs).physics.backend != "batched":
         kwargs.pop("num_threads", None)  # single envs: one arm each
         make = [lambda: gym.make(ENV_ID, max_episode_steps=max_episode_steps, **kwargs)] * int(num_envs)
         return gym.vector.SyncVectorEnv(make, autoreset_mode=AutoresetMode(autoreset_mode))

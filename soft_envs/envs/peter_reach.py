@@ -87,40 +87,29 @@ extra payload. ``info["realism"]`` of the reset holds the values drawn;
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import MAX_SOLVER_ITERATIONS, FirstRow, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.base import FirstRow, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.config import configured
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_parts import (
-    DISTANCE_WEIGHT,
-    LEG_RADIUS,
-    MODULE_GAP,
     PHYSICS_ONLY_REALISM,
-    SOFT_CONTROL_PERIOD,
-    SOFT_TIME_STEP,
-    SUCCESS_THRESHOLD,
-    VENT_RATE,
 )
-from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
-from soft_envs.robots.peter import DEFAULT_LEG_STIFFNESS, Peter
+from soft_envs.envs.peter_reach_config import ACTUATIONS, MAX_COMMAND_DELAY, PHYSICS, PeterReachConfig  # noqa: F401
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots.peter import Peter
 from soft_envs.sim.actuators import BatchedPneumaticLegs
 from soft_envs.sim.arm_rows import PeterBodyRows, ServoRows
 from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
 from soft_envs.sim.peter_body import PeterBody
-from soft_envs.sim.peter_soft import DEFAULT_RAYLEIGH_STIFFNESS, SoftPeterBody
+from soft_envs.sim.peter_soft import SoftPeterBody
 from soft_envs.sim.realism import Perturbation
-from soft_envs.sim.single_core import BACKENDS
 from soft_envs.sim.urdf import check_joint_count
-
-PHYSICS = ("soft", "stiff")
-ACTUATIONS = ("pneumatic", "instant")
-MAX_COMMAND_DELAY = 5.0  # s: one episode of the soft env
 
 #: PETER's sim-to-real perturbations (``realism=``); the physics-only ones are the last three.
 PETER_REALISM: tuple[Perturbation, ...] = (
@@ -199,89 +188,62 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             ``action_rate_weight`` = 0).
     """
 
-    def __init__(
-        self,
-        n_modules: int = 2,
-        *,
-        links_per_module: int = 3,
-        kinematic: bool = False,
-        kinematics: str = "pcc",
-        goal_conditioned: bool = False,
-        distance_weight: float = DISTANCE_WEIGHT,
-        success_threshold: float = SUCCESS_THRESHOLD,
-        success_reward: float = 0.0,
-        payload: float = 0.0,
-        gravity: bool = True,
-        physics: str = "soft",
-        actuation: str = "pneumatic",
-        leg_stiffness: float = DEFAULT_LEG_STIFFNESS,
-        vent_rate: float = VENT_RATE,
-        command_delay: float = 0.0,
-        rayleigh_stiffness: float = DEFAULT_RAYLEIGH_STIFFNESS,
-        backend: str = "batched",
-        solver_iterations: int = 100,
-        radius: float = LEG_RADIUS,
-        gap: float = MODULE_GAP,
-        realism: str | dict[str, Any] | None = "ideal",
-        **kwargs: Any,
-    ) -> None:
-        EzPickle.__init__(
-            self, n_modules, links_per_module=links_per_module, kinematic=kinematic, kinematics=kinematics,
-            goal_conditioned=goal_conditioned, distance_weight=distance_weight,
-            success_threshold=success_threshold, success_reward=success_reward, payload=payload, gravity=gravity,
-            physics=physics,
-            actuation=actuation, leg_stiffness=leg_stiffness, vent_rate=vent_rate, command_delay=command_delay,
-            rayleigh_stiffness=rayleigh_stiffness, backend=backend, solver_iterations=solver_iterations,
-            radius=radius, gap=gap,
-            realism=realism, **kwargs)
-        if not kinematic and kinematics != "pcc":
-            raise InvalidParameterError("the PyBullet body is the PCC arm: kinematics='tilted' needs kinematic=True")
-        if physics not in PHYSICS:
-            raise InvalidParameterError(f"physics must be one of {PHYSICS}; got {physics!r}")
-        if actuation not in ACTUATIONS:
-            raise InvalidParameterError(f"actuation must be one of {ACTUATIONS}; got {actuation!r}")
-        check_nonnegative(distance_weight=distance_weight, success_reward=success_reward, payload=payload,
-                          command_delay=command_delay, rayleigh_stiffness=rayleigh_stiffness)
-        if command_delay > MAX_COMMAND_DELAY:
-            raise InvalidParameterError(f"command_delay must be at most {MAX_COMMAND_DELAY:g} s; got {command_delay!r}")
-        self.distance_weight = float(distance_weight)
-        self.success_threshold = check_positive("success_threshold [m]", success_threshold)
-        self.success_reward = float(success_reward)
-        self.solver_iterations = check_integer("solver_iterations", solver_iterations, minimum=1,
-                                               maximum=MAX_SOLVER_ITERATIONS)
-        self.model = Peter(n_modules, radius=radius, gap=gap, kinematics=kinematics,
-                           links_per_module=links_per_module, leg_stiffness=leg_stiffness)
-        self.kinematic = bool(kinematic)
+    __signature__ = PeterReachConfig.signature(SoftEnv.__init__)  # the flat keywords, for inspect and IDEs
+    # The keywords, read from the env's configuration (:attr:`config`, one source of truth).
+    kinematic, physics, gravity, payload, rayleigh_stiffness, backend, solver_iterations = configured("physics", 7)
+    actuation, vent_rate, command_delay = configured("actuation", 3)
+    goal_conditioned, = configured("task", 1)
+    distance_weight, success_threshold, success_reward = configured("reward", 3)
+
+    def __init__(self, *args: Any, config: PeterReachConfig | None = None, **kwargs: Any) -> None:
+        config, kwargs = PeterReachConfig.split(kwargs, config, args)
+        EzPickle.__init__(self, config=config, **kwargs)
+        #: The env's keywords in groups, validated (:class:`~soft_envs.envs.peter_reach_config.PeterReachConfig`).
+        self.config = config
+        robot, phys = config.robot, config.physics
+        self.model = Peter(robot.n_modules, radius=robot.radius, gap=robot.gap, kinematics=robot.kinematics,
+                           links_per_module=robot.links_per_module, leg_stiffness=robot.leg_stiffness)
         if not self.kinematic:
             check_joint_count(self.model.chain())  # before a PyBullet client exists
-        self.goal_conditioned = bool(goal_conditioned)
-        self.payload = float(payload)
-        self.gravity = bool(gravity)
-        self.physics = physics
-        self.actuation = actuation
-        self.rayleigh_stiffness = float(rayleigh_stiffness)
-        if backend not in BACKENDS:
-            raise InvalidParameterError(f"backend must be one of {BACKENDS}; got {backend!r}")
-        self.backend = backend
-        self.command_delay = float(command_delay)
-        self.vent_rate = vent_rate  # [m/s] (checked by the legs)
-        if physics == "soft" and not kinematic:  # 10 Hz control whatever the physics step
-            kwargs.setdefault("time_step", SOFT_TIME_STEP)
-            step = kwargs["time_step"]
-            if isinstance(step, (int, float)) and math.isfinite(step) and step >= 1e-6:  # else SoftEnv says why
-                kwargs.setdefault("frame_skip", max(1, round(SOFT_CONTROL_PERIOD / step)))
-        kwargs.setdefault("frame_skip", 12)
         # PyBullet steps the stiff arm and gives the reference's terms; the batched core and the
         # kinematic model need no client (a picture opens one, :meth:`_render_scene`).
-        super().__init__(use_physics=not kinematic and (physics == "stiff" or backend == "pybullet"),
-                         realism=realism, **kwargs)
-        if physics == "stiff" and not self.kinematic and not self.realism.is_ideal():
+        super().__init__(time_step=cast(float, phys.time_step), frame_skip=cast(int, phys.frame_skip),
+                         use_physics=not phys.kinematic and (phys.physics == "stiff" or phys.backend == "pybullet"),
+                         **kwargs)
+        if self.physics == "stiff" and not self.kinematic and not self.realism.is_ideal():
             raise InvalidParameterError("realism needs physics='soft' or kinematic=True (the stiff servo "
                                         "body has no legs to perturb)")
         self._check_plant_ranges()
         self._check_load()
         n_act = self.model.n_dof
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n_act,), dtype=np.float32)
+        self._observation_bounds()
+        #: The simulated arm: the batched core (soft, default), PyBullet's soft arm
+        #: (``backend="pybullet"``) or servo arm (stiff); ``None`` for ``kinematic=True``.
+        self.body: BatchedSoftPeter | SoftPeterBody | PeterBody | None = None
+        self.goal_marker = None
+        rows: PeterBodyRows | ServoRows | BatchedSoftPeter | None = None
+        if self.kinematic:
+            pass
+        elif self.physics == "stiff":
+            self.body = PeterBody(self.client, self.model, payload=self.payload)
+            rows = ServoRows(self.body, self.client)
+        elif self.backend == "pybullet":
+            self.body = SoftPeterBody(self.client, self.model, payload=self.payload,
+                                      gravity=STANDARD_GRAVITY if self.gravity else 0.0,
+                                      rayleigh_stiffness=self.rayleigh_stiffness, backend="pybullet")
+            rows = PeterBodyRows(self.body)
+        else:
+            self.body = rows = soft_arms(self, 1, num_threads=1)
+        #: This env's arm: :class:`PeterArms` with one row (the vector env's logic, ``n = 1``).
+        self.arms = PeterArms(self, 1, rows)
+        self._shown: tuple[PeterArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
+        self._picture: SoftPeterBody | PeterBody | None = None
+        self.arms.goal[0] = self.model.forward(np.zeros(n_act))
+
+    def _observation_bounds(self) -> None:
+        """The observation space (flat or goal-conditioned) and its bounds."""
+        n_act = self.model.n_dof
         # Bounds: positions within the arm's reach, velocities within ±10 m/s, set-points ±1.
         reach = float(self.model.forward(np.full(n_act, self.model.max_inflation_time))[2]) + 0.05
         pos_b, vel_b, act_b = np.full(3, reach), np.full(3, 10.0), np.ones(n_act)
@@ -295,28 +257,6 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                 "achieved_goal": point, "desired_goal": point})
         else:
             self.observation_space = flat
-        #: The simulated arm: the batched core (soft, default), PyBullet's soft arm
-        #: (``backend="pybullet"``) or servo arm (stiff); ``None`` for ``kinematic=True``.
-        self.body: BatchedSoftPeter | SoftPeterBody | PeterBody | None = None
-        self.goal_marker = None
-        rows: PeterBodyRows | ServoRows | BatchedSoftPeter | None = None
-        if self.kinematic:
-            pass
-        elif physics == "stiff":
-            self.body = PeterBody(self.client, self.model, payload=self.payload)
-            rows = ServoRows(self.body, self.client)
-        elif backend == "pybullet":
-            self.body = SoftPeterBody(self.client, self.model, payload=self.payload,
-                                      gravity=STANDARD_GRAVITY if self.gravity else 0.0,
-                                      rayleigh_stiffness=self.rayleigh_stiffness, backend="pybullet")
-            rows = PeterBodyRows(self.body)
-        else:
-            self.body = rows = soft_arms(self, 1, num_threads=1)
-        #: This env's arm: :class:`PeterArms` with one row (the vector env's logic, ``n = 1``).
-        self.arms = PeterArms(self, 1, rows)
-        self._shown: tuple[PeterArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
-        self._picture: SoftPeterBody | PeterBody | None = None
-        self.arms.goal[0] = self.model.forward(np.zeros(n_act))
 
     def _physics_parameters(self) -> dict[str, Any]:
         if self.physics == "soft":  # the core integrates the arm; the client's gravity enters its dynamics

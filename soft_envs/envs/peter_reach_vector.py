@@ -29,6 +29,7 @@ from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.closed_loop import native_with_closed_loop
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_reach import PeterReachEnv
+from soft_envs.envs.peter_reach_config import PeterReachConfig
 from soft_envs.envs.vector_base import ArmsVectorEnv
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.sim import threads
@@ -112,8 +113,8 @@ def make_peter_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None 
         return PeterReachCudaVectorEnv(num_envs, max_episode_steps=max_episode_steps, **kwargs)
     if device != "cpu":
         raise InvalidParameterError(f"device must be 'cpu' or 'cuda'; got {device!r}")
-    if kwargs.get("kinematic", False) or (kwargs.get("physics", "soft") == "soft"
-                                          and kwargs.get("backend", "batched") == "batched"):
+    physics = PeterReachConfig.of(kwargs).physics
+    if physics.kinematic or (physics.physics == "soft" and physics.backend == "batched"):
         return native_with_closed_loop(lambda **rest: PeterReachVectorEnv(
             num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode, **rest), kwargs)
     kwargs.pop("num_threads", None)  # single envs: one arm each
