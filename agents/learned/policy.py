@@ -1,8 +1,9 @@
 """A learned policy as numpy arrays: input standardisation, an MLP, bounded actions.
 
-``MLPPolicy`` computes ``a = clip(W_k · f(… f(W_1 · (o − μ) / σ + b_1) …) + b_k, −1, 1)`` on a
-flat observation ``o`` (``f`` the hidden layers' activation, ELU or tanh), the deterministic
-action of a Gaussian policy trained with PPO (:mod:`soft_envs.learn.parallel`). It needs neither
+``MLPPolicy`` computes ``a = clip(g(W_k · f(… f(W_1 · (o − μ) / σ + b_1) …) + b_k), −1, 1)`` on a
+flat observation ``o`` (``f`` the hidden layers' activation, ELU or tanh; ``g`` the output's, the
+identity or tanh), the deterministic action of a Gaussian policy trained with PPO
+(:mod:`soft_envs.learn.parallel`) or SAC (:mod:`soft_envs.learn.offpolicy`, a tanh output). It needs neither
 PyTorch nor the learning library: a fresh install runs it. Its file is an ``.npz`` read with
 ``allow_pickle=False`` (the arrays and a JSON string of the model card), so loading one runs no
 code. The model card (``card``) names what the policy was trained on and how well it did: env id
@@ -27,6 +28,7 @@ from soft_envs.exceptions import InvalidParameterError, as_real_array
 
 FORMAT_VERSION = 1
 ACTIVATIONS = ("elu", "tanh")
+OUTPUTS = ("linear", "tanh")
 
 
 def _activation(name: str, x: np.ndarray) -> np.ndarray:
@@ -43,12 +45,16 @@ class MLPPolicy:
         obs_mean, obs_std: the standardisation of the flat observation (``obs_std > 0``).
         activation: of the hidden layers, one of :data:`ACTIVATIONS`.
         card: the model card (JSON-serialisable).
+        output: the output layer's activation, one of :data:`OUTPUTS` (``"linear"``: none).
     """
 
     def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]], obs_mean: np.ndarray, obs_std: np.ndarray,
-                 activation: str = "elu", card: dict[str, Any] | None = None) -> None:
+                 activation: str = "elu", card: dict[str, Any] | None = None, output: str = "linear") -> None:
         if activation not in ACTIVATIONS:
             raise InvalidParameterError(f"activation must be one of {ACTIVATIONS}; got {activation!r}")
+        if output not in OUTPUTS:
+            raise InvalidParameterError(f"output must be one of {OUTPUTS}; got {output!r}")
+        self.output = output
         if not weights:
             raise InvalidParameterError("a policy needs at least one layer")
         self.weights = [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64).reshape(-1))
@@ -92,6 +98,8 @@ class MLPPolicy:
             h = h @ W + b
             if k < len(self.weights) - 1:
                 h = _activation(self.activation, h)
+        if self.output == "tanh":
+            h = np.tanh(h)
         return np.clip(h, -1.0, 1.0).astype(np.float32)
 
     def predict(self, obs: np.ndarray, state: Any = None, episode_start: Any = None,
@@ -104,7 +112,8 @@ class MLPPolicy:
         """Write ``PATH.npz`` (arrays and the card, no pickle) and ``PATH.json`` (the card, to read)."""
         path = Path(path).with_suffix(".npz")
         path.parent.mkdir(parents=True, exist_ok=True)
-        header = {"format_version": FORMAT_VERSION, "n_layers": len(self.weights), "activation": self.activation}
+        header = {"format_version": FORMAT_VERSION, "n_layers": len(self.weights), "activation": self.activation,
+                  "output": self.output}
         arrays: dict[str, Any] = {"obs_mean": self.obs_mean, "obs_std": self.obs_std,
                                   "header": np.array(json.dumps(header)), "card": np.array(json.dumps(self.card))}
         for k, (W, b) in enumerate(self.weights):
@@ -129,7 +138,7 @@ class MLPPolicy:
                 mean, std = data["obs_mean"], data["obs_std"]
             except (KeyError, json.JSONDecodeError) as exc:
                 raise InvalidParameterError(f"{path} is not an MLPPolicy file (missing {exc})") from exc
-        return cls(weights, mean, std, str(header.get("activation", "elu")), card)
+        return cls(weights, mean, std, str(header.get("activation", "elu")), card, str(header.get("output", "linear")))
 
 
 def _folder():

@@ -7,7 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from soft_envs.learn.recipes import ALGORITHMS, PARALLEL_MIN_ENVS, PARALLEL_RECIPES, RECIPES, recipe_for
+from soft_envs.learn.recipes import (
+    ALGORITHMS,
+    PARALLEL_LEARNERS,
+    PARALLEL_MIN_ENVS,
+    PARALLEL_RECIPES,
+    RECIPES,
+    recipe_for,
+)
 
 #: Command-line options that override a recipe's field (``None``: keep the recipe's).
 _OVERRIDES = {"algo": "algo", "gamma": "gamma", "her": "her", "standardize": "standardize",
@@ -96,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         recipe = recipe_from_args(args)
         minutes = args.minutes if args.minutes and args.minutes > 0 else None
-        if recipe.learner == "rsl_rl":
+        if recipe.learner in PARALLEL_LEARNERS:
             return _main_parallel(args, recipe, minutes)
         output = args.output or f"{recipe.env_id.split('/')[-1].split('-')[0].lower()}_policy.zip"
         common = dict(minutes=minutes, timesteps=args.timesteps, n_modules=args.modules, realism=args.realism,
@@ -143,7 +150,8 @@ def _main_parallel(args: argparse.Namespace, recipe, minutes: float | None) -> i
                                 threads=args.threads, env_threads=args.env_threads, output=path,
                                 budget_clock=args.budget_clock)
         assert result.final is not None
-        print(f"rsl_rl PPO on {result.env_id} {result.env_kwargs}, {recipe.n_envs} envs, seed {seed}: "
+        learner = "skrl SAC" if recipe.learner == "skrl" else "rsl_rl PPO"
+        print(f"{learner} on {result.env_id} {result.env_kwargs}, {recipe.n_envs} envs, seed {seed}: "
               f"{result.timesteps} steps in {result.seconds / 60:.1f} min ({args.budget_clock}); "
               f"{result.final.summary()['episodes']} held-out episodes: {result.final.line()}")
     return 0

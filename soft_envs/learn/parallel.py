@@ -196,6 +196,8 @@ def actor_policy(alg, obs_mean: np.ndarray, obs_std: np.ndarray, card: dict[str,
 class ParallelPPO:
     """rsl_rl's PPO on a :class:`TorchVectorEnv`: :meth:`iterate` collects one rollout and updates."""
 
+    NAME = "rsl_rl PPO"
+
     def __init__(self, recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, *, threads: int = 1,
                  env_threads: int | None = None) -> None:
         require_rsl_rl()
@@ -248,6 +250,16 @@ class ParallelPPO:
         self.env.close()
 
 
+def learner_class(recipe: recipes.Recipe) -> Any:
+    """The parallel learner of ``recipe``: :class:`ParallelPPO` (rsl_rl) or
+    :class:`~soft_envs.learn.offpolicy.ParallelSAC` (skrl)."""
+    if recipe.learner == "skrl":
+        from soft_envs.learn.offpolicy import ParallelSAC
+
+        return ParallelSAC
+    return ParallelPPO
+
+
 def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, timesteps: int | None = None, seed: int = 0,
                    eval_every: int = 500_000, eval_episodes: int = 100, threads: int = 1,
                    env_threads: int | None = None, output: str | Path | None = None, progress: bool = True,
@@ -257,8 +269,9 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
     env steps; evaluate the deterministic policy every ``eval_every`` steps on ``eval_episodes``
     held-out episodes (seeds ``EVAL_SEED …``, single env); save ``output`` (``.npz`` + card)."""
     recipe = recipe.validate()
-    if recipe.learner != "rsl_rl":
-        raise InvalidParameterError(f"train_parallel trains rsl_rl recipes; got learner {recipe.learner!r}")
+    if recipe.learner not in recipes.PARALLEL_LEARNERS:
+        raise InvalidParameterError(f"train_parallel trains {recipes.PARALLEL_LEARNERS} recipes; got learner "
+                                    f"{recipe.learner!r}")
     check_budget(minutes, timesteps, eval_every, eval_episodes, threads, budget_clock)
     env_kwargs = recipe.make_kwargs()
     use = clock.use_clock(clock.process_time) if budget_clock == "cpu" else contextlib.nullcontext()
@@ -267,8 +280,8 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
     wall0, cpu0 = time.perf_counter(), clock.process_time()
     with use:
         start = clock.now()
-        learner = ParallelPPO(recipe, env_kwargs, seed, threads=threads, env_threads=env_threads)
-        log(f"training rsl_rl PPO on {recipe.env_id} {env_kwargs}, {recipe.n_envs} envs, seed {seed}")
+        learner = learner_class(recipe)(recipe, env_kwargs, seed, threads=threads, env_threads=env_threads)
+        log(f"training {learner.NAME} on {recipe.env_id} {env_kwargs}, {recipe.n_envs} envs, seed {seed}")
 
         def evaluate():
             return evaluate_policy(learner.policy(), env_kwargs, eval_episodes, env_id=recipe.env_id)
@@ -301,7 +314,7 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
     result = TrainResult(learner.timesteps, seconds, final, history, env_kwargs, env_id=recipe.env_id)
     log(f"final, {learner.timesteps} steps, {seconds / 60:.1f} min ({budget_clock}): {final.line()}")
     if output is not None:
-        card = {"env_id": recipe.env_id, "env_kwargs": env_kwargs, "learner": "rsl_rl PPO",
+        card = {"env_id": recipe.env_id, "env_kwargs": env_kwargs, "learner": learner.NAME,
                 "recipe": dataclasses.asdict(recipe), "seed": seed, "timesteps": learner.timesteps,
                 "budget_clock": budget_clock, "budget_minutes": minutes, "wall_seconds": wall, "cpu_seconds": cpu,
                 "evaluation": final.summary() | {"first_seed": EVAL_SEED}, "soft_envs_version": __version__,

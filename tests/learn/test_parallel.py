@@ -85,7 +85,7 @@ def test_bad_recipes_and_budgets_are_refused():
         Recipe(learner="rsl_rl").validate()  # SAC + HER
     with pytest.raises(InvalidParameterError, match="learner"):
         Recipe(learner="cleanrl").validate()
-    with pytest.raises(InvalidParameterError, match="trains rsl_rl"):
+    with pytest.raises(InvalidParameterError, match="got learner .sb3."):
         train_parallel(RECIPES["peter-soft"], timesteps=10)
     with pytest.raises(InvalidParameterError, match="budget"):
         train_parallel(SMALL, minutes=None, timesteps=None)
