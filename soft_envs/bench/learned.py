@@ -216,7 +216,11 @@ def _carried(previous: str, stems: list[str]) -> tuple[list[str], list[str], lis
     parts: list[str] = []
     current: list[str] = []
     for paragraph in previous.split("\n\n"):
-        if paragraph.startswith("`soft-envs evaluate"):
+        if paragraph.startswith("Shipped policies ("):  # regenerated every run, never carried
+            if current:
+                parts.append("\n\n".join(current))
+            current = []
+        elif paragraph.startswith("`soft-envs evaluate"):
             if current:
                 parts.append("\n\n".join(current))
             current = [paragraph]

@@ -199,18 +199,7 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.model = Hexapod6PFS(n_steps=check_integer("n_steps", n_steps, minimum=2, maximum=MAX_ROD_STEPS))
         super().__init__(time_step=time_step, frame_skip=frame_skip, use_physics=False, **kwargs)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(6,), dtype=np.float32)
-        pos_b, q_b, f_b = np.full(3, 1.0), np.ones(4), np.full(18, 1e3)
-        err_b = np.concatenate((np.full(3, 2.0), np.full(3, np.pi)))
-        flat_high = np.concatenate((pos_b, q_b, pos_b, q_b, err_b, f_b, np.ones(6))).astype(np.float32)
-        if self.goal_conditioned:
-            pose_high = np.concatenate((pos_b, q_b)).astype(np.float32)
-            obs_high = np.concatenate((pos_b, q_b, f_b, np.ones(6))).astype(np.float32)
-            self.observation_space = spaces.Dict({
-                "observation": spaces.Box(-obs_high, obs_high, dtype=np.float32),
-                "achieved_goal": spaces.Box(-pose_high, pose_high, dtype=np.float32),
-                "desired_goal": spaces.Box(-pose_high, pose_high, dtype=np.float32)})
-        else:
-            self.observation_space = spaces.Box(-flat_high, flat_high, dtype=np.float32)
+        self.observation_space = self._observation_bounds()
         self.solution: HexapodSolution = self.model.reference_solution()
         self.goal = self.solution.pose.copy()
         self._converged = True
@@ -224,6 +213,20 @@ class HexapodPoseEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.command_line = DelayedSensor()  # the guides' delayed inputs (realism)
         self.commanded = np.zeros(6)  # [m], the last command (realism)
         self.measured_pose = self.solution.pose.copy()
+
+    def _observation_bounds(self) -> spaces.Space:
+        """The observation space (flat or goal-conditioned): poses within 1 m, quaternions within
+        ±1, errors within 2 m and π, forces within 1 kN, the normalised inputs within ±1."""
+        pos_b, q_b, f_b = np.full(3, 1.0), np.ones(4), np.full(18, 1e3)
+        err_b = np.concatenate((np.full(3, 2.0), np.full(3, np.pi)))
+        if self.goal_conditioned:
+            pose_high = np.concatenate((pos_b, q_b)).astype(np.float32)
+            obs_high = np.concatenate((pos_b, q_b, f_b, np.ones(6))).astype(np.float32)
+            return spaces.Dict({"observation": spaces.Box(-obs_high, obs_high, dtype=np.float32),
+                                "achieved_goal": spaces.Box(-pose_high, pose_high, dtype=np.float32),
+                                "desired_goal": spaces.Box(-pose_high, pose_high, dtype=np.float32)})
+        flat_high = np.concatenate((pos_b, q_b, pos_b, q_b, err_b, f_b, np.ones(6))).astype(np.float32)
+        return spaces.Box(-flat_high, flat_high, dtype=np.float32)
 
     # ------------------------------------------------------------------ conversions
     def _action_to_model(self, action: np.ndarray) -> np.ndarray:

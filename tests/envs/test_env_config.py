@@ -104,8 +104,9 @@ def test_validation_is_in_the_config_before_any_env_exists(config_cls, kwargs, m
         config_cls.split(kwargs)
 
 
-@pytest.mark.parametrize("name", ["pcc_track.py", "peter_reach.py"])
-def test_the_soft_arm_constructors_fit_in_a_screen(name):
+@pytest.mark.parametrize("name", ["pcc_track.py", "peter_reach.py", "hexapod_pose.py", "quadruped_base.py",
+                                  "quadruped_pose.py", "quadruped_walk.py"])
+def test_the_env_constructors_fit_in_a_screen(name):
     source = (Path(__file__).parents[2] / "soft_envs" / "envs" / name).read_text()
     inits = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
     assert inits and all(n.end_lineno - n.lineno + 1 <= 60 for n in inits)
