@@ -178,7 +178,7 @@ class ParallelSAC:
         self.update_seconds += time.perf_counter() - middle
         self.timesteps += self.num_envs
         self.iterations += 1
-        row = {"entropy_coefficient": float(self.agent._entropy_coefficient)}
+        row = {"entropy_coefficient": float(self.agent.log_entropy_coefficient.detach().exp())}
         if self.episodes["return"]:
             row |= {key: float(np.mean(values)) for key, values in self.episodes.items() if values}
             row["episodes"] = float(len(self.episodes["return"]))
