@@ -28,11 +28,14 @@ C = TypeVar("C", bound="EnvConfig")
 
 
 class Configured:
-    """An env attribute that is one keyword of the env's :attr:`config` (read there; the
-    configuration is the one source of truth, so the attribute cannot be set)."""
+    """An env attribute that is one keyword of the env's :attr:`config` (read there: the
+    configuration is the one source of truth). Only a ``settable`` one may be set (the reward
+    weights and thresholds, which act at every step: a curriculum, ``set_attr``); the value goes
+    into the configuration, which is validated again (a refused value leaves it unchanged)."""
 
-    def __init__(self, group: str) -> None:
+    def __init__(self, group: str, settable: bool = False) -> None:
         self.group = group
+        self.settable = settable
         self.name = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -44,13 +47,22 @@ class Configured:
         return getattr(getattr(env.config, self.group), self.name)
 
     def __set__(self, env: Any, value: Any) -> None:
-        raise AttributeError(f"{self.name} is a keyword of the env's configuration: make a new env to change it")
+        if not self.settable:
+            raise AttributeError(f"{self.name} is a keyword of the env's configuration: make a new env to change it")
+        group = getattr(env.config, self.group)
+        before = getattr(group, self.name)
+        setattr(group, self.name, value)
+        try:
+            env.config.validate()
+        except Exception:
+            setattr(group, self.name, before)
+            raise
 
 
-def configured(group: str, count: int) -> tuple[Configured, ...]:
+def configured(group: str, count: int, settable: bool = False) -> tuple[Configured, ...]:
     """``count`` :class:`Configured` attributes of ``group``, for one line of a class body:
     ``gravity, payload = configured("physics", 2)``."""
-    return tuple(Configured(group) for _ in range(count))
+    return tuple(Configured(group, settable) for _ in range(count))
 
 
 class EnvConfig:

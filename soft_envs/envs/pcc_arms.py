@@ -24,7 +24,7 @@ import numpy as np
 
 from soft_envs.envs.pcc_parts import ResidualAim, track_observation
 from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
-from soft_envs.envs.vector_parts import BatchedSensor
+from soft_envs.envs.vector_parts import BatchedSensor, store_tips
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.sim.actuators import BatchedPDFeedforward, BatchedPressureRegulator
 from soft_envs.sim.batched_bodies import BatchedPCCBody
@@ -236,13 +236,7 @@ class PCCArms:
     def read_tips(self, rows, reset: bool = False) -> None:
         """True tips of ``rows`` and their measurements; ``reset``: the sensor starts over."""
         tip, velocity = (x[rows] for x in self.body.tip_state())
-        self.tip[rows], self.tip_velocity[rows] = tip, velocity
-        if not self.realistic:
-            self.measured_tip[rows], self.measured_velocity[rows] = tip, velocity
-            return
-        state = np.concatenate((tip, velocity), axis=1)
-        measured = self.sensor.reset(rows, state) if reset else self.sensor.read(rows, state)
-        self.measured_tip[rows], self.measured_velocity[rows] = measured[:, :3], measured[:, 3:]
+        store_tips(self, rows, tip, velocity, reset)
 
     def observation(self, rows, on_clip=None):
         """The observations of ``rows`` (the sensor advances one sample; ``on_clip(count)``: the

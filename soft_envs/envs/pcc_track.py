@@ -185,7 +185,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     action_type, residual_limit, actuation = configured("actuation", 3)
     regulator_time_constant, regulator_delay, controller_period, command_ramp_time = configured("actuation", 4)
     random_start, start_straight, goal_conditioned = configured("task", 3)
-    tracking_weight, success_threshold = configured("reward", 2)
+    tracking_weight, success_threshold = configured("reward", 2, settable=True)
 
     def __init__(self, *args: Any, config: PCCTrackConfig | None = None, **kwargs: Any) -> None:
         config, kwargs = PCCTrackConfig.split(kwargs, config, args)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from soft_envs.envs.peter_parts import PLANT_REALISM, reach_observation
-from soft_envs.envs.vector_parts import BatchedSensor
+from soft_envs.envs.vector_parts import BatchedSensor, store_tips
 from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.actuators import BatchedPneumaticLegs
@@ -238,13 +238,7 @@ class PeterArms:
         if self._tilted:  # the base frame -> the goals' frame
             tip = np.einsum("bij,bj->bi", self.base_rotation[rows], tip)
             velocity = np.einsum("bij,bj->bi", self.base_rotation[rows], velocity)
-        self.tip[rows], self.tip_velocity[rows] = tip, velocity
-        if not self.realistic:
-            self.measured_tip[rows], self.measured_velocity[rows] = tip, velocity
-            return
-        state = np.concatenate((tip, velocity), axis=1)
-        measured = self.sensor.reset(rows, state) if reset else self.sensor.read(rows, state)
-        self.measured_tip[rows], self.measured_velocity[rows] = measured[:, :3], measured[:, 3:]
+        store_tips(self, rows, tip, velocity, reset)
 
     def observation(self, rows):
         """The observations of ``rows`` (the sensor advances one sample)."""

@@ -193,7 +193,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     kinematic, physics, gravity, payload, rayleigh_stiffness, backend, solver_iterations = configured("physics", 7)
     actuation, vent_rate, command_delay = configured("actuation", 3)
     goal_conditioned, = configured("task", 1)
-    distance_weight, success_threshold, success_reward = configured("reward", 3)
+    distance_weight, success_threshold, success_reward = configured("reward", 3, settable=True)
 
     def __init__(self, *args: Any, config: PeterReachConfig | None = None, **kwargs: Any) -> None:
         config, kwargs = PeterReachConfig.split(kwargs, config, args)

@@ -1,6 +1,7 @@
-"""The vector envs' sensor: :class:`BatchedSensor`, :class:`~soft_envs.sim.realism.DelayedSensor`
+"""The soft arms' sensor: :class:`BatchedSensor`, :class:`~soft_envs.sim.realism.DelayedSensor`
 for ``B`` arms at once, each with its own noise, latency and generator (what ``realism=`` drew
-for it). (The actuators of ``B`` arms are the batched core's, :mod:`soft_envs.sim.actuators`.)
+for it), and :func:`store_tips`, the tip readings both soft arms keep. (The actuators of ``B``
+arms are the batched core's, :mod:`soft_envs.sim.actuators`.)
 
 It reproduces the single sensor exactly (the vector envs' episodes equal the single envs',
 ``tests/envs/test_vector_envs.py``): the noise comes from each arm's own generator, one ``normal``
@@ -12,6 +13,8 @@ their own units.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -65,3 +68,16 @@ class BatchedSensor:
             z = np.array([rngs[i].normal(0.0, 1.0, size=width) for i in arms.tolist()])
             value[noisy] = value[noisy] + z * self.noise_std[arms]
         return value
+
+
+def store_tips(arms: Any, rows: Any, tip: np.ndarray, velocity: np.ndarray, reset: bool = False) -> None:
+    """Keep the true tips of ``rows`` on ``arms`` (``tip`` [m], ``tip_velocity`` [m/s], ``(n, 3)``,
+    the goals' frame) and their measurements (``measured_tip``, ``measured_velocity``: the
+    ``arms.sensor``'s where ``arms.realistic``, else the true ones; ``reset``: the sensor starts over)."""
+    arms.tip[rows], arms.tip_velocity[rows] = tip, velocity
+    if not arms.realistic:
+        arms.measured_tip[rows], arms.measured_velocity[rows] = tip, velocity
+        return
+    state = np.concatenate((tip, velocity), axis=1)
+    measured = arms.sensor.reset(rows, state) if reset else arms.sensor.read(rows, state)
+    arms.measured_tip[rows], arms.measured_velocity[rows] = measured[:, :3], measured[:, 3:]

@@ -28,8 +28,8 @@ import numpy as np
 from soft_envs.agents.learned import MLPPolicy
 from soft_envs.exceptions import MissingDependencyError
 from soft_envs.learn import recipes
-from soft_envs.learn.parallel import make_vector_env, rollout_statistics
 from soft_envs.learn.train import METRICS
+from soft_envs.learn.vector_rollouts import make_vector_env, rollout_statistics
 
 
 def require_skrl():

@@ -38,6 +38,7 @@ from soft_envs.console import progress as progress_bar
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.learn import recipes
 from soft_envs.learn.train import EVAL_SEED, METRICS, TrainResult, check_budget, evaluate_policy
+from soft_envs.learn.vector_rollouts import has_native_vector_env, make_vector_env, rollout_statistics  # noqa: F401
 
 OBS_GROUP = "policy"
 
@@ -49,15 +50,6 @@ def require_rsl_rl():
     except ImportError as exc:
         raise MissingDependencyError("the parallel learner needs rsl-rl-lib: pip install 'soft_envs[learn]'") from exc
     return rsl_rl
-
-
-def has_native_vector_env(env_id: str) -> bool:
-    """Whether ``env_id`` has a native vector env (``gym.make_vec`` with ``vector_entry_point``)."""
-    import gymnasium as gym
-
-    import soft_envs  # noqa: F401  (registers the environments)
-
-    return gym.spec(env_id).vector_entry_point is not None
 
 
 class TorchVectorEnv:
@@ -134,34 +126,6 @@ class TorchVectorEnv:
 
     def close(self) -> None:
         self.venv.close()
-
-
-def make_vector_env(recipe: recipes.Recipe, env_kwargs: dict[str, Any], num_threads: int | None = None):
-    """The native vector env of ``recipe`` (``recipe.n_envs`` sub-envs, same-step autoreset)."""
-    import gymnasium as gym
-
-    import soft_envs  # noqa: F401  (registers the environments)
-
-    if not has_native_vector_env(recipe.env_id):
-        raise InvalidParameterError(f"{recipe.env_id} has no native vector env: the parallel learner needs one")
-    return gym.make_vec(recipe.env_id, num_envs=recipe.n_envs, vectorization_mode="vector_entry_point",
-                        autoreset_mode="SameStep", num_threads=num_threads, **env_kwargs)
-
-
-def rollout_statistics(venv, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation of ``venv``'s observations under uniformly random actions
-    (at least ``samples`` rows; a constant entry gets std 1)."""
-    rng = np.random.default_rng(seed)
-    obs, _ = venv.reset(seed=seed)
-    rows = [np.asarray(obs, dtype=np.float64)]
-    low, high = venv.single_action_space.low, venv.single_action_space.high
-    while sum(len(r) for r in rows) < samples:
-        action = rng.uniform(low, high, (venv.num_envs, low.shape[0])).astype(np.float32)
-        obs, *_ = venv.step(action)
-        rows.append(np.asarray(obs, dtype=np.float64))
-    data = np.concatenate(rows)
-    std = data.std(axis=0)
-    return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
 
 
 def rsl_config(recipe: recipes.Recipe) -> dict[str, Any]:

@@ -519,7 +519,25 @@ def arm_section_map(sec, lref, u, w, ref, c, ue, ce, J, acc, blocks):
                 J[3 * i + r, per * i + p] = blocks[i, r, p]
 
 
-# ---------------------------------------------------------------------------- PETER's validity
+# ---------------------------------------------------------------------------- the soft arms' validity
+
+
+@njit(**_INLINE)
+def _row_finite(u: np.ndarray, w: np.ndarray, i: int) -> bool:
+    """Whether row ``i`` of the state ``u``, ``w`` is finite."""
+    for j in range(u.shape[1]):
+        if not (math.isfinite(u[i, j]) and math.isfinite(w[i, j])):
+            return False
+    return True
+
+
+@njit(**_INLINE)
+def _row_too_fast(w: np.ndarray, i: int, max_rate: float) -> bool:
+    """Whether a rate of row ``i`` exceeds ``max_rate``."""
+    for j in range(w.shape[1]):
+        if abs(w[i, j]) > max_rate:
+            return True
+    return False
 
 
 @njit(**_JIT)
@@ -533,14 +551,10 @@ def peter_validity(u: np.ndarray, w: np.ndarray, active: np.ndarray, reference_l
     for i in range(B):
         if not active[i]:
             continue
-        finite = True
-        for j in range(n):
-            if not (math.isfinite(u[i, j]) and math.isfinite(w[i, j])):
-                finite = False
-        if not finite:
+        if not _row_finite(u, w, i):
             code[i] = 1
             continue
-        crushed = bent = fast = False
+        crushed = bent = False
         for m in range(0, n, 3):
             length, a, b = u[i, m] + reference_length, u[i, m + 1], u[i, m + 2]
             for k in range(3):
@@ -548,10 +562,7 @@ def peter_validity(u: np.ndarray, w: np.ndarray, active: np.ndarray, reference_l
                     crushed = True
             if math.hypot(a, b) > math.pi:
                 bent = True
-        for j in range(n):
-            if abs(w[i, j]) > max_rate:
-                fast = True
-        code[i] = 2 if crushed else 3 if bent else 4 if fast else 0
+        code[i] = 2 if crushed else 3 if bent else 4 if _row_too_fast(w, i, max_rate) else 0
     return code
 
 
@@ -564,11 +575,7 @@ def pcc_validity(u: np.ndarray, w: np.ndarray, per: int, half_lengths: np.ndarra
     B, n = u.shape
     code = np.zeros(B, dtype=np.int64)
     for i in range(B):
-        finite = True
-        for j in range(n):
-            if not (math.isfinite(u[i, j]) and math.isfinite(w[i, j])):
-                finite = False
-        if not finite:
+        if not _row_finite(u, w, i):
             code[i] = 1
             continue
         for k in range(n // per):
@@ -579,8 +586,6 @@ def pcc_validity(u: np.ndarray, w: np.ndarray, per: int, half_lengths: np.ndarra
             if abs(u[i, per * k]) > half_lengths[k]:
                 code[i] = 3
                 break
-        if code[i] == 0:
-            for j in range(n):
-                if abs(w[i, j]) > max_rate:
-                    code[i] = 4
+        if code[i] == 0 and _row_too_fast(w, i, max_rate):
+            code[i] = 4
     return code

@@ -70,6 +70,11 @@ def test_a_config_is_the_keywords_grouped_and_pickles_as_one_object(env_cls, con
     np.testing.assert_array_equal(_episode(copy), _episode(env))
     with pytest.raises(AttributeError, match="configuration"):
         env.payload = 1.0  # the configuration is the one source of truth
+    env.success_threshold = 0.01  # a reward keyword may change (a curriculum): into the configuration
+    assert env.config.reward.success_threshold == 0.01
+    with pytest.raises(InvalidParameterError):
+        env.success_threshold = -1.0  # validated again; refused, it leaves the configuration unchanged
+    assert env.success_threshold == 0.01
     for e in (by_keywords, by_config, copy):
         e.close()
 
