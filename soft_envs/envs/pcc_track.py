@@ -175,6 +175,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         time_step: physics time step [s] (5 ms soft, 2.5 ms soft with ``actuation="direct"``,
             2 ms stiff); frame_skip: physics steps per ``env.step`` (10 soft, 20 soft direct, 25
             stiff; 10 soft whenever ``time_step`` is given).
+        config: the keywords above as one validated object
+            (:class:`~soft_envs.envs.pcc_track_config.PCCTrackConfig`);
+            keywords given beside it override its values.
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,
             ``action_rate_weight`` = 0).
     """

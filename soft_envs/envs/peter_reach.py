@@ -181,6 +181,9 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`PETER_REALISM`).
         solver_iterations: PyBullet constraint-solver iterations (stiff physics).
         radius, gap: module geometry [m], passed to :class:`Peter`.
+        config: the keywords above as one validated object
+            (:class:`~soft_envs.envs.peter_reach_config.PeterReachConfig`);
+            keywords given beside it override its values.
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``time_step`` = 1/120 s soft (the
             integrator is second order: 0.09 % of the path's span from a converged run with a
             0.5 kg payload, ``soft-envs bench convergence``) / 1/240 s stiff and kinematic,
