@@ -31,6 +31,24 @@ ACTIVATIONS = ("elu", "tanh")
 OUTPUTS = ("linear", "tanh")
 
 
+def checked_layers(weights: Any, dtype: Any, what: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Dense layers ``[(W, b), …]`` (``y = x W + b``, ``W`` of shape ``(inputs, outputs)``) as
+    arrays of ``dtype``, ``b`` flat; :class:`InvalidParameterError` (naming the ``what``: network,
+    policy) for no layer, a weight and bias that do not fit, layers that do not chain, NaN/inf."""
+    if not weights:
+        raise InvalidParameterError(f"a {what} needs at least one layer")
+    layers = [(np.asarray(W, dtype=dtype), np.asarray(b, dtype=dtype).reshape(-1)) for W, b in weights]
+    for k, (W, b) in enumerate(layers):
+        if W.ndim != 2 or b.shape != (W.shape[1],):
+            raise InvalidParameterError(f"layer {k}: weight {W.shape} and bias {b.shape} do not fit")
+        if k and W.shape[0] != layers[k - 1][0].shape[1]:
+            raise InvalidParameterError(f"layer {k} takes {W.shape[0]} inputs; layer {k - 1} gives "
+                                        f"{layers[k - 1][0].shape[1]}")
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+            raise InvalidParameterError(f"layer {k} has NaN/inf weights: not a usable {what}")
+    return layers
+
+
 def _activation(name: str, x: np.ndarray) -> np.ndarray:
     if name == "elu":
         return np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0)))
@@ -55,18 +73,7 @@ class MLPPolicy:
         if output not in OUTPUTS:
             raise InvalidParameterError(f"output must be one of {OUTPUTS}; got {output!r}")
         self.output = output
-        if not weights:
-            raise InvalidParameterError("a policy needs at least one layer")
-        self.weights = [(np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64).reshape(-1))
-                        for W, b in weights]
-        for k, (W, b) in enumerate(self.weights):
-            if W.ndim != 2 or b.shape != (W.shape[1],):
-                raise InvalidParameterError(f"layer {k}: weight {W.shape} and bias {b.shape} do not fit")
-            if k and W.shape[0] != self.weights[k - 1][0].shape[1]:
-                raise InvalidParameterError(f"layer {k} takes {W.shape[0]} inputs; layer {k - 1} gives "
-                                            f"{self.weights[k - 1][0].shape[1]}")
-            if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
-                raise InvalidParameterError(f"layer {k} has NaN/inf weights: not a usable policy")
+        self.weights = checked_layers(weights, np.float64, "policy")
         self.obs_mean = np.asarray(obs_mean, dtype=np.float64).reshape(-1)
         self.obs_std = np.asarray(obs_std, dtype=np.float64).reshape(-1)
         n_in = self.weights[0][0].shape[0]

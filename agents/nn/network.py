@@ -22,6 +22,7 @@ from soft_envs.agents.ik.result import (
     is_success,
 )
 from soft_envs.agents.ik.trust_region import trr_batch
+from soft_envs.agents.learned.policy import checked_layers
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import check_target
 from soft_envs.robots.peter import Peter
@@ -74,18 +75,7 @@ class NeuralIK:
         t_high: np.ndarray,
         metadata: dict[str, Any] | None = None,
     ) -> None:
-        if not weights:
-            raise InvalidParameterError("a network needs at least one layer")
-        self.weights = [(np.asarray(W, dtype=np.float32), np.asarray(b, dtype=np.float32)) for W, b in weights]
-        for k, (W, b) in enumerate(self.weights):
-            if W.ndim != 2 or b.shape != (W.shape[1],):
-                raise InvalidParameterError(f"layer {k}: weight {W.shape} and bias {b.shape} do not match")
-            if k and W.shape[0] != self.weights[k - 1][0].shape[1]:
-                raise InvalidParameterError(f"layer {k} takes {W.shape[0]} inputs; layer {k - 1} gives "
-                                            f"{self.weights[k - 1][0].shape[1]}")
-        for k, (W, b) in enumerate(self.weights):
-            if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
-                raise InvalidParameterError(f"layer {k} has NaN/inf weights: not a usable network")
+        self.weights = checked_layers(weights, np.float32, "network")
         self.x_mean = np.asarray(x_mean, dtype=np.float64).reshape(-1)
         self.x_std = np.asarray(x_std, dtype=np.float64).reshape(-1)
         self.t_low = np.asarray(t_low, dtype=np.float64).reshape(-1)

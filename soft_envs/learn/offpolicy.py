@@ -29,7 +29,7 @@ from soft_envs.agents.learned import MLPPolicy
 from soft_envs.exceptions import MissingDependencyError
 from soft_envs.learn import recipes
 from soft_envs.learn.train import METRICS
-from soft_envs.learn.vector_rollouts import make_vector_env, rollout_statistics
+from soft_envs.learn.vector_rollouts import learner_env, numpy_weights
 
 
 def require_skrl():
@@ -94,18 +94,12 @@ class ParallelSAC:
                  env_threads: int | None = None) -> None:
         require_skrl()
         import gymnasium as gym
-        import torch
         from skrl.agents.torch.sac import SAC
         from skrl.memories.torch import RandomMemory
 
-        torch.set_num_threads(int(threads))
-        torch.manual_seed(seed)
         self.recipe, self.seed = recipe, seed
-        self.venv = make_vector_env(recipe, env_kwargs, env_threads)
-        n_obs = int(self.venv.single_observation_space.shape[0])
-        self.obs_mean, self.obs_std = np.zeros(n_obs), np.ones(n_obs)
-        if recipe.standardize:
-            self.obs_mean, self.obs_std = rollout_statistics(self.venv, recipe.standardize_samples, seed + 1)
+        self.venv, self.obs_mean, self.obs_std = learner_env(recipe, env_kwargs, seed, threads, env_threads)
+        n_obs = self.obs_mean.size
         self._inv_std = (1.0 / self.obs_std).astype(np.float32)
         space = gym.spaces.Box(-np.inf, np.inf, (n_obs,), np.float32)  # the standardised observations
         self.num_envs = int(self.venv.num_envs)
@@ -192,8 +186,7 @@ class ParallelSAC:
 
         actor = self.agent.policy
         layers = [m for m in actor.net if isinstance(m, torch.nn.Linear)] + [actor.mean]
-        weights = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in layers]
-        return MLPPolicy(weights, self.obs_mean, self.obs_std, "elu", dict(card or {}), output="tanh")
+        return MLPPolicy(numpy_weights(layers), self.obs_mean, self.obs_std, "elu", dict(card or {}), output="tanh")
 
     def close(self) -> None:
         self.venv.close()

@@ -38,7 +38,13 @@ from soft_envs.console import progress as progress_bar
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.learn import recipes
 from soft_envs.learn.train import EVAL_SEED, METRICS, TrainResult, check_budget, evaluate_policy
-from soft_envs.learn.vector_rollouts import has_native_vector_env, make_vector_env, rollout_statistics  # noqa: F401
+from soft_envs.learn.vector_rollouts import (  # noqa: F401 (the vector env helpers, re-exported)
+    has_native_vector_env,
+    learner_env,
+    make_vector_env,
+    numpy_weights,
+    rollout_statistics,
+)
 
 OBS_GROUP = "policy"
 
@@ -153,8 +159,7 @@ def actor_policy(alg, obs_mean: np.ndarray, obs_std: np.ndarray, card: dict[str,
     import torch
 
     layers = [m for m in alg.get_policy().mlp if isinstance(m, torch.nn.Linear)]
-    weights = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in layers]
-    return MLPPolicy(weights, obs_mean, obs_std, "elu", card)
+    return MLPPolicy(numpy_weights(layers), obs_mean, obs_std, "elu", card)
 
 
 class ParallelPPO:
@@ -165,18 +170,10 @@ class ParallelPPO:
     def __init__(self, recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, *, threads: int = 1,
                  env_threads: int | None = None) -> None:
         require_rsl_rl()
-        import torch
         from rsl_rl.algorithms import PPO
 
-        torch.set_num_threads(int(threads))
-        torch.manual_seed(seed)
         self.recipe, self.env_kwargs, self.seed = recipe, env_kwargs, seed
-        venv = make_vector_env(recipe, env_kwargs, env_threads)
-        n_obs = int(venv.single_observation_space.shape[0])
-        self.obs_mean: np.ndarray = np.zeros(n_obs)
-        self.obs_std: np.ndarray = np.ones(n_obs)
-        if recipe.standardize:
-            self.obs_mean, self.obs_std = rollout_statistics(venv, recipe.standardize_samples, seed + 1)
+        venv, self.obs_mean, self.obs_std = learner_env(recipe, env_kwargs, seed, threads, env_threads)
         self.env = TorchVectorEnv(venv, self.obs_mean, self.obs_std, seed, METRICS.get(recipe.env_id, "distance"))
         with contextlib.redirect_stdout(io.StringIO()):  # (it prints the configuration and the networks)
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_config(recipe), "cpu")

@@ -1,5 +1,7 @@
 """What the parallel learners (:mod:`soft_envs.learn.parallel`, :mod:`soft_envs.learn.offpolicy`)
-share: the native vector env of a recipe and the statistics its observations are standardised by."""
+share: the native vector env of a recipe, the statistics its observations are standardised by
+(:func:`learner_env` does both, with torch's threads and seed), and the layers of a trained
+network as numpy arrays (:func:`numpy_weights`)."""
 
 from __future__ import annotations
 
@@ -46,3 +48,26 @@ def rollout_statistics(venv, samples: int, seed: int) -> tuple[np.ndarray, np.nd
     data = np.concatenate(rows)
     std = data.std(axis=0)
     return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
+
+
+def learner_env(recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, threads: int,
+                env_threads: int | None) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Torch on ``threads`` threads and seeded with ``seed``, then the native vector env of
+    ``recipe`` and the mean and standard deviation its observations are standardised by (of a
+    random-action rollout with ``recipe.standardize``, else 0 and 1)."""
+    import torch
+
+    torch.set_num_threads(int(threads))
+    torch.manual_seed(seed)
+    venv = make_vector_env(recipe, env_kwargs, env_threads)
+    n_obs = int(venv.single_observation_space.shape[0])
+    if recipe.standardize:
+        mean, std = rollout_statistics(venv, recipe.standardize_samples, seed + 1)
+        return venv, mean, std
+    return venv, np.zeros(n_obs), np.ones(n_obs)
+
+
+def numpy_weights(layers: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``[(W, b), …]`` of torch ``Linear`` layers, ``W`` of shape ``(inputs, outputs)`` as
+    :class:`~soft_envs.agents.learned.MLPPolicy` takes them."""
+    return [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in layers]
