@@ -5,7 +5,8 @@ Tables: (1) the GPU step against the CPU core on the same arms and steps (larges
 ``u``, ``u̇``, ``c̃`` and the tip after 20 steps); (2) nanoseconds per arm and physics step of
 the core, GPU and CPU (one thread and every core); (3) the whole env step on the GPU
 (:class:`~soft_envs.envs.peter_reach_cuda.PeterReachCudaVectorEnv`: actions from and
-observations to PyTorch tensors on the GPU), env-steps per second. Wall-clock time, the kernels
+observations to PyTorch tensors on the GPU), env-steps per second, for the ideal robot and for a new
+realistic one every episode (``realism="realistic"``: its draws on the device). Wall-clock time, the kernels
 synchronised before each clock read, the best of 3 rounds. Needs no PyBullet. On numba's CUDA
 simulator (``NUMBA_ENABLE_CUDASIM=1``) it runs on tiny batches, as a check of the code path only.
 """
@@ -88,13 +89,14 @@ def core_rows(batches, cpu_batches) -> list[list]:
 
 
 def env_rows(batches, steps: int = 5) -> tuple[list[list], str]:
-    """``[N, env-steps/s, ns per arm and physics step]`` of the GPU env, and a line on the zero-copy hand-over."""
+    """``[realism, N, env-steps/s, ns per arm and physics step]`` of the GPU env (the ideal robot, and a new
+    realistic one every episode), and a line on the zero-copy hand-over."""
     from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
 
     simulated = batched_cuda.simulated()
     rows, note = [], ""
-    for N in batches:
-        env = PeterReachCudaVectorEnv(N, output="numpy" if simulated else "torch", seed=0)
+    for realism, N in ((realism, N) for realism in ("ideal", "realistic") for N in batches):
+        env = PeterReachCudaVectorEnv(N, output="numpy" if simulated else "torch", seed=0, realism=realism)
         obs, _ = env.reset()
         if simulated:
             actions = np.zeros((N, env.model.n_dof), dtype=np.float32)
@@ -108,7 +110,7 @@ def env_rows(batches, steps: int = 5) -> tuple[list[list], str]:
                         f"{'is' if pointer else 'is NOT'} the env's device buffer.")
         env.step(actions)
         seconds = _best(lambda env=env, actions=actions: env.step(actions), steps, sync=env.core.synchronize)
-        rows.append([N, f"{N / seconds:,.0f}", f"{seconds / (N * env.frame_skip) * 1e9:.1f}"])
+        rows.append([realism, N, f"{N / seconds:,.0f}", f"{seconds / (N * env.frame_skip) * 1e9:.1f}"])
     return rows, note
 
 
@@ -132,7 +134,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     parts += [markdown_table(["core", "B", "ns per arm and physics step", "arm-steps/s"],
                              core_rows(core_batches, cpu_batches)), ""]
     rows, note = env_rows(env_batches)
-    parts += [markdown_table(["PeterReach on the GPU, N", "env-steps/s", "ns per arm and physics step"], rows),
+    parts += [markdown_table(["PeterReach on the GPU: realism", "N", "env-steps/s", "ns per arm and physics step"],
+                             rows),
               "", f"A soft PETER env step is {round(0.1 / DT)} physics steps (10 Hz control at 1/120 s): the "
-              "legs, the arm, the tip, the observation, the reward, the autoreset, all in one kernel. " + note]
+              "legs, the arm, the tip, the sensor, the observation, the reward, the autoreset with its realism "
+              "draws, all in one kernel. " + note]
     return "\n".join(parts)

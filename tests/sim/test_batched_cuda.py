@@ -89,7 +89,7 @@ for k in range(3):
         row["distance"] = float(np.abs(info["distance"] - ic["distance"]).max())
     out["steps"].append(row)
 errors = []
-for bad in (dict(realism="realistic"), dict(output="cupy")):
+for bad in (dict(kinematic=True), dict(output="cupy")):
     try:
         PeterReachCudaVectorEnv(2, **bad)
     except ValueError as exc:
@@ -100,6 +100,64 @@ except ValueError as exc:
     errors.append(type(exc).__name__)
 try:
     gpu.step(np.full((B, 6), np.nan, np.float32))
+except ValueError as exc:
+    errors.append(type(exc).__name__)
+out["errors"] = errors
+print(json.dumps(out))
+"""
+
+
+REALISM = """
+import json, warnings, numpy as np
+from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
+from soft_envs.envs.peter_reach_vector import PeterReachVectorEnv
+warnings.simplefilter("ignore", RuntimeWarning)  # the simulated xoroshiro's uint64 wrap-around
+B, T = 3, 4
+out = {}
+cases = {"realistic": dict(realism={"preset": "realistic", "observation_noise": 0.0, "command_delay": (0.05, 0.15)}),
+         "instant, delayed": dict(actuation="instant", command_delay=0.2, payload=0.2)}
+for case, kw in cases.items():
+    gpu = PeterReachCudaVectorEnv(B, max_episode_steps=T, output="numpy", seed=1, **kw)
+    cpu = PeterReachVectorEnv(B, max_episode_steps=T, autoreset_mode="SameStep", **kw)
+    obs_c, info_c = cpu.reset(seed=0)
+    obs_g = gpu.reset()[0]
+    gpu.set_goals(cpu.goal)
+    if not cpu.single.realism.is_ideal():  # the CPU env's robots (and goals)
+        obs_g = gpu.set_perturbations(info_c["realism"])
+    else:  # the goals changed after the reset's observation: its tip, velocity and set-points
+        obs_g, obs_c = obs_g[:, [0, 1, 2, *range(9, 18)]], obs_c[:, [0, 1, 2, *range(9, 18)]]
+    row = {"reset_obs": float(np.abs(obs_g - obs_c).max()), "u": [], "obs": [], "reward": [], "flags": True}
+    rng = np.random.default_rng(0)
+    for k in range(T):
+        actions = rng.uniform(-1.2, 1.2, (B, 6)).astype(np.float32)
+        o, r, te, tr, info = gpu.step(actions)
+        oc, rc, tec, trc, ic = cpu.step(actions)
+        row["flags"] &= bool(np.array_equal(te, tec) and np.array_equal(tr, trc))
+        row["reward"].append(float(np.abs(r - rc).max()))
+        if k < T - 1:
+            row["u"].append(float(np.abs(gpu.state()["u"] - cpu.body.state.u).max()))
+            row["obs"].append(float(np.abs(o - oc).max()))
+        else:  # the episodes ended: their last observations
+            row["obs"].append(float(np.abs(info["final_obs"] - np.stack(ic["final_obs"])).max()))
+    out[case] = row
+# the device's draws: within their ranges, spread over them, one robot per arm
+gpu = PeterReachCudaVectorEnv(256, output="numpy", seed=3, realism="realistic")
+drawn = gpu.reset()[1]["realism"]
+table = gpu.realism.table
+out["draws"] = {name: [float(v.min()), float(v.max()), *table[name].realistic] for name, v in drawn.items()}
+out["distinct"] = int(np.unique(drawn["radius_error"]).size)
+# the sensor's noise: the measured rest tips about the true one (every other perturbation ideal)
+gpu = PeterReachCudaVectorEnv(256, output="numpy", seed=4, realism={"observation_noise": 0.01})
+obs = gpu.reset()[0]
+out["noise"] = float(np.std(obs[:, :3] - np.asarray(gpu._tip0.copy_to_host())[:3]))
+errors = []
+for bad in (dict(goal_conditioned=True), dict(action_mode="delta"), dict(backend="pybullet")):
+    try:
+        PeterReachCudaVectorEnv(2, output="numpy", **bad)
+    except ValueError as exc:
+        errors.append(type(exc).__name__)
+try:
+    gpu.set_perturbations({name: -np.ones(256) for name in drawn})
 except ValueError as exc:
     errors.append(type(exc).__name__)
 out["errors"] = errors
@@ -133,6 +191,25 @@ def test_the_gpu_env_steps_as_the_cpu_vector_env():
         assert row["u"] < 1e-9 and row["reward"] < 1e-5 and row["flags"] and row["distance"] < 1e-9, row
         assert row.get("obs", 0.0) < 1e-6 and row.get("final_obs", 0.0) < 1e-6, row
     assert out["steps"][1]["steps_after_reset"] == [0, 0, 0]
+    assert out["errors"] == ["InvalidParameterError"] * 4
+
+
+def test_the_gpu_env_with_realism_steps_as_the_cpu_vector_env():
+    """The same perturbations (the CPU env's draws: leg gains, offsets, leaks, valve delays, sensor
+    latency, base tilt, radius, mass, stiffness, payload) give the same episodes; instant legs and a
+    valve delay too. The device's own draws lie in the ranges and spread over them; the sensor's noise
+    has its standard deviation."""
+    out = _simulated(REALISM)
+    for case in ("realistic", "instant, delayed"):
+        row = out[case]
+        assert row["reset_obs"] < 1e-6 and row["flags"], (case, row)
+        assert max(row["u"]) < 1e-9 and max(row["obs"]) < 1e-6 and max(row["reward"]) < 1e-5, (case, row)
+    for name, (low, high, r_low, r_high) in out["draws"].items():
+        span = r_high - r_low
+        assert r_low <= low and high <= r_high, name
+        assert span == 0 or (low < r_low + 0.1 * span and high > r_high - 0.1 * span), name
+    assert out["distinct"] == 256
+    assert 0.009 < out["noise"] < 0.011
     assert out["errors"] == ["InvalidParameterError"] * 4
 
 
