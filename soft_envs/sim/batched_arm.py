@@ -224,20 +224,35 @@ def configuration(topology: ArmTopology, u: np.ndarray, reference: np.ndarray | 
 
 def terms(topology: ArmTopology, params: ArmParams, state: ArmState, *, with_mass: bool = True,
           u: np.ndarray | None = None, w: np.ndarray | None = None, c: np.ndarray | None = None,
-          active: np.ndarray | None = None):
+          active: np.ndarray | None = None, num_threads: int = 1):
     """``(M, C u̇ + G, G)`` of every arm, ``(B, n, n)``, ``(B, n)``, ``(B, n)`` (``M`` zeros without
     ``with_mass``; zeros for arms not ``active``), at the state or at given ``u``, ``w`` (default
-    zero) and ``c̃`` (default: ``u``'s, θ's sign nearest the state's)."""
+    zero) and ``c̃`` (default: ``u``'s, θ's sign nearest the state's); blocks of arms in
+    ``num_threads`` threads (:mod:`soft_envs.sim.threads`, the same numbers)."""
     u = state.u if u is None else np.ascontiguousarray(u, dtype=float)
     w = (state.w if u is state.u else np.zeros_like(u)) if w is None else np.ascontiguousarray(w, dtype=float)
-    if c is None:
-        c = state.c if u is state.u else configuration(topology, u, state.c)
     B, n = u.shape
+    derive_c = c is None and u is not state.u  # u's c̃, θ's sign nearest the state's (in the blocks)
+    if derive_c:
+        c = np.empty_like(state.c)
+        ref = np.ascontiguousarray(state.c, dtype=float)
+        has = ~np.isnan(ref).any(axis=1)
+    elif c is None:
+        c = state.c
     M = np.zeros((B, n, n))
     h, g = np.zeros((B, n)), np.zeros((B, n))
     act = np.ones(B, dtype=np.bool_) if active is None else np.ascontiguousarray(active, dtype=np.bool_)
-    kernels.batch_terms(*topology.arrays, params.mass, params.inertia, params.gravity, u, w, c, with_mass, act,
-                        M, h, g)
+    per_arm = (params.mass, params.inertia, params.gravity, u, w, c)
+
+    def block_terms(rows: slice) -> None:
+        whole = rows.stop - rows.start == B  # one block: the arrays themselves, no views
+        if derive_c:
+            kernels.batch_configuration(topology.sections, topology.reference_lengths,
+                                        *((u, ref, has, c) if whole else (u[rows], ref[rows], has[rows], c[rows])))
+        kernels.batch_terms(*topology.arrays, *(per_arm if whole else [x[rows] for x in per_arm]), with_mass,
+                            *((act, M, h, g) if whole else (act[rows], M[rows], h[rows], g[rows])))
+
+    threads.run_blocks(block_terms, B, num_threads)
     return M, h, g
 
 
@@ -521,7 +536,8 @@ class BatchedSoftArm:
 
     def _current_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._terms is None or self._terms_of is not self.state:
-            self._terms, self._terms_of = terms(self.topology, self.params, self.state), self.state
+            self._terms = terms(self.topology, self.params, self.state, num_threads=self.num_threads)
+            self._terms_of = self.state
         return self._terms
 
     def mass_matrix(self) -> np.ndarray:
@@ -538,10 +554,10 @@ class BatchedSoftArm:
         if index is not None:
             rows = _rows(index, self.n_arms)
             part = ArmState(*(getattr(self.state, f.name)[rows] for f in fields(self.state)))
-            return terms(self.topology, self.params.take(rows), part, with_mass=False)[2]
+            return terms(self.topology, self.params.take(rows), part, with_mass=False, num_threads=self.num_threads)[2]
         if u is None:
             return self._current_terms()[2]
-        return terms(self.topology, self.params, self.state, with_mass=False, u=u)[2]
+        return terms(self.topology, self.params, self.state, with_mass=False, u=u, num_threads=self.num_threads)[2]
 
     def coriolis(self) -> np.ndarray:
         """``C(u, u̇) u̇`` ``(B, n)``."""

@@ -79,11 +79,14 @@ class BatchedSoftPeter(BatchedSoftArm):
 
     def arc_of_legs(self, legs: np.ndarray, index=None) -> np.ndarray:
         """Smooth coordinates ``u`` ``(k, n)`` of leg lengths ``(k, 3N)`` [m] of the arms ``index``."""
-        rows = _rows(index, self.n_arms)
-        legs = np.asarray(legs, dtype=float).reshape(rows.size, self.model.n_modules, 3)
-        arc = np.einsum("bij,bmj->bmi", self.legs_to_arc[rows], legs)
+        to_arc = self.legs_to_arc if index is None else self.legs_to_arc[_rows(index, self.n_arms)]
+        legs = np.asarray(legs, dtype=float).reshape(to_arc.shape[0], self.model.n_modules, 3)
+        arc = np.empty_like(legs)
+        for r in range(3):  # (the sum in the legs' order, as the GPU kernel; a few times faster than einsum)
+            arc[:, :, r] = to_arc[:, r, 0, None] * legs[:, :, 0] + to_arc[:, r, 1, None] * legs[:, :, 1] \
+                + to_arc[:, r, 2, None] * legs[:, :, 2]
         arc[:, :, 0] -= self.reference_length
-        return arc.reshape(rows.size, -1)
+        return arc.reshape(to_arc.shape[0], -1)
 
     def legs_of_arc(self, u: np.ndarray, index=None) -> np.ndarray:
         """Leg lengths ``(k, 3N)`` [m] of smooth coordinates ``u`` ``(k, n)`` of the arms ``index``."""
