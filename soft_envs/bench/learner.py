@@ -9,7 +9,10 @@ PeterReach-v0 (ideal) at ``N`` sub-envs:
   ``n_steps`` per env, then its update) — env-steps per second over whole iterations, the
   update included, and the share of the time that is the rollout;
 * Stable-Baselines3's PPO through the SB3 adapter (:mod:`soft_envs.learn.sb3_vector`), the same rollout
-  length, epochs and minibatch size, for comparison.
+  length, epochs and minibatch size, for comparison;
+* the off-policy parallel learner (:class:`soft_envs.learn.offpolicy.ParallelSAC`: skrl's SAC, recipe
+  :data:`SAC_RECIPE` at the same ``N``: every env one step, then its updates) — env-steps per second once
+  its replay buffer has started, and the share of the time that is the env step and the actor.
 
 Rates are env-steps per second of wall time and of this process's CPU time. The vector env alone
 is measured before and after the learners (the mean is the reference; the machine's load may
@@ -33,6 +36,7 @@ from soft_envs.sim import threads
 
 TITLE = "Learner throughput: the share of the vector env's rate the learners consume"
 RECIPE = "peter-soft-parallel"
+SAC_RECIPE = "peter-soft-parallel-sac"
 QUICK = ((1024, 1),)
 GOAL_MINUTES = 3.0
 GOAL_SEEDS = (0, 1, 2)
@@ -106,6 +110,31 @@ def sb3_rate(n_envs: int, n_threads: int, iterations: int, seed: int) -> tuple[f
     return iterations * batch / (wall1 - wall0), iterations * batch / (cpu1 - cpu0)
 
 
+def sac_rate(n_envs: int, n_threads: int, iterations: int, seed: int) -> dict[str, float]:
+    """Env-steps per second (wall, CPU) of the off-policy parallel learner once it updates (its
+    replay buffer past ``learning_starts``), and the collection's share of the wall time."""
+    import torch
+
+    from soft_envs.learn.offpolicy import ParallelSAC
+
+    recipe = RECIPES[SAC_RECIPE].replace(n_envs=n_envs)
+    learner = ParallelSAC(recipe, recipe.make_kwargs(), seed, threads=n_threads or threads.available_cores(),
+                          env_threads=n_threads or None)
+    while learner.timesteps <= recipe.learning_starts:  # random actions, no updates: not timed
+        learner.iterate()
+    learner.iterate()  # the first update (warm-up)
+    learner.collect_seconds = learner.update_seconds = 0.0
+    wall0, cpu0 = _clocks()
+    for _ in range(iterations):
+        learner.iterate()
+    wall1, cpu1 = _clocks()
+    learner.close()
+    torch.set_num_threads(1)
+    steps = iterations * n_envs
+    return {"wall": steps / (wall1 - wall0), "cpu": steps / (cpu1 - cpu0),
+            "rollout": learner.collect_seconds / (learner.collect_seconds + learner.update_seconds)}
+
+
 def _train_goal(seed: int) -> dict[str, Any]:
     from soft_envs.learn.parallel import train_parallel
 
@@ -132,12 +161,14 @@ def time_to_goal() -> str:
 
 def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     cases = FULL if full else QUICK
+    recipe, sac_recipe = RECIPES[RECIPE], RECIPES[SAC_RECIPE]
     rows: list[list[Any]] = []
     for n_envs, n_threads in cases:
         steps = max(20, 40_960 // n_envs)
         before = env_rate(n_envs, n_threads, steps, seed)
         rsl = rsl_rate(n_envs, n_threads, 3, seed)
         sb3 = sb3_rate(n_envs, n_threads, 2, seed)
+        sac = sac_rate(n_envs, n_threads, max(4, 2 * recipe.n_steps * 256 // n_envs), seed)
         after = env_rate(n_envs, n_threads, steps, seed)
         env_wall, env_cpu = (before[0] + after[0]) / 2, (before[1] + after[1]) / 2
         label = str(n_threads) if n_threads else f"all ({threads.available_cores()})"
@@ -145,13 +176,18 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
                      f"{rsl['wall']:,.0f} ({100 * rsl['wall'] / env_wall:.0f} %)",
                      f"{rsl['cpu']:,.0f} ({100 * rsl['cpu'] / env_cpu:.0f} %)", f"{100 * rsl['rollout']:.0f} %",
                      f"{sb3[0]:,.0f} ({100 * sb3[0] / env_wall:.0f} %)",
-                     f"{sb3[1]:,.0f} ({100 * sb3[1] / env_cpu:.0f} %)"])
-    recipe = RECIPES[RECIPE]
+                     f"{sb3[1]:,.0f} ({100 * sb3[1] / env_cpu:.0f} %)",
+                     f"{sac['wall']:,.0f} ({100 * sac['wall'] / env_wall:.0f} %)",
+                     f"{sac['cpu']:,.0f} ({100 * sac['cpu'] / env_cpu:.0f} %)", f"{100 * sac['rollout']:.0f} %"])
     table = markdown_table(["N", "threads", "env alone /s (wall)", "env alone /s (CPU)",
                             "rsl_rl PPO /s (wall, share)", "rsl_rl PPO /s (CPU, share)", "rsl_rl rollout share",
-                            "SB3 PPO /s (wall, share)", "SB3 PPO /s (CPU, share)"], rows)
+                            "SB3 PPO /s (wall, share)", "SB3 PPO /s (CPU, share)", "skrl SAC /s (wall, share)",
+                            "skrl SAC /s (CPU, share)", "skrl SAC collection share"], rows)
     text = (f"Soft PeterReach-v0 (2 modules, ideal), recipe `{RECIPE}`: {recipe.n_steps} steps per env a rollout, "
             f"{recipe.n_epochs} epochs of minibatches of {recipe.batch_size:,} (both learners), networks "
             f"{list(recipe.net_arch)}; env-steps per second "
-            f"(the share of the vector env's own rate in brackets). Process CPUs: {os.cpu_count()}.\n\n{table}\n")
+            f"(the share of the vector env's own rate in brackets); skrl SAC: recipe `{SAC_RECIPE}` at the same N, "
+            f"{sac_recipe.gradient_steps} updates of {sac_recipe.batch_size} transitions after every step of all "
+            f"envs, networks {list(sac_recipe.net_arch)}, timed once it updates. Process CPUs: {os.cpu_count()}."
+            f"\n\n{table}\n")
     return text + ("\n" + time_to_goal() if full else "")

@@ -267,7 +267,7 @@ def test_reliability_messages_name_no_temporary_folder_of_this_machine():
     assert tempfile.gettempdir() not in text and text.startswith("ValueError: $TMPDIR/…/robot.urdf: two joints")
 
 
-def test_the_learner_bench_measures_the_env_and_both_learners_in_one_process():
+def test_the_learner_bench_measures_the_env_and_every_learner_in_one_process():
     pytest.importorskip("rsl_rl")
     from soft_envs.bench import learner
 
@@ -276,3 +276,6 @@ def test_the_learner_bench_measures_the_env_and_both_learners_in_one_process():
     rates = learner.rsl_rate(16, 1, 1, seed=0)
     assert rates["wall"] > 0 and 0.0 < rates["rollout"] < 1.0
     assert min(learner.sb3_rate(16, 1, 1, seed=0)) > 0
+    pytest.importorskip("skrl")
+    sac = learner.sac_rate(16, 1, 2, seed=0)
+    assert sac["wall"] > 0 and 0.0 < sac["rollout"] < 1.0
