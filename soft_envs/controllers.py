@@ -118,14 +118,7 @@ class SB3Policy:
         self.policy = policy
         self.recurrent = type(policy).__name__ == "RecurrentPPO"
         self._state, self._start = None, np.ones((1,), bool)
-        self.gait = None  # a scripted gait the policy modulates (soft_envs.learn.gait_residual)
-        if base_gait:
-            if env is None:
-                raise InvalidParameterError("a policy that modulates a gait needs the env")
-            from soft_envs.learn.gait_residual import GaitResidualEnv
-
-            env = GaitResidualEnv(env, base_gait)
-            self.gait = env.gait
+        env, self.gait = _through_gait(env, base_gait)
         if env is not None:
             for kind in ("observation_space", "action_space"):
                 if getattr(env, kind) != getattr(policy, kind):
@@ -168,8 +161,7 @@ class SB3Policy:
 
     def act(self, obs):
         if self.gait is not None:
-            modulation, _ = self.policy.predict(self.gait.observation(obs), deterministic=True)
-            return self.gait.action(obs, modulation)
+            return self.gait.action(obs, self.policy.predict(self.gait.observation(obs), deterministic=True)[0])
         if self.recurrent:
             action, self._state = self.policy.predict(obs, state=self._state, episode_start=self._start,
                                                       deterministic=True)
@@ -184,7 +176,8 @@ class NumpyPolicy:
     (a file ``soft-envs train-rl`` wrote with the parallel learner) or ``learned`` (the policy
     shipped for the task, ``soft_envs/agents/learned/policies/TASK.npz``). Its card's env id must
     be the env's and its input the env's observation; it acts in the observation form of the card's
-    :attr:`SB3Policy.OBSERVATION_KEYWORDS` (:meth:`env_keywords`)."""
+    :attr:`SB3Policy.OBSERVATION_KEYWORDS` (:meth:`env_keywords`). A card naming a ``base_gait`` (the
+    quadruped walk's) makes the policy a modulation of that scripted gait, as :class:`SB3Policy`."""
 
     def __init__(self, policy, env=None) -> None:
         self.policy = policy
@@ -192,6 +185,8 @@ class NumpyPolicy:
             env_id = policy.card.get("env_id")
             if env_id is not None and env.spec is not None and env.spec.id != env_id:
                 raise InvalidParameterError(f"the policy was trained on {env_id}, not {env.spec.id}")
+        env, self.gait = _through_gait(env, str(policy.card.get("base_gait", "") or ""))
+        if env is not None:
             shape = env.observation_space.shape
             if shape != (policy.n_inputs,) or env.action_space.shape != (policy.n_actions,):
                 raise InvalidParameterError(f"the policy maps {policy.n_inputs} inputs to {policy.n_actions} actions; "
@@ -221,7 +216,24 @@ class NumpyPolicy:
         return cls(cls.load(spec, task), env)
 
     def reset(self, obs=None, info=None) -> None:
-        """Memoryless: nothing to reset."""
+        """Memoryless (a modulated gait starts its cycle)."""
+        if self.gait is not None:
+            self.gait.reset(obs, info)
 
     def act(self, obs):
+        if self.gait is not None:
+            return self.gait.action(obs, self.policy.act(self.gait.observation(obs)))
         return self.policy.act(obs)
+
+
+def _through_gait(env, base_gait: str) -> tuple[Any, Any]:
+    """``(env, None)``, or for a policy that modulates a scripted gait (a recipe's ``base_gait``,
+    :mod:`soft_envs.learn.gait_residual`) the env as that policy sees it and the gait's parts."""
+    if not base_gait:
+        return env, None
+    if env is None:
+        raise InvalidParameterError("a policy that modulates a gait needs the env")
+    from soft_envs.learn.gait_residual import GaitResidualEnv
+
+    wrapped = GaitResidualEnv(env, base_gait)
+    return wrapped, wrapped.gait

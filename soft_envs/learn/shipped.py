@@ -9,9 +9,13 @@ three binomial standard deviations of the fresh sample, at least 5 points. A tra
 (PCCTrack) is held to its RMS tracking error: the fresh mean may exceed the card's by three
 standard errors of the fresh sample, at least 10 %; a *residual* policy (``action_type="residual"``)
 must also beat, on the same fresh episodes, the law it corrects (the zero residual,
-:class:`ZeroAction`). ``soft-envs bench learned`` verifies every shipped policy; CI does on a few
-episodes. :func:`ship` copies a trained policy (``soft-envs train-rl`` output) into the package
-under its task's name.
+:class:`ZeroAction`). A walking policy (QuadrupedWalk, a modulation of its card's ``base_gait``) is held
+to the mean distance it walks: the fresh mean may fall below the card's by three standard errors of
+the fresh sample, at least 10 %, and it may fall no more often than its card's falls allow (three
+binomial standard deviations, at least 5 points). ``soft-envs bench learned`` verifies every shipped
+policy; CI does on a few episodes. :func:`ship` copies a trained policy (``soft-envs train-rl``
+output) into the package under its task's name; :func:`from_sb3` turns a Stable-Baselines3 PPO
+policy into a numpy one.
 """
 
 from __future__ import annotations
@@ -50,16 +54,18 @@ class ZeroAction:
 class Verdict:
     """A shipped policy against its card: the card's figure, the fresh one, and whether it holds
     (``lower_is_better``: an error [m] that may not exceed the card's by more than ``tolerance``;
-    otherwise a fraction that may not fall below it by more). ``law``: the fresh episodes of the
+    ``mean_m`` otherwise: the distance walked [m], which may not fall below the card's by more;
+    else a fraction that may not fall below it by more). ``law``: the fresh episodes of the
     law a residual policy corrects, which it must beat."""
 
     name: str
-    key: str  # the figure compared (``within_1mm``, ``success`` or ``rms_m``)
+    key: str  # the figure compared (``within_1mm``, ``success``, ``rms_m`` or ``mean_m``)
     card: float
     fresh: EvalResult
     tolerance: float
     lower_is_better: bool = False
     law: EvalResult | None = None
+    max_falls: float | None = None  # the walk: the largest fraction of fresh episodes that may end in a fall
 
     @property
     def fresh_value(self) -> float:
@@ -70,20 +76,36 @@ class Verdict:
         return float(self.law.summary()[self.key]) if self.law is not None else float("nan")
 
     @property
+    def higher_is_better_amount(self) -> bool:
+        """The figure is an amount (the distance walked [m]), not a fraction."""
+        return self.key == "mean_m" and not self.lower_is_better
+
+    @property
     def holds(self) -> bool:
+        if self.higher_is_better_amount:
+            falls = float(self.fresh.summary()["terminated"])
+            walks = self.fresh_value >= self.card - self.tolerance
+            return walks and (self.max_falls is None or falls <= self.max_falls)
         if self.lower_is_better:
             beats_law = self.law is None or self.fresh_value < self.law_value
             return self.fresh_value <= self.card + self.tolerance and beats_law
         return self.fresh_value >= self.card - self.tolerance
 
     def show(self, value: float) -> str:
-        """``value`` as the reports show it: an error in mm, a fraction in %."""
+        """``value`` as the reports show it: an error in mm, a distance walked in m, a fraction in %."""
+        if self.higher_is_better_amount:
+            return f"{value:.3f} m"
         return f"{1e3 * value:.2f} mm" if self.lower_is_better else f"{100 * value:.0f} %"
 
     def line(self) -> str:
         verdict = "holds" if self.holds else "FAILS its card"
         law = f", the law it corrects {self.show(self.law_value)}" if self.law is not None else ""
         allowed = f"{1e3 * self.tolerance:.2f} mm" if self.lower_is_better else f"{100 * self.tolerance:.0f} points"
+        if self.higher_is_better_amount:
+            allowed = f"{self.tolerance:.3f} m"
+            if self.max_falls is not None:
+                allowed += f"; falls {100 * float(self.fresh.summary()['terminated']):.0f} %, at most " \
+                           f"{100 * self.max_falls:.0f} %"
         return (f"{self.name}: {self.key} {self.show(self.fresh_value)} on {self.fresh.episodes} fresh episodes"
                 f"{law}, card {self.show(self.card)} (tolerance {allowed}): {verdict}")
 
@@ -107,7 +129,12 @@ def verify(name: str, episodes: int = 20, first_seed: int = FRESH_SEED) -> Verdi
     if missing:
         raise InvalidParameterError(f"shipped policy {name!r} has no {missing} in its card")
     card, env_id, env_kwargs = policy.card["evaluation"], policy.card["env_id"], policy.card["env_kwargs"]
-    fresh = evaluate_policy(policy, env_kwargs, episodes, seed=first_seed, env_id=env_id)
+    base_gait = str(policy.card.get("base_gait", "") or "")
+    fresh = evaluate_policy(policy, env_kwargs, episodes, seed=first_seed, env_id=env_id, base_gait=base_gait)
+    if env_id.endswith("QuadrupedWalk-v0"):  # the distance walked, higher is better, and no more falls
+        card_mean, card_falls = float(card["mean_m"]), float(card["terminated"])
+        return Verdict(name, "mean_m", card_mean, fresh, error_tolerance(card_mean, fresh.distances),
+                       max_falls=card_falls + tolerance(card_falls, episodes))
     if env_id.endswith("PCCTrack-v0"):
         law = None
         if env_kwargs.get("action_type") == "residual":
@@ -150,3 +177,24 @@ def ship(path: str | Path, task: str, folder: str | Path | None = None, **card: 
     if source_curve.exists():
         shutil.copyfile(source_curve, target / f"{task}.curve.json")
     return out
+
+
+def from_sb3(path: str | Path, card: dict[str, Any]) -> MLPPolicy:
+    """The deterministic action of the Stable-Baselines3 PPO policy saved at ``path`` (a ``.zip`` of
+    ``soft-envs train-rl``: its input standardisation, its policy network and action layer) as a
+    numpy :class:`MLPPolicy` with model card ``card`` (needs the ``learn`` extra)."""
+    import torch
+
+    from soft_envs.learn.train import load_model
+    from soft_envs.learn.vector_rollouts import numpy_weights
+
+    policy = load_model(path, "PPO").policy
+    extractor = policy.features_extractor
+    if not hasattr(extractor, "mean"):
+        raise InvalidParameterError(f"{path}: not a policy with a standardised input (recipe standardize=True)")
+    activation = {torch.nn.Tanh: "tanh", torch.nn.ELU: "elu"}.get(policy.activation_fn)
+    if activation is None:
+        raise InvalidParameterError(f"{path}: activation {policy.activation_fn.__name__} is not one of tanh, ELU")
+    layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)] + [policy.action_net]
+    return MLPPolicy(numpy_weights(layers), extractor.mean.numpy().astype(float), extractor.std.numpy().astype(float),
+                     activation, dict(card))
