@@ -105,7 +105,7 @@ def env_rows(batches, steps: int = 5) -> tuple[list[list], str]:
 
             actions = torch.rand((N, env.model.n_dof), device="cuda") * 2.0 - 1.0
             if not note:
-                pointer = obs.data_ptr() == env._obs.__cuda_array_interface__["data"][0]
+                pointer = obs.data_ptr() == env.device_observations.__cuda_array_interface__["data"][0]
                 note = (f"Observations reach PyTorch without a copy: the tensor's data pointer "
                         f"{'is' if pointer else 'is NOT'} the env's device buffer.")
         env.step(actions)

@@ -357,7 +357,8 @@ def _shipped_table(episodes: int) -> str:
         return ""
     rows = []
     for v in verdicts:
-        figure = {"within_1mm": "within 1 mm", "success": "success", "rms_m": "RMS tracking error"}[v.key]
+        figure = {"within_1mm": "within 1 mm", "success": "success", "rms_m": "RMS tracking error",
+                  "mean_m": "distance walked (mean)"}[v.key]
         law = v.law_value if v.law is not None else None
         rows.append([f"`{v.name}`", figure, v.show(v.card), v.show(v.fresh_value),
                      "" if law is None else v.show(law), "holds" if v.holds else "**fails**"])
@@ -365,7 +366,8 @@ def _shipped_table(episodes: int) -> str:
             f"against their model cards, on {episodes} fresh held-out episodes (seeds from {FRESH_SEED}; "
             "`soft_envs.learn.shipped.verify`: a fraction may fall 3 binomial σ below its card, at least 5 points; "
             "an RMS error may exceed its card by 3 standard errors, at least 10 %, and a residual policy must beat "
-            "the law it corrects on the same episodes):\n\n"
+            "the law it corrects on the same episodes; a walk's distance may fall 3 standard errors below its card, "
+            "at least 10 %, with no more falls than its card's allow):\n\n"
             + markdown_table(["policy", "figure", "card", "fresh", "the law it corrects (fresh)", "verdict"], rows))
 
 

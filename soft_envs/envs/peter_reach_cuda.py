@@ -200,6 +200,12 @@ class PeterReachCudaVectorEnv(VectorEnv):
             self.frame_skip, self._obs, self._final_obs, self._reward, self._terminated, self._truncated,
             self._distance)
 
+    @property
+    def device_observations(self):
+        """The device array every step writes the observations into (what ``output="torch"`` hands
+        to PyTorch without a copy)."""
+        return self._obs
+
     def _out(self, array):
         if self.output == "torch":
             return batched_cuda.as_torch(array)

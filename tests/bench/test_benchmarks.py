@@ -279,3 +279,21 @@ def test_the_learner_bench_measures_the_env_and_every_learner_in_one_process():
     pytest.importorskip("skrl")
     sac = learner.sac_rate(16, 1, 2, seed=0)
     assert sac["wall"] > 0 and 0.0 < sac["rollout"] < 1.0
+
+
+def test_the_shipped_table_shows_every_kind_of_card_figure(monkeypatch):
+    """Reach fractions, tracking errors (against the law) and the walk's distance all have a row."""
+    from soft_envs.bench import learned
+    from soft_envs.learn import shipped
+    from soft_envs.learn.train import EvalResult
+
+    walked = EvalResult(np.array([2.2, 2.3]), terminated=np.zeros(2, bool), metric="x")
+    walk = shipped.Verdict("quadruped-walk", "mean_m", 2.2, walked, 0.22, max_falls=0.1)
+    reach = shipped.Verdict("peter-2", "within_1mm", 0.93, EvalResult(np.array([5e-4, 8e-4])), 0.1)
+    law = EvalResult(np.array([7e-3]), rms=np.array([7e-3]), metric="tracking_error")
+    track = shipped.Verdict("pcc-spiral", "rms_m", 3e-3, EvalResult(np.array([3e-3]), rms=np.array([3.1e-3]),
+                                                                    metric="tracking_error"), 3e-4, True, law)
+    monkeypatch.setattr(shipped, "verify_all", lambda episodes: [walk, reach, track])
+    text = learned._shipped_table(2)
+    assert "distance walked (mean)" in text and "2.250 m" in text and "RMS tracking error" in text
+    assert "within 1 mm" in text and text.count("holds") == 3
