@@ -146,22 +146,22 @@ def measure(batches=(1, 64, 1024), budget_steps: int = 4000) -> list[list]:
 
 def thread_rows(B: int = 1024, steps: int = 20, rounds: int = 9) -> list[list]:
     """``[arm, B, threads, µs per arm and step (wall clock), × one thread]`` for one thread and every
-    core of this process (:mod:`soft_envs.sim.threads`), in one run: the rounds of each thread count
-    interleaved (a burst of another process's load falls on both), the best of each."""
+    core of this process (:mod:`soft_envs.sim.threads`), in one run: each thread count's rounds in a row
+    (the pool's threads and the second core's clock kept busy; interleaving them measured lower), the best."""
     rows = []
-    counts = sorted({1, threads.available_cores()})
     for name in _arms(1):
-        arms = {nt: _arms(B, num_threads=nt)[name] for nt in counts}
-        best = dict.fromkeys(counts, np.inf)
-        for arm, dt in arms.values():
+        base = None
+        for nt in sorted({1, threads.available_cores()}):
+            arm, dt = _arms(B, num_threads=nt)[name]
             arm.step(dt, 0.0)
-        for _ in range(rounds):
-            for nt, (arm, dt) in arms.items():
+            best = np.inf
+            for _ in range(rounds):
                 start = time.perf_counter()  # wall clock: the threads' work in parallel
                 for _ in range(steps):
                     arm.step(dt, 0.0)
-                best[nt] = min(best[nt], (time.perf_counter() - start) / steps / B)
-        rows += [[name, B, nt, f"{best[nt] * 1e6:.2f}", f"{best[1] / best[nt]:.2f}"] for nt in counts]
+                best = min(best, (time.perf_counter() - start) / steps / B)
+            base = best if base is None else base
+            rows.append([name, B, nt, f"{best * 1e6:.2f}", f"{base / best:.2f}"])
     return rows
 
 
