@@ -130,7 +130,7 @@ class PeterReachCudaVectorEnv(VectorEnv):
                 "gravity": STANDARD_GRAVITY if cfg.physics.gravity else 0.0, "radius": model.radius,
                 "module_mass": model.module_mass, "leg_stiffness": model.leg_stiffness,
                 "payload": cfg.physics.payload, "command_delay": cfg.actuation.command_delay,
-                "control_period": single.dt, "vent_rate": cfg.actuation.vent_rate}
+                "control_period": single.dt}
         self._coef = to(np.array([float(coef[k]) for k in COEF]))
         flags = {"realistic": self.realistic, "instant": cfg.actuation.actuation == "instant",
                  "tilted": self.realistic and not single.realism.is_ideal("base_tilt"),

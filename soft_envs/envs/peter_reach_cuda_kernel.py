@@ -35,7 +35,7 @@ from soft_envs.sim.batched_cuda import cuda, cuda_module, device_functions
 #: ``coef`` entries of the kernel (one float64 array), by name.
 COEF = ("dt", "alpha_m", "alpha_f", "gamma", "beta", "fill_step", "vent_step", "rest_length", "fill_rate",
         "reference_length", "distance_weight", "success_threshold", "success_reward", "shortest_leg", "gravity",
-        "radius", "module_mass", "leg_stiffness", "payload", "command_delay", "control_period", "vent_rate")
+        "radius", "module_mass", "leg_stiffness", "payload", "command_delay", "control_period")
 #: ``slots`` entries: where each perturbation's draws start in a row of ``draws`` (:data:`PERTURBATIONS` order).
 PERTURBATIONS = ("leg_gain", "supply_gain", "leg_offset", "leak_rate", "command_delay", "observation_noise",
                  "observation_latency", "base_tilt", "radius_error", "leg_stiffness_error", "mass_error", "payload")
@@ -138,7 +138,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
             draws[b, j] = low + (high - low) * xoroshiro128p_uniform_float64(rng, b) if high > low else low
 
     @cuda.jit(device=True)
-    def apply(b, d, slots, coef, flags, gain, offset, leak, perfect, delay, latency, noise, rot, gravity, radius,
+    def apply(b, d, slots, coef, gain, offset, leak, perfect, delay, latency, noise, rot, gravity, radius,
               legs_to_arc, leg_cos, leg_sin, mass, inertia, stiffness, basis_m, basis_p, basis_i):
         """What the drawn row ``d`` does to arm ``b`` (``PeterArms._apply_realism``)."""
         is_perfect = True
@@ -341,7 +341,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
             if realistic:
                 if mode != 2:
                     draw(b, draws, ranges, rng)
-                apply(b, draws[b], slots, coef, flags, gain, offset, leak, perfect, delay, latency, noise, rot, gravity,
+                apply(b, draws[b], slots, coef, gain, offset, leak, perfect, delay, latency, noise, rot, gravity,
                       radius, legs_to_arc, leg_cos, leg_sin, mass, inertia, stiffness, basis_m, basis_p, basis_i)
             for i in range(n):
                 legs[b, i], current[b, i], extension[b, i] = coef[7], coef[7], 0.0
