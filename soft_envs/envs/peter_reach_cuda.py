@@ -53,8 +53,8 @@ class PeterReachCudaVectorEnv(VectorEnv):
         output: ``"torch"`` (tensors on the GPU, no copy) or ``"numpy"`` (copies, e.g. on numba's
             CUDA simulator).
         threads_per_block: CUDA threads per block (one arm a thread).
-        config, **kwargs: :class:`~soft_envs.envs.peter_reach.PeterReachEnv`'s configuration and
-            keywords (validated there), ``realism=`` included; not ``kinematic=True``,
+        config: :class:`~soft_envs.envs.peter_reach.PeterReachEnv`'s configuration (keywords override it).
+        **kwargs: its keywords (validated there), ``realism=`` included; not ``kinematic=True``,
             ``physics="stiff"``, ``backend="pybullet"``, ``goal_conditioned=True``, delta actions,
             a history, an action-rate weight or a render mode (the CPU vector env has them).
     """
