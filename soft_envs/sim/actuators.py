@@ -41,7 +41,7 @@ import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.pcc_arm import PCCArm
-from soft_envs.sim.batched_arm import _rows
+from soft_envs.sim.batched_types import _rows
 
 MIN_VENT_RATE = 5e-3  # m/s: the lowest venting rate accepted without ``allow_slow_venting``
 ROW_BY_ROW = 16  # arms up to which the law's tip Jacobian is taken arm by arm (measured: faster)

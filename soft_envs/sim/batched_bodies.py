@@ -18,8 +18,9 @@ from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import STANDARD_GRAVITY
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.robots.peter import Peter
-from soft_envs.sim.batched_arm import BatchedSoftArm, _rows
+from soft_envs.sim.batched_arm import BatchedSoftArm
 from soft_envs.sim.batched_kernels import pcc_validity
+from soft_envs.sim.batched_types import _rows
 from soft_envs.sim.damping import PCC_RAYLEIGH_STIFFNESS, PETER_RAYLEIGH_STIFFNESS
 from soft_envs.sim.sections import SectionMap
 
