@@ -149,7 +149,8 @@ class PeterReachCudaVectorEnv(VectorEnv):
         self._ranges, self._slots = to(np.array(ranges, dtype=float)), to(np.array(starts, dtype=np.int64))
         basis = plant_basis(model, arms.topology)
         self._basis = (to(basis["mass_m"]), to(basis["mass_p"]), to(np.stack(
-            [basis[k] for k in ("inertia_m", "inertia_mr", "inertia_p", "inertia_pr")])))
+            [basis[k] for k in ("inertia_m", "inertia_mr", "inertia_p", "inertia_pr")])),
+                       to(np.ascontiguousarray(basis["stiffness"])), to(np.ascontiguousarray(basis["legs_to_arc"])))
         # valve commands pending at most (one a control period), sensor samples kept
         longest = cfg.actuation.command_delay + (single.realism.ranges["command_delay"][1] if self.realistic else 0.0)
         self._queue = int(math.ceil(min(longest, 2 * MAX_COMMAND_DELAY) / single.dt + 1e-9)) + 2

@@ -8,10 +8,10 @@ One thread an arm, what :class:`~soft_envs.envs.peter_arms.PeterArms` does to on
   ranges the env resolved), then what they do (``PeterArms._apply_realism``): leg gains, offsets and
   leaks, the valves' delay, the sensor's latency and noise, the base tilt (the tip's frame and
   gravity in the base), and the plant (leg-circle radius, module mass, leg stiffness, payload:
-  masses and inertias from :func:`plant_basis`, stiffness ``(3k, 3/2 k r², 3/2 k r²)``, the
-  legs-to-arc map of the drawn radius); the arm at rest on its legs, the sensor's history full of
-  that reading, a goal from the bank. Under ``"ideal"`` nothing is drawn and the rest state is the
-  host's (:class:`~soft_envs.sim.batched_bodies.BatchedSoftPeter.reset_inflation`, to the bit).
+  masses, inertias, stiffness and the legs-to-arc map from :func:`plant_basis`); the arm at rest on
+  its legs, the sensor's history full of that reading, a goal from the bank. Under ``"ideal"``
+  nothing is drawn and the rest state is the host's
+  (:meth:`~soft_envs.sim.batched_bodies.BatchedSoftPeter.reset_inflation`, to the bit).
 * **step** (``mode`` 0): the action into set-points and leg targets given to the valves (at once,
   or queued ``delay`` after ``now``: ``BatchedDeadTime``), then ``frame_skip`` physics steps of
   the legs (fill and vent rates; gain, offset and leak) and of the arm (the CPU core's
@@ -52,8 +52,10 @@ MAX_RATE = 1e3
 def plant_basis(model: Peter, topology, payload_scale: float = 1.0) -> dict[str, np.ndarray]:
     """The link masses ``(K,)`` [kg] and inertias ``(K, 3)`` [kg m²] of ``model``'s chain as the core
     takes them, as ``mass = M m_M + P m_P`` and ``inertia = M (I_M + r² I_Mr) + P (I_P + r² I_Pr)``
-    in the module mass ``M`` [kg], the payload ``P`` [kg] and the leg-circle radius ``r`` [m]
-    (:meth:`Peter.chain`: each link a cylinder of its share of ``M``, the payload on the last plate;
+    in the module mass ``M`` [kg], the payload ``P`` [kg] and the leg-circle radius ``r`` [m]; the
+    stiffness ``K = k (S₀ + r² S₂)`` (``stiffness``: ``(2, n)``) in the leg stiffness ``k`` [N/m] and the
+    legs-to-arc map ``Q = Q₀ + Q₁ / r`` (``legs_to_arc``: ``(2, 3, 3)``), all read off the model at two
+    radii (:meth:`Peter.chain`: each link a cylinder of its share of ``M``, the payload on the last plate;
     ``tests/sim/test_batched_cuda.py`` checks the episodes it gives against the CPU env's, whose
     :meth:`BatchedSoftPeter.set_model` builds the chain)."""
     def dynamics(mass: float, radius: float, payload: float) -> tuple[np.ndarray, np.ndarray]:
@@ -68,8 +70,15 @@ def plant_basis(model: Peter, topology, payload_scale: float = 1.0) -> dict[str,
     inertia_mr = (i1 - i0) / (r1**2 - r0**2)
     inertia_p0, inertia_p1 = (ip0 - i0) / payload_scale, (ip1 - i1) / payload_scale
     inertia_pr = (inertia_p1 - inertia_p0) / (r1**2 - r0**2)
+    # the elastic stiffness K = k (S₀ + r² S₂) and the legs-to-arc map Q = Q₀ + Q₁ / r, from the model's own
+    k0, k1 = (model.with_parameters(leg_stiffness=1.0, radius=r).stiffness().ravel() for r in (r0, r1))
+    stiffness_r2 = (k1 - k0) / (r1**2 - r0**2)
+    q0, q1 = (model.with_parameters(radius=r).arc_from_legs(np.eye(3)[:, None, :])[:, 0, :].T for r in (r0, r1))
+    arc_inverse_r = (q0 - q1) / (1.0 / r0 - 1.0 / r1)
     return {"mass_m": m0, "mass_p": (mp - m0) / payload_scale, "inertia_m": i0 - r0**2 * inertia_mr,
-            "inertia_mr": inertia_mr, "inertia_p": inertia_p0 - r0**2 * inertia_pr, "inertia_pr": inertia_pr}
+            "inertia_mr": inertia_mr, "inertia_p": inertia_p0 - r0**2 * inertia_pr, "inertia_pr": inertia_pr,
+            "stiffness": np.stack((k0 - r0**2 * stiffness_r2, stiffness_r2)),
+            "legs_to_arc": np.stack((q0 - arc_inverse_r / r0, arc_inverse_r))}
 
 
 @cache
@@ -139,7 +148,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
 
     @cuda.jit(device=True)
     def apply(b, d, slots, coef, gain, offset, leak, perfect, delay, latency, noise, rot, gravity, radius,
-              legs_to_arc, leg_cos, leg_sin, mass, inertia, stiffness, basis_m, basis_p, basis_i):
+              legs_to_arc, mass, inertia, stiffness, basis_m, basis_p, basis_i, basis_k, basis_q):
         """What the drawn row ``d`` does to arm ``b`` (``PeterArms._apply_realism``)."""
         is_perfect = True
         supply = d[slots[1]]
@@ -172,15 +181,11 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
         m_module = coef[16] * (1.0 + d[slots[10]])
         load = coef[18] + d[slots[11]]
         radius[b] = r
-        arc = 2.0 / (3.0 * r)
-        for j in range(3):
-            legs_to_arc[b, 0, j] = 1.0 / 3.0
-            legs_to_arc[b, 1, j] = -arc * leg_cos[j]
-            legs_to_arc[b, 2, j] = -arc * leg_sin[j]
-        for m in range(n_modules):
-            stiffness[b, 3 * m] = 3.0 * k_leg
-            stiffness[b, 3 * m + 1] = 1.5 * k_leg * r * r
-            stiffness[b, 3 * m + 2] = 1.5 * k_leg * r * r
+        for i in range(3):
+            for j in range(3):
+                legs_to_arc[b, i, j] = basis_q[0, i, j] + basis_q[1, i, j] / r
+        for i in range(n):
+            stiffness[b, i] = k_leg * (basis_k[0, i] + r * r * basis_k[1, i])
         for link in range(n_links):
             mass[b, link] = m_module * basis_m[link] + load * basis_p[link]
             for k3 in range(3):
@@ -191,8 +196,8 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
     def kernel(ints, table, trig, sec, lref, mass, inertia, gravity, stiffness, rayleigh, legs_to_arc, radius,
                leg_cos, leg_sin, u, w, a, c, rest, fresh, clock, legs, current, due, queued, gain, offset, leak,
                extension, perfect, delay, hist, count, latency, noise, rot, draws, ranges, slots, basis_m, basis_p,
-               basis_i, goal, steps, actions, mode, reset, u0, c0, tip0, setpoint0, goals, rng, coef, flags, t_low,
-               t_span, frame_skip, obs, final_obs, reward, terminated, truncated, distance):
+               basis_i, basis_k, basis_q, goal, steps, actions, mode, reset, u0, c0, tip0, setpoint0, goals, rng, coef,
+               flags, t_low, t_span, frame_skip, obs, final_obs, reward, terminated, truncated, distance):
         b = cuda.grid(1)
         if b >= u.shape[0]:
             return
@@ -342,7 +347,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                 if mode != 2:
                     draw(b, draws, ranges, rng)
                 apply(b, draws[b], slots, coef, gain, offset, leak, perfect, delay, latency, noise, rot, gravity,
-                      radius, legs_to_arc, leg_cos, leg_sin, mass, inertia, stiffness, basis_m, basis_p, basis_i)
+                      radius, legs_to_arc, mass, inertia, stiffness, basis_m, basis_p, basis_i, basis_k, basis_q)
             for i in range(n):
                 legs[b, i], current[b, i], extension[b, i] = coef[7], coef[7], 0.0
             for q in range(queue):
