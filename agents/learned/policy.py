@@ -1,7 +1,7 @@
 """A learned policy as numpy arrays: input standardisation, an MLP, bounded actions.
 
 ``MLPPolicy`` computes ``a = clip(g(W_k · f(… f(W_1 · (o − μ) / σ + b_1) …) + b_k), −1, 1)`` on a
-flat observation ``o`` (``f`` the hidden layers' activation, ELU or tanh; ``g`` the output's, the
+flat observation ``o`` (``f`` the hidden layers' activation, ELU, ReLU or tanh; ``g`` the output's, the
 identity or tanh), the deterministic action of a Gaussian policy trained with PPO
 (:mod:`soft_envs.learn.parallel`) or SAC (:mod:`soft_envs.learn.offpolicy`, a tanh output). It needs neither
 PyTorch nor the learning library: a fresh install runs it. Its file is an ``.npz`` read with
@@ -27,7 +27,7 @@ import numpy as np
 from soft_envs.exceptions import InvalidParameterError, as_real_array
 
 FORMAT_VERSION = 1
-ACTIVATIONS = ("elu", "tanh")
+ACTIVATIONS = ("elu", "relu", "tanh")
 OUTPUTS = ("linear", "tanh")
 
 
@@ -52,6 +52,8 @@ def checked_layers(weights: Any, dtype: Any, what: str) -> list[tuple[np.ndarray
 def _activation(name: str, x: np.ndarray) -> np.ndarray:
     if name == "elu":
         return np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0)))
+    if name == "relu":
+        return np.maximum(x, 0.0)
     return np.tanh(x)
 
 

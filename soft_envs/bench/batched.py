@@ -144,10 +144,12 @@ def measure(batches=(1, 64, 1024), budget_steps: int = 4000) -> list[list]:
     return rows
 
 
-def thread_rows(B: int = 1024, steps: int = 20, rounds: int = 9) -> list[list]:
+def thread_rows(B: int = 1024, steps: int = 20, rounds: int = 25) -> list[list]:
     """``[arm, B, threads, µs per arm and step (wall clock), × one thread]`` for one thread and every
     core of this process (:mod:`soft_envs.sim.threads`), in one run: each thread count's rounds in a row
-    (the pool's threads and the second core's clock kept busy; interleaving them measured lower), the best."""
+    (the pool's threads and the second core's clock kept busy; interleaving them measured lower), the best
+    (the estimate of idle cores: on a host whose cores other work shares, a round that other work
+    interrupts is slower, never faster; 25 rounds of 0.1-0.2 s each)."""
     rows = []
     for name in _arms(1):
         base = None

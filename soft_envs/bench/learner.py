@@ -93,14 +93,16 @@ def sb3_rate(n_envs: int, n_threads: int, iterations: int, seed: int) -> tuple[f
     from stable_baselines3 import PPO
 
     from soft_envs.learn.sb3_vector import sb3_vec_env
+    from soft_envs.learn.vector_rollouts import torch_activations
 
     recipe = RECIPES[RECIPE]
     torch.set_num_threads(n_threads or threads.available_cores())
     venv = sb3_vec_env(recipe.env_id, n_envs, seed=seed, vectorization_mode="vector_entry_point",
                        num_threads=n_threads or None, **recipe.make_kwargs())
     batch = n_envs * recipe.n_steps
+    networks = {"net_arch": list(recipe.net_arch), "activation_fn": torch_activations()[recipe.activation]}
     model = PPO("MlpPolicy", venv, n_steps=recipe.n_steps, batch_size=recipe.batch_size, n_epochs=recipe.n_epochs,
-                policy_kwargs={"net_arch": list(recipe.net_arch)}, seed=seed, device="cpu", verbose=0)
+                policy_kwargs=networks, seed=seed, device="cpu", verbose=0)
     model.learn(batch)  # warm up
     wall0, cpu0 = _clocks()
     model.learn(iterations * batch, reset_num_timesteps=False)
@@ -185,9 +187,10 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
                             "skrl SAC /s (CPU, share)", "skrl SAC collection share"], rows)
     text = (f"Soft PeterReach-v0 (2 modules, ideal), recipe `{RECIPE}`: {recipe.n_steps} steps per env a rollout, "
             f"{recipe.n_epochs} epochs of minibatches of {recipe.batch_size:,} (both learners), networks "
-            f"{list(recipe.net_arch)}; env-steps per second "
+            f"{list(recipe.net_arch)} ({recipe.activation}); env-steps per second "
             f"(the share of the vector env's own rate in brackets); skrl SAC: recipe `{SAC_RECIPE}` at the same N, "
             f"{sac_recipe.gradient_steps} updates of {sac_recipe.batch_size} transitions after every step of all "
-            f"envs, networks {list(sac_recipe.net_arch)}, timed once it updates. Process CPUs: {os.cpu_count()}."
+            f"envs, networks {list(sac_recipe.net_arch)} ({sac_recipe.activation}), timed once it updates. "
+            f"Process CPUs: {os.cpu_count()}."
             f"\n\n{table}\n")
     return text + ("\n" + time_to_goal() if full else "")

@@ -97,6 +97,17 @@ class PeterReachVectorEnv(ArmsVectorEnv[PeterReachEnv]):
         """Every sub-env's commanded set-points ``(N, 3N)`` [s]."""
         return self.arms.inflation_times
 
+    def privileged_observation(self) -> np.ndarray:
+        """What the simulator knows of every sub-env and its sensor does not, ``(N, 6 + 4L + 1)`` float32
+        (``L`` legs), for a critic that learns beside a policy of the observations (an asymmetric
+        actor-critic): the true goal − tip [m] and tip velocity [m/s] (the goals' frame, no noise or
+        latency), the legs' actual inflation [s] and their drawn fill gains [1] (leg × supply),
+        length offsets [m] and leaks [m/s], and the valve delay [s]. After a same-step autoreset the
+        rows that reset hold their new episode, as the observations do."""
+        arms, legs = self.arms, self.arms.legs
+        return np.concatenate([arms.goal - arms.tip, arms.tip_velocity, legs.inflation, legs.gain, legs.offset,
+                               legs.leak_rate, legs.delay[:, None]], axis=1).astype(np.float32)
+
 
 def make_peter_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,
                             autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, device: str = "cpu",

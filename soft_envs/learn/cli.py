@@ -67,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--env-threads", type=int,
                         help="the parallel learner: threads stepping the vector env (default: every core)")
+    parser.add_argument("--device", default="cpu",
+                        help="the parallel learner: where its networks and batches live ('cpu', 'cuda', 'cuda:N')")
     parser.add_argument("--checkpoint-every", type=float, metavar="MIN",
                         help="write OUTPUT.ckpt/ every MIN minutes of training (and on SIGTERM)")
     parser.add_argument("--resume", action="store_true", help="continue OUTPUT.ckpt/ to the same total budget")
@@ -98,6 +100,7 @@ def recipe_from_args(args: argparse.Namespace):
 
 def main(args: argparse.Namespace) -> int:
     """``soft-envs train-rl``: train, print the evaluations and the final figures, save."""
+    from soft_envs.exceptions import InvalidParameterError
     from soft_envs.learn import train as train_rl
 
     try:
@@ -105,6 +108,8 @@ def main(args: argparse.Namespace) -> int:
         minutes = args.minutes if args.minutes and args.minutes > 0 else None
         if recipe.learner in PARALLEL_LEARNERS:
             return _main_parallel(args, recipe, minutes)
+        if args.device != "cpu":
+            raise InvalidParameterError("--device is the parallel learner's (--n-envs N on a native vector env)")
         output = args.output or f"{recipe.env_id.split('/')[-1].split('-')[0].lower()}_policy.zip"
         common = dict(minutes=minutes, timesteps=args.timesteps, n_modules=args.modules, realism=args.realism,
                       eval_every=args.eval_every or 10_000, eval_episodes=args.eval_episodes, threads=args.threads,
@@ -148,7 +153,7 @@ def _main_parallel(args: argparse.Namespace, recipe, minutes: float | None) -> i
         result = train_parallel(recipe, minutes=minutes, timesteps=args.timesteps, seed=seed,
                                 eval_every=args.eval_every or 500_000, eval_episodes=args.eval_episodes,
                                 threads=args.threads, env_threads=args.env_threads, output=path,
-                                budget_clock=args.budget_clock)
+                                budget_clock=args.budget_clock, device=args.device)
         assert result.final is not None
         learner = "skrl SAC" if recipe.learner == "skrl" else "rsl_rl PPO"
         print(f"{learner} on {result.env_id} {result.env_kwargs}, {recipe.n_envs} envs, seed {seed}: "

@@ -13,7 +13,11 @@ time, as ``soft-envs train-rl``), the held-out evaluations and the saved policy 
 actions' numpy view, its observations standardised (mean and standard deviation of a random-action
 rollout) into one float32 array a step that torch wraps without a further copy, ``dones =
 terminated | truncated`` and ``time_outs = truncated`` (rsl_rl bootstraps the value of an episode
-cut by its time limit). The trained actor is saved as a numpy
+cut by its time limit). With a recipe's ``privileged_critic`` the critic also reads the vector env's
+``privileged_observation()`` (group :data:`PRIVILEGED_GROUP`, standardised the same way): the
+asymmetric actor-critic of legged_gym and Isaac Lab, where the value of a randomised robot is
+learnt from what the simulator knows of it and the policy keeps to what a real robot measures.
+The trained actor is saved as a numpy
 :class:`~soft_envs.agents.learned.MLPPolicy` (``PATH.npz`` and its model card ``PATH.json``), which
 ``soft-envs evaluate`` runs without PyTorch.
 """
@@ -39,14 +43,20 @@ from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.learn import recipes
 from soft_envs.learn.train import EVAL_SEED, METRICS, TrainResult, check_budget, evaluate_policy
 from soft_envs.learn.vector_rollouts import (  # noqa: F401 (the vector env helpers, re-exported)
+    activation_name,
     has_native_vector_env,
+    learner_device,
     learner_env,
     make_vector_env,
     numpy_weights,
+    privileged_source,
+    privileged_statistics,
     rollout_statistics,
 )
 
 OBS_GROUP = "policy"
+#: The observation group of the vector env's privileged observation (a recipe's ``privileged_critic``).
+PRIVILEGED_GROUP = "privileged"
 
 
 def require_rsl_rl():
@@ -66,43 +76,55 @@ class TorchVectorEnv:
         obs_mean, obs_std: the standardisation of the observations.
         seed: the reset seed of the first episodes.
         metric: the ``info`` key recorded at every episode's end (with ``is_success``).
+        privileged: ``(source, mean, std)``: the group :data:`PRIVILEGED_GROUP`, ``source()``
+            standardised, beside the policy's (``None``: none).
+        device: where the tensors it hands over live (the learner's device; the actions come back
+            to the host for a CPU vector env).
     """
 
-    def __init__(self, venv, obs_mean: np.ndarray, obs_std: np.ndarray, seed: int, metric: str) -> None:
+    def __init__(self, venv, obs_mean: np.ndarray, obs_std: np.ndarray, seed: int, metric: str,
+                 privileged: tuple[Any, np.ndarray, np.ndarray] | None = None, device: str = "cpu") -> None:
         import torch
 
         self.venv = venv
         self.num_envs = int(venv.num_envs)
         self.num_actions = int(np.prod(venv.single_action_space.shape))
         self.max_episode_length = int(venv.spec.max_episode_steps or 10**9) if venv.spec else 10**9
-        self.episode_length_buf = torch.zeros(self.num_envs, dtype=torch.long)
-        self.device = "cpu"
+        self.device = device
+        self.episode_length_buf = torch.zeros(self.num_envs, dtype=torch.long, device=device)
         self.cfg: dict[str, Any] = {}
         self.metric = metric
         self.obs_mean = np.asarray(obs_mean, dtype=np.float32)
         self.obs_inv_std = (1.0 / np.asarray(obs_std, dtype=np.float64)).astype(np.float32)
+        self.privileged = None if privileged is None else (
+            privileged[0], np.asarray(privileged[1], np.float32), (1.0 / np.asarray(privileged[2])).astype(np.float32))
         self._returns = np.zeros(self.num_envs)
         self.episodes: dict[str, list[float]] = {"return": [], "success": [], metric: []}
         obs, _ = venv.reset(seed=seed)
         self._obs = self._standardised(obs)
 
     def _standardised(self, obs: np.ndarray):
+        return self._tensor((np.asarray(obs, dtype=np.float32) - self.obs_mean) * self.obs_inv_std)
+
+    def _tensor(self, array: np.ndarray):
         import torch
 
-        return torch.from_numpy((np.asarray(obs, dtype=np.float32) - self.obs_mean) * self.obs_inv_std)
+        return torch.from_numpy(array).to(self.device)
 
     def _group(self, obs):
         from tensordict import TensorDict
 
-        return TensorDict({OBS_GROUP: obs}, batch_size=[self.num_envs])
+        groups = {OBS_GROUP: obs}
+        if self.privileged is not None:
+            source, mean, inv_std = self.privileged
+            groups[PRIVILEGED_GROUP] = self._tensor((np.asarray(source(), np.float32) - mean) * inv_std)
+        return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
 
     def get_observations(self):
         return self._group(self._obs)
 
     def step(self, actions):
-        import torch
-
-        obs, reward, terminated, truncated, info = self.venv.step(actions.numpy())
+        obs, reward, terminated, truncated, info = self.venv.step(actions.cpu().numpy())
         done = terminated | truncated
         self._returns += reward
         self.episode_length_buf += 1
@@ -115,11 +137,10 @@ class TorchVectorEnv:
             if self.metric in final:
                 self.episodes[self.metric].extend(np.asarray(final[self.metric], dtype=float)[rows].tolist())
             self._returns[rows] = 0.0
-            self.episode_length_buf[torch.from_numpy(done)] = 0
+            self.episode_length_buf[self._tensor(done)] = 0
         self._obs = self._standardised(obs)
-        extras = {"time_outs": torch.from_numpy(truncated & ~terminated)}
-        return (self._group(self._obs), torch.from_numpy(np.asarray(reward, dtype=np.float32)),
-                torch.from_numpy(done), extras)
+        extras = {"time_outs": self._tensor(truncated & ~terminated)}
+        return self._group(self._obs), self._tensor(np.asarray(reward, dtype=np.float32)), self._tensor(done), extras
 
     def take_episodes(self) -> dict[str, float]:
         """Means of the episodes ended since the last call (``{}`` if none), and forget them."""
@@ -140,17 +161,20 @@ def rsl_config(recipe: recipes.Recipe) -> dict[str, Any]:
     hidden = list(recipe.net_arch)
     return {
         "num_steps_per_env": recipe.n_steps,
-        "obs_groups": {"actor": [OBS_GROUP], "critic": [OBS_GROUP]},
+        "obs_groups": {"actor": [OBS_GROUP],
+                       "critic": [OBS_GROUP, PRIVILEGED_GROUP] if recipe.privileged_critic else [OBS_GROUP]},
         "multi_gpu": None,
         "algorithm": {"class_name": "PPO", "num_learning_epochs": recipe.n_epochs,
                       "num_mini_batches": max(1, batch // recipe.batch_size), "clip_param": recipe.clip_range,
                       "gamma": recipe.gamma, "lam": recipe.gae_lambda, "value_loss_coef": 1.0,
                       "entropy_coef": recipe.ent_coef, "learning_rate": recipe.learning_rate, "max_grad_norm": 1.0,
                       "schedule": "adaptive", "desired_kl": recipe.desired_kl},
-        "actor": {"class_name": "MLPModel", "hidden_dims": hidden, "activation": "elu", "obs_normalization": False,
+        "actor": {"class_name": "MLPModel", "hidden_dims": hidden, "activation": recipe.activation,
+                  "obs_normalization": False,
                   "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": recipe.init_std,
                                        "std_type": "scalar"}},
-        "critic": {"class_name": "MLPModel", "hidden_dims": hidden, "activation": "elu", "obs_normalization": False},
+        "critic": {"class_name": "MLPModel", "hidden_dims": hidden, "activation": recipe.activation,
+                   "obs_normalization": False},
     }
 
 
@@ -158,8 +182,10 @@ def actor_policy(alg, obs_mean: np.ndarray, obs_std: np.ndarray, card: dict[str,
     """The deterministic actor of rsl_rl's ``alg`` as a numpy :class:`MLPPolicy`."""
     import torch
 
-    layers = [m for m in alg.get_policy().mlp if isinstance(m, torch.nn.Linear)]
-    return MLPPolicy(numpy_weights(layers), obs_mean, obs_std, "elu", card)
+    modules = list(alg.get_policy().mlp)
+    layers = [m for m in modules if isinstance(m, torch.nn.Linear)]
+    activations = {type(m) for m in modules if not isinstance(m, torch.nn.Linear)}
+    return MLPPolicy(numpy_weights(layers), obs_mean, obs_std, activation_name(activations.pop()), card)
 
 
 class ParallelPPO:
@@ -168,15 +194,22 @@ class ParallelPPO:
     NAME = "rsl_rl PPO"
 
     def __init__(self, recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, *, threads: int = 1,
-                 env_threads: int | None = None) -> None:
+                 env_threads: int | None = None, device: str = "cpu") -> None:
         require_rsl_rl()
         from rsl_rl.algorithms import PPO
 
+        device = learner_device(device)
+
         self.recipe, self.env_kwargs, self.seed = recipe, env_kwargs, seed
         venv, self.obs_mean, self.obs_std = learner_env(recipe, env_kwargs, seed, threads, env_threads)
-        self.env = TorchVectorEnv(venv, self.obs_mean, self.obs_std, seed, METRICS.get(recipe.env_id, "distance"))
+        privileged = None
+        if recipe.privileged_critic:
+            source = privileged_source(venv)
+            privileged = (source, *privileged_statistics(venv, source, recipe.standardize_samples, seed + 2))
+        self.env = TorchVectorEnv(venv, self.obs_mean, self.obs_std, seed, METRICS.get(recipe.env_id, "distance"),
+                                  privileged, device)
         with contextlib.redirect_stdout(io.StringIO()):  # (it prints the configuration and the networks)
-            self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_config(recipe), "cpu")
+            self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_config(recipe), device)
         self.timesteps = 0
         self.iterations = 0
         self.collect_seconds = 0.0  # [s] wall time in rollouts (env steps and the actor's sampling)
@@ -224,11 +257,13 @@ def learner_class(recipe: recipes.Recipe) -> Any:
 def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, timesteps: int | None = None, seed: int = 0,
                    eval_every: int = 500_000, eval_episodes: int = 100, threads: int = 1,
                    env_threads: int | None = None, output: str | Path | None = None, progress: bool = True,
-                   log=print, budget_clock: str = "wall") -> TrainResult:
+                   log=print, budget_clock: str = "wall", device: str = "cpu") -> TrainResult:
     """Train ``recipe`` (``learner="rsl_rl"``) until ``minutes`` (of wall time, or with
     ``budget_clock="cpu"`` of this process's CPU time, evaluations included) or ``timesteps``
     env steps; evaluate the deterministic policy every ``eval_every`` steps on ``eval_episodes``
-    held-out episodes (seeds ``EVAL_SEED …``, single env); save ``output`` (``.npz`` + card)."""
+    held-out episodes (seeds ``EVAL_SEED …``, single env); save ``output`` (``.npz`` + card).
+    ``device``: where the networks and the batches live (``"cuda"``: a GPU; the vector env stays
+    where it is, its arrays cross to the device once a step)."""
     recipe = recipe.validate()
     if recipe.learner not in recipes.PARALLEL_LEARNERS:
         raise InvalidParameterError(f"train_parallel trains {recipes.PARALLEL_LEARNERS} recipes; got learner "
@@ -241,7 +276,8 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
     wall0, cpu0 = time.perf_counter(), clock.process_time()
     with use:
         start = clock.now()
-        learner = learner_class(recipe)(recipe, env_kwargs, seed, threads=threads, env_threads=env_threads)
+        learner = learner_class(recipe)(recipe, env_kwargs, seed, threads=threads, env_threads=env_threads,
+                                        device=device)
         log(f"training {learner.NAME} on {recipe.env_id} {env_kwargs}, {recipe.n_envs} envs, seed {seed}")
 
         def evaluate():
@@ -279,7 +315,7 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
                 "recipe": dataclasses.asdict(recipe), "seed": seed, "timesteps": learner.timesteps,
                 "budget_clock": budget_clock, "budget_minutes": minutes, "wall_seconds": wall, "cpu_seconds": cpu,
                 "evaluation": final.summary() | {"first_seed": EVAL_SEED}, "soft_envs_version": __version__,
-                "threads": {"torch": threads, "env": env_threads or "every core"},
+                "threads": {"torch": threads, "env": env_threads or "every core"}, "device": device,
                 "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}"}
         path = learner.policy(card).save(output)
         Path(path).with_suffix(".curve.json").write_text(json.dumps(curve) + "\n")

@@ -186,15 +186,13 @@ def from_sb3(path: str | Path, card: dict[str, Any]) -> MLPPolicy:
     import torch
 
     from soft_envs.learn.train import load_model
-    from soft_envs.learn.vector_rollouts import numpy_weights
+    from soft_envs.learn.vector_rollouts import activation_name, numpy_weights
 
     policy = load_model(path, "PPO").policy
     extractor = policy.features_extractor
     if not hasattr(extractor, "mean"):
         raise InvalidParameterError(f"{path}: not a policy with a standardised input (recipe standardize=True)")
-    activation = {torch.nn.Tanh: "tanh", torch.nn.ELU: "elu"}.get(policy.activation_fn)
-    if activation is None:
-        raise InvalidParameterError(f"{path}: activation {policy.activation_fn.__name__} is not one of tanh, ELU")
+    activation = activation_name(policy.activation_fn)
     layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)] + [policy.action_net]
     return MLPPolicy(numpy_weights(layers), extractor.mean.numpy().astype(float), extractor.std.numpy().astype(float),
                      activation, dict(card))

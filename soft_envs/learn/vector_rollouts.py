@@ -1,10 +1,14 @@
 """What the parallel learners (:mod:`soft_envs.learn.parallel`, :mod:`soft_envs.learn.offpolicy`)
 share: the native vector env of a recipe, the statistics its observations are standardised by
-(:func:`learner_env` does both, with torch's threads and seed), and the layers of a trained
-network as numpy arrays (:func:`numpy_weights`)."""
+(:func:`learner_env` does both, with torch's threads and seed), a privileged observation for a
+critic (:func:`privileged_source`, :func:`privileged_statistics`), the device the learner's
+networks and batches live on (:func:`learner_device`), and the layers of a trained
+network as numpy arrays (:func:`numpy_weights`, :func:`activation_name`; :func:`torch_activations`)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,7 +49,51 @@ def rollout_statistics(venv, samples: int, seed: int) -> tuple[np.ndarray, np.nd
         action = rng.uniform(low, high, (venv.num_envs, low.shape[0])).astype(np.float32)
         obs, *_ = venv.step(action)
         rows.append(np.asarray(obs, dtype=np.float64))
-    data = np.concatenate(rows)
+    return _mean_std(np.concatenate(rows))
+
+
+def learner_device(device: str) -> str:
+    """``device`` checked for the learners' networks and batches: ``"cpu"``, or ``"cuda"`` /
+    ``"cuda:N"`` where torch sees that GPU (:class:`InvalidParameterError` otherwise)."""
+    import torch
+
+    if device == "cpu":
+        return device
+    if not isinstance(device, str) or not re.fullmatch(r"cuda(:\d+)?", device):
+        raise InvalidParameterError(f"device must be 'cpu', 'cuda' or 'cuda:N'; got {device!r}")
+    index = int(device.partition(":")[2] or 0)
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise InvalidParameterError(f"device {device!r}: torch sees no such CUDA GPU (a CPU build of torch, no "
+                                    f"driver, or {torch.cuda.device_count()} GPUs)")
+    return device
+
+
+def privileged_source(venv) -> Callable[[], np.ndarray]:
+    """``venv``'s privileged observation (``privileged_observation()`` of its unwrapped env, ``(N, k)``),
+    or :class:`InvalidParameterError`: a privileged critic needs one."""
+    source = getattr(venv.unwrapped, "privileged_observation", None)
+    if source is None:
+        name = venv.spec.id if venv.spec else type(venv.unwrapped).__name__
+        raise InvalidParameterError(f"{name}'s vector env has no privileged observation: train it without "
+                                    "privileged_critic")
+    return source
+
+
+def privileged_statistics(venv, source: Callable[[], np.ndarray], samples: int,
+                          seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of ``source()`` (a privileged observation) under uniformly random
+    actions, as :func:`rollout_statistics` (at least ``samples`` rows; a constant entry gets std 1)."""
+    rng = np.random.default_rng(seed)
+    venv.reset(seed=seed)
+    rows = [np.asarray(source(), dtype=np.float64)]
+    low, high = venv.single_action_space.low, venv.single_action_space.high
+    while sum(len(r) for r in rows) < samples:
+        venv.step(rng.uniform(low, high, (venv.num_envs, low.shape[0])).astype(np.float32))
+        rows.append(np.asarray(source(), dtype=np.float64))
+    return _mean_std(np.concatenate(rows))
+
+
+def _mean_std(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     std = data.std(axis=0)
     return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
 
@@ -67,7 +115,24 @@ def learner_env(recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, t
     return venv, np.zeros(n_obs), np.ones(n_obs)
 
 
+def torch_activations() -> dict[str, Any]:
+    """The torch activation class of each of :data:`~soft_envs.learn.recipes.PARALLEL_ACTIVATIONS`."""
+    import torch
+
+    return {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
+
+
+def activation_name(module_type: Any) -> str:
+    """The :class:`~soft_envs.agents.learned.MLPPolicy` name of a torch activation class (``torch.nn.ELU``:
+    ``"elu"``, ``ReLU``: ``"relu"``, ``Tanh``: ``"tanh"``); :class:`InvalidParameterError` for another."""
+    names = {cls: name for name, cls in torch_activations().items()}
+    if module_type not in names:
+        raise InvalidParameterError(f"activation {getattr(module_type, '__name__', module_type)} is not one of "
+                                    "ELU, ReLU, tanh (what a numpy policy runs)")
+    return names[module_type]
+
+
 def numpy_weights(layers: list[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
     """``[(W, b), …]`` of torch ``Linear`` layers, ``W`` of shape ``(inputs, outputs)`` as
     :class:`~soft_envs.agents.learned.MLPPolicy` takes them."""
-    return [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in layers]
+    return [(m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy()) for m in layers]

@@ -35,6 +35,16 @@ def test_act_is_the_mlp_of_the_standardised_input_clipped():
     assert state is None and action.shape == (3,)
 
 
+def test_relu_and_tanh_hidden_layers():
+    rng = np.random.default_rng(2)
+    weights = [(rng.normal(size=(5, 8)), rng.normal(size=8)), (rng.normal(size=(8, 3)), rng.normal(size=3))]
+    obs = rng.normal(size=5)
+    for name, f in (("relu", lambda h: np.maximum(h, 0.0)), ("tanh", np.tanh)):
+        policy = MLPPolicy(weights, np.zeros(5), np.ones(5), name)
+        expected = np.clip(f(obs @ weights[0][0] + weights[0][1]) @ weights[1][0] + weights[1][1], -1.0, 1.0)
+        np.testing.assert_allclose(policy.act(obs), expected, rtol=1e-6, atol=1e-6)
+
+
 @settings(max_examples=50, deadline=None)
 @given(arrays(np.float64, 5, elements=st.floats(-1e6, 1e6)))
 def test_actions_stay_in_the_box_for_any_finite_observation(obs):

@@ -39,11 +39,14 @@ def test_adapter_hands_standardised_batches_and_marks_time_outs():
     env.close()
 
 
-def test_the_numpy_policy_is_the_actors_deterministic_output():
-    learner = ParallelPPO(SMALL, SMALL.make_kwargs(), seed=0)
+@pytest.mark.parametrize("activation", ["elu", "relu", "tanh"])
+def test_the_numpy_policy_is_the_actors_deterministic_output(activation):
+    recipe = SMALL.replace(activation=activation)
+    learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
     row = learner.iterate()
     assert learner.timesteps == 40 and {"value", "surrogate", "learning_rate"} <= set(row)
     policy = learner.policy()
+    assert policy.activation == activation
     obs = np.random.default_rng(0).normal(0.0, 0.01, (4, 18)) + learner.obs_mean
     standardised = torch.as_tensor((obs - learner.obs_mean) / learner.obs_std, dtype=torch.float32)
     from tensordict import TensorDict
@@ -52,6 +55,33 @@ def test_the_numpy_policy_is_the_actors_deterministic_output():
         mean = learner.alg.get_policy()(TensorDict({"policy": standardised}, batch_size=[4])).numpy()
     np.testing.assert_allclose(policy.act(obs), np.clip(mean, -1, 1), atol=1e-5)
     learner.close()
+
+
+def test_a_privileged_critic_reads_what_the_simulator_knows_and_the_actor_does_not():
+    recipe = SMALL.replace(privileged_critic=True, env_kwargs={"kinematic": False, "realism": "realistic"})
+    learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
+    venv = learner.env.venv
+    groups = learner.env.get_observations()
+    privileged = venv.unwrapped.privileged_observation()
+    assert privileged.shape == (8, 6 + 4 * 6 + 1) and groups["privileged"].shape == (8, privileged.shape[1])
+    source, mean, inv_std = learner.env.privileged
+    np.testing.assert_allclose(groups["privileged"].numpy(), (privileged - mean) * inv_std, rtol=1e-5, atol=1e-5)
+    arms = venv.unwrapped.arms
+    np.testing.assert_allclose(privileged[:, :3], arms.goal - arms.tip, atol=1e-7)  # the true error, no noise
+    np.testing.assert_allclose(privileged[:, -1], arms.legs.delay, atol=1e-7)
+    assert np.ptp(privileged[:, 12:18], axis=0).min() > 0  # a gain drawn per leg and arm
+    assert learner.alg.critic.mlp[0].in_features == 18 + privileged.shape[1]
+    assert learner.alg.get_policy().mlp[0].in_features == 18  # the actor: the observations alone
+    row = learner.iterate()
+    assert np.isfinite(row["value"])
+    learner.close()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_a_gpu_torch_does_not_see_is_refused_before_an_env_is_built():
+    for device in ("cuda", "cuda:1", "gpu", "cpu:0"):
+        with pytest.raises(InvalidParameterError, match="device"):
+            train_parallel(SMALL, minutes=None, timesteps=40, progress=False, log=lambda _: None, device=device)
 
 
 def test_training_is_seeded_and_saves_a_policy_with_its_card(tmp_path):
@@ -81,6 +111,13 @@ def test_the_pcc_residual_recipe_learns_on_the_native_vector_env_with_delta_acti
 
 
 def test_bad_recipes_and_budgets_are_refused():
+    with pytest.raises(InvalidParameterError, match="activation"):
+        SMALL.replace(activation="gelu").validate()
+    with pytest.raises(InvalidParameterError, match="privileged_critic"):
+        RECIPES["peter-soft-parallel-sac"].replace(privileged_critic=True).validate()
+    with pytest.raises(InvalidParameterError, match="privileged observation"):
+        ParallelPPO(RECIPES["pcc-residual-parallel"].replace(n_envs=2, n_steps=2, batch_size=4, standardize_samples=4,
+                                                             privileged_critic=True), {}, seed=0)
     with pytest.raises(InvalidParameterError, match="rsl_rl"):
         Recipe(learner="rsl_rl").validate()  # SAC + HER
     with pytest.raises(InvalidParameterError, match="learner"):
