@@ -232,19 +232,23 @@ def _carried(previous: str, stems: list[str]) -> tuple[list[str], list[str], lis
 
 
 def _shown(path: Path) -> str:
-    """``path`` as a report names it: relative to the working folder inside it, else under
-    ``$SOFT_ENVS_POLICIES`` (never a path of one machine)."""
+    """``path`` (the policies folder or a file in it) as a report names it: under
+    ``$SOFT_ENVS_POLICIES``, since the folder is no part of the repository (a relative folder is
+    one a working tree ignores, an absolute one a path of one machine)."""
+    folder, path = policies_folder().resolve(), path.resolve()
+    if path == folder:
+        return "$SOFT_ENVS_POLICIES"
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return f"$SOFT_ENVS_POLICIES/{path.relative_to(folder)}"
     except ValueError:
-        return f"$SOFT_ENVS_POLICIES/{path.name}" if path.suffix else "$SOFT_ENVS_POLICIES"
+        return f"$SOFT_ENVS_POLICIES/{path.name}"
 
 
 def _without_machine_paths(previous: str) -> str:
     """``previous`` with its policies folder (``Policies from `FOLDER```) written as
-    ``$SOFT_ENVS_POLICIES`` where it was an absolute path."""
+    ``$SOFT_ENVS_POLICIES`` wherever it names another one."""
     match = re.search(r"Policies from `([^`]+)`", previous)
-    if match and match.group(1).startswith("/"):
+    if match and match.group(1) != "$SOFT_ENVS_POLICIES":
         previous = previous.replace(match.group(1).rstrip("/"), "$SOFT_ENVS_POLICIES")
     return previous
 
