@@ -50,7 +50,6 @@ from soft_envs.learn.vector_rollouts import (  # noqa: F401 (the vector env help
     make_vector_env,
     numpy_weights,
     privileged_source,
-    privileged_statistics,
     rollout_statistics,
 )
 
@@ -205,7 +204,8 @@ class ParallelPPO:
         privileged = None
         if recipe.privileged_critic:
             source = privileged_source(venv)
-            privileged = (source, *privileged_statistics(venv, source, recipe.standardize_samples, seed + 2))
+            statistics = rollout_statistics(venv, recipe.standardize_samples, seed + 2, lambda _: source())
+            privileged = (source, *statistics)
         self.env = TorchVectorEnv(venv, self.obs_mean, self.obs_std, seed, METRICS.get(recipe.env_id, "distance"),
                                   privileged, device)
         with contextlib.redirect_stdout(io.StringIO()):  # (it prints the configuration and the networks)

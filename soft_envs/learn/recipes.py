@@ -28,8 +28,6 @@ LEARNERS = ("sb3", "rsl_rl", "skrl")
 #: The learners over a native vector env (``skrl``: skrl's SAC, :mod:`soft_envs.learn.offpolicy`;
 #: ``batch_size`` the minibatch, ``gradient_steps`` the updates after each step of every env).
 PARALLEL_LEARNERS = ("rsl_rl", "skrl")
-#: The hidden layers' activations of the parallel learners' networks: what a numpy policy runs.
-PARALLEL_ACTIVATIONS = ACTIVATIONS
 #: The envs with a goal-conditioned (``Dict``) form.
 GOAL_CONDITIONED_ENVS = ("soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0", "soft_envs/QuadrupedPose-v0",
                          "soft_envs/HexapodPose-v0")
@@ -46,7 +44,8 @@ class Recipe:
     actions); ``n_envs``, ``n_steps``, ``n_epochs``, ``gae_lambda``, ``ent_coef``, ``clip_range``
     are PPO's (``n_envs`` parallel envs: the native vector env where one exists; with
     ``learner="skrl"`` ``ent_coef`` is SAC's initial entropy coefficient); ``activation`` is
-    the hidden layers' of the parallel learners' networks (:data:`PARALLEL_ACTIVATIONS`);
+    the hidden layers' of the parallel learners' networks (one of ``ACTIVATIONS`` of
+    :mod:`soft_envs.agents.learned.policy`, what a numpy policy runs);
     ``privileged_critic`` gives rsl_rl's critic the vector env's privileged observation beside the
     policy's (an asymmetric actor-critic: the critic sees the robot the episode drew); ``env_kwargs``
     are ``gym.make`` keywords; ``standardize`` standardises the networks' input
@@ -119,8 +118,8 @@ class Recipe:
         check_positive("init_std", self.init_std, 100.0)
         if self.privileged_critic and self.learner != "rsl_rl":
             raise InvalidParameterError("privileged_critic is the rsl_rl learner's (its critic's observation groups)")
-        if self.activation not in PARALLEL_ACTIVATIONS:
-            raise InvalidParameterError(f"activation must be one of {PARALLEL_ACTIVATIONS}; got {self.activation!r}")
+        if self.activation not in ACTIVATIONS:
+            raise InvalidParameterError(f"activation must be one of {ACTIVATIONS}; got {self.activation!r}")
         if not isinstance(self.env_kwargs, dict):
             raise InvalidParameterError(f"env_kwargs must be a dict; got {self.env_kwargs!r}")
         if self.base_gait and (self.base_gait not in BASE_GAITS or self.env_id != "soft_envs/QuadrupedWalk-v0"):

@@ -1,7 +1,7 @@
 """What the parallel learners (:mod:`soft_envs.learn.parallel`, :mod:`soft_envs.learn.offpolicy`)
 share: the native vector env of a recipe, the statistics its observations are standardised by
 (:func:`learner_env` does both, with torch's threads and seed), a privileged observation for a
-critic (:func:`privileged_source`, :func:`privileged_statistics`), the device the learner's
+critic (:func:`privileged_source`, standardised by :func:`rollout_statistics` too), the device the learner's
 networks and batches live on (:func:`learner_device`), and the layers of a trained
 network as numpy arrays (:func:`numpy_weights`, :func:`activation_name`; :func:`torch_activations`)."""
 
@@ -38,18 +38,23 @@ def make_vector_env(recipe: recipes.Recipe, env_kwargs: dict[str, Any], num_thre
                         autoreset_mode="SameStep", num_threads=num_threads, **env_kwargs)
 
 
-def rollout_statistics(venv, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation of ``venv``'s observations under uniformly random actions
-    (at least ``samples`` rows; a constant entry gets std 1)."""
+def rollout_statistics(venv, samples: int, seed: int,
+                       read: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of ``read(obs)`` (default: ``venv``'s observations themselves)
+    after the reset and every step of uniformly random actions (at least ``samples`` rows; a
+    constant entry gets std 1)."""
+    read = read or (lambda obs: obs)
     rng = np.random.default_rng(seed)
     obs, _ = venv.reset(seed=seed)
-    rows = [np.asarray(obs, dtype=np.float64)]
+    rows = [np.asarray(read(obs), dtype=np.float64)]
     low, high = venv.single_action_space.low, venv.single_action_space.high
     while sum(len(r) for r in rows) < samples:
         action = rng.uniform(low, high, (venv.num_envs, low.shape[0])).astype(np.float32)
         obs, *_ = venv.step(action)
-        rows.append(np.asarray(obs, dtype=np.float64))
-    return _mean_std(np.concatenate(rows))
+        rows.append(np.asarray(read(obs), dtype=np.float64))
+    data = np.concatenate(rows)
+    std = data.std(axis=0)
+    return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
 
 
 def learner_device(device: str) -> str:
@@ -79,25 +84,6 @@ def privileged_source(venv) -> Callable[[], np.ndarray]:
     return source
 
 
-def privileged_statistics(venv, source: Callable[[], np.ndarray], samples: int,
-                          seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation of ``source()`` (a privileged observation) under uniformly random
-    actions, as :func:`rollout_statistics` (at least ``samples`` rows; a constant entry gets std 1)."""
-    rng = np.random.default_rng(seed)
-    venv.reset(seed=seed)
-    rows = [np.asarray(source(), dtype=np.float64)]
-    low, high = venv.single_action_space.low, venv.single_action_space.high
-    while sum(len(r) for r in rows) < samples:
-        venv.step(rng.uniform(low, high, (venv.num_envs, low.shape[0])).astype(np.float32))
-        rows.append(np.asarray(source(), dtype=np.float64))
-    return _mean_std(np.concatenate(rows))
-
-
-def _mean_std(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    std = data.std(axis=0)
-    return data.mean(axis=0), np.where(std > 1e-9, std, 1.0)
-
-
 def learner_env(recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, threads: int,
                 env_threads: int | None) -> tuple[Any, np.ndarray, np.ndarray]:
     """Torch on ``threads`` threads and seeded with ``seed``, then the native vector env of
@@ -116,7 +102,7 @@ def learner_env(recipe: recipes.Recipe, env_kwargs: dict[str, Any], seed: int, t
 
 
 def torch_activations() -> dict[str, Any]:
-    """The torch activation class of each of :data:`~soft_envs.learn.recipes.PARALLEL_ACTIVATIONS`."""
+    """The torch activation class of each of :data:`~soft_envs.agents.learned.policy.ACTIVATIONS`."""
     import torch
 
     return {"elu": torch.nn.ELU, "relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
