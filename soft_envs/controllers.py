@@ -111,7 +111,7 @@ class SB3Policy:
     acts through that gait.
     """
 
-    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "action_type",
+    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "task_step", "action_type",
                             "residual_limit")
 
     def __init__(self, policy, env=None, base_gait: str = "") -> None:

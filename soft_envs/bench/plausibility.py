@@ -13,7 +13,8 @@ reports, per controller:
   :class:`~soft_envs.envs.gait_meter.ReversalCounter`);
 * **at bounds** — the share of action components within 1 % of the action box's bounds;
 * the **actuators against their physical limits**, per env: PETER's legs' rest-length rate
-  against the fill (10 mm/s) and vent rates; the PCC chambers' pressures at their bound and
+  against each leg's own fill and vent rates (10 mm/s times the leg's drawn gain under realism;
+  venting, plus its leak); the PCC chambers' pressures at their bound and
   the set-point reversals against the pressure regulators' bandwidth (``1/(2π τ)``, reversals
   beyond twice it are chatter the regulator filters out); the quadruped's peak joint speed
   against its servos' no-load speed and the stance feet's slip; the hexapod's guide speed (the
@@ -103,9 +104,10 @@ class _ActuatorProbe:
     def step(self, info: dict[str, Any]) -> None:
         env = self.env
         legs = getattr(env, "legs", None)
-        if legs is not None and not legs.instant:  # PETER: rest lengths vs the fill and vent rates
+        if legs is not None and not legs.instant:  # PETER: rest lengths vs each leg's fill and vent rates
             rate = self._rate(np.ravel(legs.actual_lengths))  # (a batch of one arm)
-            limit = np.where(rate >= 0.0, legs.fill_rate, legs.vent_rate)
+            gain, leak = np.ravel(legs.gain), np.ravel(legs.leak_rate)  # (the drawn robot's: realism)
+            limit = np.where(rate >= 0.0, gain * legs.fill_rate, gain * legs.vent_rate + leak)
             self._peak("leg rate / its limit", np.max(np.abs(rate) / limit))
         regulator = getattr(env, "regulator", None)
         if regulator is not None:  # PCC: chamber pressures and their regulators
@@ -166,7 +168,8 @@ def _episode(item: tuple[str, str, int, str]) -> dict[str, Any]:
         reversals = ReversalCounter(action.size, REVERSAL_THRESHOLD)
         reversals.reset(action)
         probe = _ActuatorProbe(env)
-        low, high = env.action_space.low, env.action_space.high
+        command = getattr(u, "command_space", env.action_space)  # the set-points' box (also in task mode)
+        low, high = command.low, command.high
         at_bounds, steps, done = 0.0, 0, False
         while not done:
             obs, _, terminated, truncated, info = env.step(agent.act(obs))

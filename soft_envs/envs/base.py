@@ -43,7 +43,11 @@ Options that let a policy close the loop (every env; defaults unchanged):
 observation gains the current normalised command ``a_abs``, entries in ``[−1, 1]``), and
 ``history=k`` appends the previous ``k`` observations (the flat one, or a ``Dict``'s
 ``observation`` entry) and the ``k`` previous normalised commands, oldest last; at reset the
-history repeats the reset's observation and command. The same options are wrappers
+history repeats the reset's observation and command. ``action_mode="task"`` (envs with a
+``command_jacobian``, e.g. ``PeterReach-v0``) makes the action a displacement of the tip,
+``task_step · a`` [m], which the nominal model's damped least-squares Jacobian turns into the
+change of the command (:mod:`soft_envs.envs.closed_loop`); ``action_space`` is then the task's box
+and :attr:`SoftEnv.command_space` the command's. The same options are wrappers
 (:mod:`soft_envs.envs.closed_loop`: ``ClosedLoop``, ``ClosedLoopVector``, one arithmetic), which the
 native vector envs take them through.
 
@@ -69,7 +73,15 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
-from soft_envs.envs.closed_loop import History, check_options, extended_space
+from soft_envs.envs.closed_loop import (
+    TASK_STEP,
+    History,
+    check_options,
+    check_task_env,
+    extended_space,
+    next_commands,
+    task_space,
+)
 from soft_envs.exceptions import (
     ClosedEnvironmentError,
     InvalidActionError,
@@ -109,9 +121,10 @@ class SoftEnv(gym.Env):
         action_rate_weight: weight of the ``action_rate`` reward term (>= 0).
         realism: ``"ideal"`` (default: no perturbation), ``"realistic"`` (the env's documented
             ranges) or a dict of overrides (:class:`~soft_envs.sim.realism.Realism`).
-        action_mode: ``"absolute"`` (default) or ``"delta"`` (module docstring).
+        action_mode: ``"absolute"`` (default), ``"delta"`` or ``"task"`` (module docstring).
         delta_scale: change of the normalised command per unit of a delta action (0, 2].
         history: previous observations and commands appended to the observation (0 to 64).
+        task_step: tip displacement of a task action of 1 [m] (``action_mode="task"``; default 2 mm).
         use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
             the subclass, not a user keyword.
 
@@ -121,7 +134,6 @@ class SoftEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 20}
-    action_space: spaces.Box  # every env acts through a normalised box
     model: Any  # the nominal robot model a controller plans with (set by the subclass)
     client: Any  # the env's BulletClient (PyBullet is untyped); None without physics and after close()
 
@@ -159,6 +171,7 @@ class SoftEnv(gym.Env):
         action_mode: str = "absolute",
         delta_scale: float = 0.1,
         history: int = 0,
+        task_step: float = TASK_STEP,
         use_physics: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -170,8 +183,10 @@ class SoftEnv(gym.Env):
         self.height = check_integer("height [px]", height, minimum=1, maximum=MAX_IMAGE_SIZE)
         check_nonnegative(action_rate_weight=action_rate_weight)
         self.action_rate_weight = float(action_rate_weight)
-        delta, self.delta_scale, self.history = check_options(action_mode, delta_scale, history)
-        self.action_mode = "delta" if delta else "absolute"
+        self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
+            action_mode, delta_scale, history, task_step)
+        if self.action_mode == "task":
+            check_task_env(self)
         self._history: History | None = None  # the observations and commands history=k appends
         self.realism = Realism(self._realism_table(), realism, env=type(self).__name__)
         self.perturbations: dict[str, Any] = self.realism.ideal_values(self.realism_sizes())
@@ -191,6 +206,32 @@ class SoftEnv(gym.Env):
         self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.dt)))
 
     @property
+    def command_space(self) -> spaces.Box:
+        """The normalised command's box (the set-points, joint targets, ...): the action space but
+        with ``action_mode="task"``, whose actions move the tip instead."""
+        space = self.__dict__.get("_command_space")
+        if space is None:
+            raise AttributeError("command_space is not set yet")
+        return space
+
+    @property  # type: ignore[override]
+    def action_space(self) -> spaces.Box:
+        """The actions' box: every env acts through a normalised box (the command's, or with
+        ``action_mode="task"`` one entry in ``[−1, 1]`` per task coordinate)."""
+        command = self.command_space
+        if self.__dict__.get("action_mode") != "task":
+            return command
+        cached = self.__dict__.get("_task_action_cache")
+        if cached is None or cached[0] is not command:
+            cached = (command, task_space(self))
+            self._task_action_cache = cached
+        return cached[1]
+
+    @action_space.setter
+    def action_space(self, space: spaces.Box) -> None:  # subclasses set the command's box
+        self._command_space = space
+
+    @property
     def observation_space(self):
         """The observation space (with the ``action_mode``/``history`` entries when they are on)."""
         space = self.__dict__.get("_task_observation_space")
@@ -208,13 +249,13 @@ class SoftEnv(gym.Env):
         self._extended_cache = None
 
     def _extended_space(self, space):
-        return extended_space(space, self.action_space, getattr(self, "action_mode", "absolute") == "delta",
+        return extended_space(space, self.command_space, getattr(self, "action_mode", "absolute") != "absolute",
                               getattr(self, "history", 0))
 
     def _extend_observation(self, obs, command: np.ndarray, reset: bool):
         """``obs`` with the current command (delta mode) and the history (module docstring; the same
         arithmetic as :class:`~soft_envs.envs.closed_loop.ClosedLoop`)."""
-        delta = self.action_mode == "delta"
+        delta = self.action_mode != "absolute"
         if not delta and not self.history:
             return obs
         part = np.asarray(obs["observation"] if isinstance(obs, dict) else obs, dtype=np.float32).reshape(1, -1)
@@ -323,7 +364,7 @@ class SoftEnv(gym.Env):
 
         The units are the env's: inflation times [s], configuration set-point, joint targets
         [rad], guide inputs [m] or generalised forces; see the env's docstring."""
-        low, high = self.action_space.low, self.action_space.high
+        low, high = self.command_space.low, self.command_space.high
         action = as_real_array(action, "action")
         if not np.all(np.isfinite(action)):
             raise InvalidActionError(f"action has NaN/inf: {action}")
@@ -331,7 +372,7 @@ class SoftEnv(gym.Env):
 
     def model_to_action(self, q: Any) -> np.ndarray:
         """Command in model units -> normalised action, clipped into the action box (float32)."""
-        low, high = self.action_space.low, self.action_space.high
+        low, high = self.command_space.low, self.command_space.high
         q = as_real_array(q, "command", InvalidConfigurationError)
         if not np.all(np.isfinite(q)):
             raise InvalidConfigurationError(f"command has NaN/inf: {q}")
@@ -382,9 +423,11 @@ class SoftEnv(gym.Env):
         if self._previous_action is None:
             raise ResetNeeded(f"{type(self).__name__}.step() called before reset() (or after a reset that raised)")
         action, clipped = self.validate_action(action)
-        if self.action_mode == "delta":
-            action = np.clip(self._previous_action + self.delta_scale * action,
-                             self.action_space.low, self.action_space.high)
+        if self.action_mode != "absolute":
+            task = self.action_mode == "task"
+            action = next_commands(action[None], self._previous_action[None], self.command_space, self.action_mode,
+                                   self.task_step if task else self.delta_scale,
+                                   getattr(self, "command_jacobian", None))[0]
         self._apply_action(action)
         self.simulate()
         obs = self._extend_observation(self._observation(), action, reset=False)

@@ -2,6 +2,10 @@
 
 Action (``Box(-1, 1, (3N,))``): the inflation-time set-point of every leg, normalised,
 ``t = (a + 1) / 2 · t_max`` [s]. Out-of-box actions are clipped (``info["action_clipped"]``).
+With ``action_mode="task"`` the action is ``Box(-1, 1, (3,))``, a displacement of the tip's
+set-point by up to ``task_step`` (2 mm) per axis and step in the base frame, turned into the legs'
+set-points through the nominal model's damped least-squares Jacobian (:meth:`PeterReachEnv.command_jacobian`;
+:mod:`soft_envs.envs.closed_loop`), the observation holding the set-points as in delta mode.
 
 Observation (flat ``Box``, float32, all in the arm's base frame, SI units):
 
@@ -353,6 +357,14 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _command(self) -> np.ndarray:
         return self.inflation_times
+
+    def command_jacobian(self, commands: np.ndarray) -> np.ndarray:
+        """``∂ tip / ∂ c`` of the nominal model (:attr:`model`) at normalised commands ``c``
+        ``(B, 3N)``: ``(B, 3, 3N)`` [m per unit of the command], the base frame (what
+        ``action_mode="task"`` inverts, :func:`~soft_envs.envs.closed_loop.task_command_change`)."""
+        commands = np.clip(np.asarray(commands, dtype=np.float64), -1.0, 1.0)
+        low, high = self._action_bounds()
+        return self.model.jacobian(self._action_to_model(commands)) * (0.5 * (high - low))
 
     def _apply_action(self, action: np.ndarray) -> None:
         self.arms.command(self.action_to_model(action)[None])

@@ -97,14 +97,15 @@ class PeterReachCudaVectorEnv(VectorEnv):
         unsupported = {"kinematic=True": single.kinematic, "physics='stiff'": single.physics != "soft",
                        "backend='pybullet'": single.backend != "batched",
                        "goal_conditioned=True": single.goal_conditioned,
-                       "action_mode='delta'": single.action_mode != "absolute", "history": single.history > 0,
+                       f"action_mode={single.action_mode!r}": single.action_mode != "absolute",
+                       "history": single.history > 0,
                        "action_rate_weight": single.action_rate_weight != 0.0,
                        "render_mode": single.render_mode is not None}
         named = [name for name, present in unsupported.items() if present]
         if named:
             single.close()
             raise InvalidParameterError(f"the GPU PeterReach does not run {', '.join(named)}; use gym.make_vec(...) "
-                                        "on the CPU (or ClosedLoopVector for delta actions and a history)")
+                                        "on the CPU (or ClosedLoopVector for delta or task actions and a history)")
 
     def _upload_constants(self, single: PeterReachEnv, arms) -> None:
         """The per-topology constants, the rest state of the ideal arm and the realism ranges, on the device."""

@@ -97,6 +97,11 @@ class PeterReachVectorEnv(ArmsVectorEnv[PeterReachEnv]):
         """Every sub-env's commanded set-points ``(N, 3N)`` [s]."""
         return self.arms.inflation_times
 
+    def command_jacobian(self, commands: np.ndarray) -> np.ndarray:
+        """The nominal model's ``∂ tip / ∂ c`` at normalised commands ``(N, 3M)``: ``(N, 3, 3M)``
+        [m per unit] (:meth:`PeterReachEnv.command_jacobian`; what ``action_mode="task"`` inverts)."""
+        return self.single.command_jacobian(commands)
+
     def privileged_observation(self) -> np.ndarray:
         """What the simulator knows of every sub-env and its sensor does not, ``(N, 6 + 4L + 1)`` float32
         (``L`` legs), for a critic that learns beside a policy of the observations (an asymmetric

@@ -1,4 +1,4 @@
-"""Delta actions and observation history as wrappers (``soft_envs.envs.closed_loop``): the single
+"""Delta and task-space actions and observation history as wrappers (``soft_envs.envs.closed_loop``): the single
 wrapper equals the env keywords; the vector wrapper's sub-envs run the wrapped single envs'
 episodes through autoresets and masked resets, in both autoreset modes; ``gym.make_vec`` of a
 soft arm with the keywords wraps its native vector env."""
@@ -19,6 +19,9 @@ CASES = [
     pytest.param(PETER, dict(kinematic=True, realism="realistic"), dict(action_mode="delta", history=2),
                  id="peter-kinematic-delta-history"),
     pytest.param(PETER, dict(goal_conditioned=True), dict(action_mode="delta", delta_scale=0.3), id="peter-soft-dict"),
+    pytest.param(PETER, dict(realism="realistic"), dict(action_mode="task", history=2), id="peter-soft-task-history"),
+    pytest.param(PETER, dict(kinematic=True, goal_conditioned=True), dict(action_mode="task", task_step=0.005),
+                 id="peter-kinematic-task-dict"),
     pytest.param(PCC, dict(action_type="residual", realism="realistic"), dict(action_mode="delta", history=1),
                  id="pcc-residual"),
     pytest.param(PCC, dict(action_type="pressure"), dict(action_mode="absolute", history=3), id="pcc-history"),
@@ -38,6 +41,7 @@ def test_the_wrapper_equals_the_env_keywords(env_id, kwargs, options):
     keywords = gym.make(env_id, max_episode_steps=8, **kwargs, **options)
     wrapped = ClosedLoop(gym.make(env_id, max_episode_steps=8, **kwargs), **options)
     assert wrapped.observation_space == keywords.observation_space
+    assert wrapped.action_space == keywords.action_space
     rng = np.random.default_rng(1)
     for seed in (3, 4):
         a, _ = keywords.reset(seed=seed)
@@ -65,6 +69,7 @@ def test_vector_sub_envs_run_the_wrapped_single_envs(env_id, kwargs, options, mo
     singles = [gym.make(env_id, max_episode_steps=episode, **kwargs, **options) for _ in range(n)]
     space = singles[0].observation_space
     assert envs.single_observation_space == space
+    assert envs.single_action_space == singles[0].action_space
     obs, _ = envs.reset(seed=7)
     for i, single in enumerate(singles):
         np.testing.assert_allclose(_flat(space, _row(obs, i)), _flat(space, single.reset(seed=7 + i)[0]),
