@@ -51,8 +51,9 @@ and :attr:`SoftEnv.command_space` the command's. The same options are wrappers
 (:mod:`soft_envs.envs.closed_loop`: ``ClosedLoop``, ``ClosedLoopVector``, one arithmetic), which the
 native vector envs take them through.
 
-Goal-reaching environments also derive from :class:`GoalConditionedMixin`, which gives them the
-one ``compute_reward(achieved_goal, desired_goal, info)`` contract.
+Goal-reaching environments also derive from :class:`~soft_envs.envs.env_goals.GoalConditionedMixin`,
+which gives them the one ``compute_reward(achieved_goal, desired_goal, info)`` contract. The spaces
+and the closed-loop options are :class:`~soft_envs.envs.env_spaces.LoopSpaces`.
 
 A subclass that runs without physics (``use_physics=False``) has ``self.client = None`` and
 advances its own state in ``_apply_action``.
@@ -65,23 +66,15 @@ so that the clients are disconnected before the error propagates.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
-from soft_envs.envs.closed_loop import (
-    TASK_STEP,
-    History,
-    check_options,
-    check_task_env,
-    extended_space,
-    next_commands,
-    task_space,
-)
+from soft_envs.envs.closed_loop import TASK_STEP, History, check_options, check_task_env
+from soft_envs.envs.env_goals import checked_reset_options
+from soft_envs.envs.env_spaces import LoopSpaces
 from soft_envs.exceptions import (
     ClosedEnvironmentError,
     InvalidActionError,
@@ -109,7 +102,7 @@ def check_time_step(value: Any) -> float:
         raise InvalidParameterError(f"time_step must be >= {TIME_STEP_RANGE[0]:g} s; got {value!r}")
     return time_step
 
-class SoftEnv(gym.Env):
+class SoftEnv(LoopSpaces):
     """Base class of every soft_envs environment (see the module docstring for the hooks).
 
     Args:
@@ -204,69 +197,6 @@ class SoftEnv(gym.Env):
         if self.client is not None:
             configure_physics(self.client, time_step=self.time_step, **self._physics_parameters())
         self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.dt)))
-
-    @property
-    def command_space(self) -> spaces.Box:
-        """The normalised command's box (the set-points, joint targets, ...): the action space but
-        with ``action_mode="task"``, whose actions move the tip instead."""
-        space = self.__dict__.get("_command_space")
-        if space is None:
-            raise AttributeError("command_space is not set yet")
-        return space
-
-    @property  # type: ignore[override]
-    def action_space(self) -> spaces.Box:
-        """The actions' box: every env acts through a normalised box (the command's, or with
-        ``action_mode="task"`` one entry in ``[−1, 1]`` per task coordinate)."""
-        command = self.command_space
-        if self.__dict__.get("action_mode") != "task":
-            return command
-        cached = self.__dict__.get("_task_action_cache")
-        if cached is None or cached[0] is not command:
-            cached = (command, task_space(self))
-            self._task_action_cache = cached
-        return cached[1]
-
-    @action_space.setter
-    def action_space(self, space: spaces.Box) -> None:  # subclasses set the command's box
-        self._command_space = space
-
-    @property
-    def observation_space(self):
-        """The observation space (with the ``action_mode``/``history`` entries when they are on)."""
-        space = self.__dict__.get("_task_observation_space")
-        cached = self.__dict__.get("_extended_cache")
-        if space is None:
-            raise AttributeError("observation_space is not set yet")
-        if cached is None or cached[0] is not space:
-            cached = (space, self._extended_space(space))
-            self._extended_cache = cached
-        return cached[1]
-
-    @observation_space.setter
-    def observation_space(self, space) -> None:
-        self._task_observation_space = space
-        self._extended_cache = None
-
-    def _extended_space(self, space):
-        return extended_space(space, self.command_space, getattr(self, "action_mode", "absolute") != "absolute",
-                              getattr(self, "history", 0))
-
-    def _extend_observation(self, obs, command: np.ndarray, reset: bool):
-        """``obs`` with the current command (delta mode) and the history (module docstring; the same
-        arithmetic as :class:`~soft_envs.envs.closed_loop.ClosedLoop`)."""
-        delta = self.action_mode != "absolute"
-        if not delta and not self.history:
-            return obs
-        part = np.asarray(obs["observation"] if isinstance(obs, dict) else obs, dtype=np.float32).reshape(1, -1)
-        command = np.asarray(command, dtype=np.float32).reshape(1, -1)
-        if reset or self._history is None:
-            self._history = History(1, part.shape[1], command.shape[1], self.history)
-            self._history.start(slice(None), part, command)
-        else:
-            self._history.push(part, command)
-        out = self._history.extended(slice(None), delta)[0]
-        return {**obs, "observation": out} if isinstance(obs, dict) else out
 
     @property
     def dt(self) -> float:
@@ -424,10 +354,7 @@ class SoftEnv(gym.Env):
             raise ResetNeeded(f"{type(self).__name__}.step() called before reset() (or after a reset that raised)")
         action, clipped = self.validate_action(action)
         if self.action_mode != "absolute":
-            task = self.action_mode == "task"
-            action = next_commands(action[None], self._previous_action[None], self.command_space, self.action_mode,
-                                   self.task_step if task else self.delta_scale,
-                                   getattr(self, "command_jacobian", None))[0]
+            action = self._next_command(action, self._previous_action)
         self._apply_action(action)
         self.simulate()
         obs = self._extend_observation(self._observation(), action, reset=False)
@@ -502,109 +429,3 @@ class SoftEnv(gym.Env):
         self._closed = True
         super().close()
 
-
-class FirstRow:
-    """A single env's attribute that is row 0 of the like-named array of its arms (``self.arms``, the
-    env logic written row-wise that it shares with its vector env): a copy, or the entry itself for
-    an array of objects (a reason or ``None``)."""
-
-    def __init__(self, doc: str = "") -> None:
-        self.__doc__ = doc
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, env: Any, owner: Any = None) -> Any:
-        if env is None:
-            return self
-        value = getattr(env.arms, self.name)[0]
-        return value.copy() if isinstance(value, np.ndarray) else value
-
-    def __set__(self, env: Any, value: Any) -> None:
-        raise AttributeError(f"{self.name} is the arm's state, read-only (set it through env.arms)")
-
-
-class GoalConditionedMixin:
-    """The ``compute_reward`` contract of every goal-reaching env (with a :class:`SoftEnv`).
-
-    With ``goal_conditioned=True`` the env's observation is a ``Dict`` with ``achieved_goal``
-    and ``desired_goal`` and it has ``compute_reward(achieved_goal, desired_goal, info)``:
-    the goal-dependent reward terms recomputed for (possibly relabelled) goals plus the
-    goal-independent terms read from ``info`` (its ``reward_<name>`` entries, e.g.
-    ``reward_action_rate``), summed in the step's order, vectorised over leading axes
-    (``info`` a dict, a sequence / object array of dicts, or ``None`` for the goal terms
-    alone). For the step's own float32 goals it equals the step's reward exactly. Without
-    ``goal_conditioned`` there is no ``compute_reward`` at all (learners such as SB3 take
-    its presence to mean a goal-conditioned env).
-
-    The env fills:
-
-    * ``goal_terms(achieved_goal, desired_goal)`` — ``{name: value}`` of the goal-dependent
-      terms, vectorised over leading axes of the float arrays;
-    * ``_observed_goals()`` — ``(achieved_goal, desired_goal)`` as the observation shows them
-      (float32); the step computes its goal terms from these (:meth:`_step_goal_terms`).
-    """
-
-    goal_conditioned: bool = False
-
-    def goal_terms(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> dict[str, Any]:
-        """The reward's goal terms (named, as in ``info["reward_terms"]``) of achieved and desired
-        goals, one or a batch (leading axes): the single env, ``compute_reward`` and the vector env
-        all call this one function."""
-        raise NotImplementedError
-
-    def _observed_goals(self) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
-
-    def _step_goal_terms(self) -> dict[str, float]:
-        """The goal terms of the current state, from the observed (float32) goals."""
-        return {name: float(value) for name, value in self.goal_terms(*self._observed_goals()).items()}
-
-    @property
-    def compute_reward(self):
-        """``compute_reward(achieved_goal, desired_goal, info)`` (see the class docstring)."""
-        if not self.goal_conditioned:
-            raise AttributeError("compute_reward exists only with goal_conditioned=True")
-        return self._compute_reward
-
-    def _compute_reward(self, achieved_goal, desired_goal, info) -> np.ndarray | float:
-        goal_terms = self.goal_terms(np.asarray(achieved_goal), np.asarray(desired_goal))
-        batch = np.shape(next(iter(goal_terms.values())))
-        if info is None:
-            infos = None
-        elif isinstance(info, dict):
-            infos = [info]
-        else:
-            infos = list(np.broadcast_to(np.asarray(info, dtype=object), batch).ravel())
-        names = [key[len("reward_"):] for key in (infos[0] if infos else {}) if key.startswith("reward_")]
-        names = [name for name in goal_terms if name not in names] + names
-        terms = []
-        for name in names:
-            if name in goal_terms:
-                terms.append(goal_terms[name])
-            elif isinstance(info, dict):
-                terms.append(info[f"reward_{name}"])
-            else:
-                terms.append(np.reshape([inf.get(f"reward_{name}", 0.0) for inf in infos or ()], batch))
-        return sum(terms)
-
-
-def checked_reset_options(options: Any, accepted: tuple[str, ...], owner: str, *,
-                          robot_drawn: bool) -> dict[str, Any]:
-    """``reset``'s ``options`` as a new dict, checked: a mapping of ``accepted`` names only, a
-    boolean ``keep_robot`` that has a robot to keep (``robot_drawn``); ``owner`` names the env in
-    the ``ValueError``."""
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping):
-        raise InvalidParameterError(f"reset options must be a dict; got {type(options).__name__}")
-    unknown = sorted(str(name) for name in options if name not in accepted)
-    if unknown:
-        raise InvalidParameterError(f"unknown reset option(s) {unknown} for {owner}; it accepts: {', '.join(accepted)}")
-    keep = options.get("keep_robot", False)
-    if not isinstance(keep, (bool, np.bool_)):
-        raise InvalidParameterError(f"reset option keep_robot must be True or False; got {keep!r}")
-    if keep and not robot_drawn:
-        raise InvalidParameterError(f"{owner}.reset(options={{'keep_robot': True}}) needs a previous reset: "
-                                    "there is no robot to keep yet")
-    return dict(options)

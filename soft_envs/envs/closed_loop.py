@@ -90,14 +90,14 @@ def task_command_change(jacobian: np.ndarray, displacement: np.ndarray) -> np.nd
 
 
 def next_commands(action: np.ndarray, previous: np.ndarray, command_box: gym.spaces.Box, action_mode: str,
-                  scale: float, jacobian: Any = None) -> np.ndarray:
+                  delta_scale: float, task_step: float, jacobian: Any = None) -> np.ndarray:
     """The commands ``(N, n)`` a delta or task action batch (clipped into its box) leads to from
-    ``previous`` ``(N, n)``, clipped into ``command_box``; ``scale``: ``delta_scale`` or ``task_step``
-    [m], ``jacobian``: the env's ``command_jacobian`` (task mode)."""
+    ``previous`` ``(N, n)``, clipped into ``command_box``; ``jacobian``: the env's ``command_jacobian``
+    (task mode)."""
     if action_mode == "task":
-        change = task_command_change(jacobian(previous), scale * action)
+        change = task_command_change(jacobian(previous), task_step * action)
     else:
-        change = scale * action
+        change = delta_scale * action
     return np.clip(previous + change, command_box.low, command_box.high)  # (float64, as the env computes it)
 
 
@@ -154,16 +154,18 @@ def _with_part(obs, part: np.ndarray):
 
 
 def _delta_action(action: Any, previous: np.ndarray, box: gym.spaces.Box, command_box: gym.spaces.Box,
-                  action_mode: str, scale: float, jacobian: Any = None) -> tuple[np.ndarray, Any]:
+                  loop: Any, jacobian: Any = None) -> tuple[np.ndarray, Any]:
     """``(a_abs, clipped)``: the absolute action of a delta or task action batch ``(N, k)`` and which
-    rows were clipped into ``box`` (a ``ValueError`` for a wrong shape, NaN or a non-real dtype)."""
+    rows were clipped into ``box`` (a ``ValueError`` for a wrong shape, NaN or a non-real dtype); ``loop``:
+    the wrapper, whose ``action_mode``, ``delta_scale`` and ``task_step`` apply."""
     arr = as_real_array(action, "action")
     if arr.shape != (previous.shape[0], *box.shape):
         raise InvalidParameterError(f"action must have shape {box.shape} per env; got {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError(f"action has NaN/inf: {arr}")
     clipped = np.clip(arr, box.low, box.high)
-    absolute = next_commands(clipped, previous, command_box, action_mode, scale, jacobian)
+    absolute = next_commands(clipped, previous, command_box, loop.action_mode, loop.delta_scale, loop.task_step,
+                             jacobian)
     return absolute, (clipped != arr).reshape(arr.shape[0], -1).any(axis=1)
 
 
@@ -214,10 +216,9 @@ class ClosedLoop(gym.Wrapper):
     def step(self, action):
         clipped = False
         if self.delta:
-            absolute, rows = _delta_action(
-                np.asarray(action)[None] if np.ndim(action) else action, self._command(), self.action_space,
-                self._command_box, self.action_mode, self.task_step if self.action_mode == "task" else self.delta_scale,
-                getattr(self.env.unwrapped, "command_jacobian", None))
+            absolute, rows = _delta_action(np.asarray(action)[None] if np.ndim(action) else action, self._command(),
+                                           self.action_space, self._command_box, self,
+                                           getattr(self.env.unwrapped, "command_jacobian", None))
             action, clipped = absolute[0], bool(rows[0])
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self.delta:
@@ -298,10 +299,8 @@ class ClosedLoopVector(VectorWrapper):
         if self._memory is None:
             raise gym.error.ResetNeeded("ClosedLoopVector.step() called before reset()")
         if self.delta:
-            actions, clipped = _delta_action(
-                actions, self._commands(), self.single_action_space, self._command_box, self.action_mode,
-                self.task_step if self.action_mode == "task" else self.delta_scale,
-                getattr(self.env.unwrapped, "command_jacobian", None))
+            actions, clipped = _delta_action(actions, self._commands(), self.single_action_space, self._command_box,
+                                             self, getattr(self.env.unwrapped, "command_jacobian", None))
         obs, reward, terminated, truncated, info = self.env.step(actions)
         if self.delta:
             info = dict(info)

@@ -29,7 +29,7 @@ With ``goal_conditioned=True``: a ``Dict`` with ``observation`` (pose, forces, i
 ``achieved_goal`` and ``desired_goal`` (7-vectors: position [m], quaternion ``(x, y, z, w)``), and
 ``compute_reward`` recomputes the reward for relabelled goals (the position and orientation terms
 from the goals, the action-rate term from ``info``; see
-:class:`~soft_envs.envs.base.GoalConditionedMixin`).
+:class:`~soft_envs.envs.env_goals.GoalConditionedMixin`).
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``position = −position_weight · ‖Δp‖`` [m], ``orientation = −orientation_weight · angle``
@@ -66,7 +66,8 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from soft_envs.envs import ENVIRONMENTS
-from soft_envs.envs.base import GoalConditionedMixin, SoftEnv
+from soft_envs.envs.base import SoftEnv
+from soft_envs.envs.env_goals import GoalConditionedMixin
 from soft_envs.exceptions import (
     InvalidParameterError,
     check_finite,

@@ -73,7 +73,7 @@ slice                  content
 With ``goal_conditioned=True`` the observation is a ``Dict``: ``observation`` (the flat one
 from ``[9:]``), ``achieved_goal`` (tip) and ``desired_goal`` (goal), and
 ``env.compute_reward`` recomputes the reward for relabelled goals (the tracking term from the
-goals, the action-rate term from ``info``; see :class:`~soft_envs.envs.base.GoalConditionedMixin`).
+goals, the action-rate term from ``info``; see :class:`~soft_envs.envs.env_goals.GoalConditionedMixin`).
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``tracking = −tracking_weight · ‖goal − tip‖`` [m] and
@@ -104,8 +104,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import FirstRow, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.base import SoftEnv
 from soft_envs.envs.config import configured
+from soft_envs.envs.env_goals import FirstRow, GoalConditionedMixin
 from soft_envs.envs.pcc_arms import PCCArms, soft_arms
 from soft_envs.envs.pcc_parts import CHAMBER_REALISM, PCC_REALISM, ResidualAim
 from soft_envs.envs.pcc_track_config import (  # noqa: F401 (the env's constants, here too)

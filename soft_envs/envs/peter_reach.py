@@ -23,7 +23,7 @@ With ``goal_conditioned=True`` the observation is a ``Dict`` with ``observation`
 velocity, set-points), ``achieved_goal`` (tip) and ``desired_goal`` (goal), and
 ``compute_reward`` recomputes the reward for relabelled goals (the distance term from the
 goals, the action-rate term from ``info``; see
-:class:`~soft_envs.envs.base.GoalConditionedMixin`).
+:class:`~soft_envs.envs.env_goals.GoalConditionedMixin`).
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``distance = −distance_weight · ‖goal − tip‖`` with ‖goal − tip‖ in metres and
@@ -97,8 +97,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import FirstRow, GoalConditionedMixin, SoftEnv
+from soft_envs.envs.base import SoftEnv
 from soft_envs.envs.config import configured
+from soft_envs.envs.env_goals import FirstRow, GoalConditionedMixin
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_parts import (
     PHYSICS_ONLY_REALISM,

@@ -15,7 +15,7 @@ Observation (flat, float32): ``[0:39]`` the base observation, ``[39:42]`` goal r
 ``observation`` (the 39 values), ``achieved_goal`` (current roll, pitch, yaw) and
 ``desired_goal`` (goal roll, pitch, yaw); then ``compute_reward`` recomputes the reward for
 relabelled goals (the orientation term from the goals, the other terms from ``info``; see
-:class:`~soft_envs.envs.base.GoalConditionedMixin`) and the orientation term is computed from the
+:class:`~soft_envs.envs.env_goals.GoalConditionedMixin`) and the orientation term is computed from the
 float32 goals so that both agree bit for bit.
 
 Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
@@ -47,7 +47,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
-from soft_envs.envs.base import GoalConditionedMixin
+from soft_envs.envs.env_goals import GoalConditionedMixin
 from soft_envs.envs.quadruped_base import QuadrupedBaseEnv
 from soft_envs.exceptions import InvalidParameterError, check_finite, check_nonnegative, check_positive
 from soft_envs.geometry import (

@@ -52,7 +52,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from soft_envs.envs.base import SoftEnv, checked_reset_options
+from soft_envs.envs.base import SoftEnv
+from soft_envs.envs.env_goals import checked_reset_options
 from soft_envs.exceptions import (
     ClosedEnvironmentError,
     InvalidActionError,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soft_envs  # noqa: F401
-from soft_envs.envs.closed_loop import TASK_DAMPING, task_command_change
+from soft_envs.envs.closed_loop import TASK_DAMPING, ClosedLoop, task_command_change
 from soft_envs.exceptions import InvalidParameterError
 
 PETER = "soft_envs/PeterReach-v0"
@@ -37,14 +37,15 @@ def test_the_command_jacobian_is_the_models_derivative_in_normalised_units(comma
 def test_a_task_action_moves_the_ideal_kinematic_tip_by_task_step_times_itself(command, direction):
     """First order: ``Δtip = J Jᵀ (J Jᵀ + λ² I)⁻¹ Δx``; with 0.5 mm steps the rest is the damping and
     the model's curvature, a few percent of the step."""
-    env = gym.make(PETER, kinematic=True, action_mode="task", task_step=5e-4).unwrapped
+    env = ClosedLoop(gym.make(PETER, kinematic=True), action_mode="task", task_step=5e-4)
     env.reset(seed=0)
-    env._previous_action = command.copy()  # start the step from this set-point (the env's own state)
-    env._apply_action(command)
-    before = env.model.forward(env.action_to_model(command))
+    env.env.step(command.astype(np.float32))  # the inner env holds this set-point (absolute)
+    model = env.unwrapped
+    before = model.model.forward(model.action_to_model(command))
     env.step(direction.astype(np.float32))
-    moved = env.model.forward(env.action_to_model(env.previous_action)) - before
-    clipped = np.any(np.abs(env.previous_action) >= 1.0)
+    after = model.previous_action
+    moved = model.model.forward(model.action_to_model(after)) - before
+    clipped = np.any(np.abs(after) >= 1.0)
     if not clipped:
         assert np.linalg.norm(moved - 5e-4 * direction) <= 0.05 * 5e-4 * np.linalg.norm(direction) + 2e-6
     env.close()
