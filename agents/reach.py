@@ -1,11 +1,15 @@
-"""An IK controller acting in goal-reaching environments (``PeterReach-v0``) through ``step``."""
+"""IK controllers acting in goal-reaching environments (``PeterReach-v0``) through ``step``: TRR, and
+TRR or SQP around the env's obstacles (:class:`ObstacleReachAgent`, :class:`SQPObstacleReachAgent`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from soft_envs.agents.ik.obstacles import DEFAULT_CLEARANCE, check_clearance, obstacle_rows
 from soft_envs.agents.ik.result import IKResult
+from soft_envs.agents.ik.sqp import sqp
 from soft_envs.agents.ik.trust_region import trr
+from soft_envs.collision import SHAPE_WIDTH
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots.base import KinematicModel
 
@@ -89,3 +93,64 @@ class TRRReachAgent:
                     and np.linalg.norm(miss) > self.feedback_tolerance:
                 self._plan(self._aim + self.feedback_gain * miss)
         return self.env.model_to_action(self._solution)
+
+
+class ObstacleReachAgent(TRRReachAgent):
+    """:class:`TRRReachAgent` planning around the env's obstacles with the obstacle-aware TRR.
+
+    At every :meth:`act` it reads the obstacles from ``env.unwrapped.obstacle_rows`` — packed shape
+    rows ``(S, 16)`` (:mod:`soft_envs.collision`) in the arm's base frame, ``EMPTY`` rows no
+    obstacle; an env without the attribute, or ``None``, has none — and plans with
+    ``trr(..., obstacles=rows, clearance=clearance)``: when the goal moves, when the obstacles
+    change (re-planning the same aim point), and on the measured tip with ``feedback=True``
+    exactly as :class:`TRRReachAgent` does. :attr:`last_result` carries the plan's
+    ``min_distance`` [m] and ``collision_free``. The plan is a configuration clear of the
+    obstacles; the path the arm takes to it is the env's (the solver plans no motion).
+
+    Args:
+        env: a goal-reaching env (wrapped or not) whose unwrapped env may have ``obstacle_rows``.
+        model: the model to plan on (default the env's own); it must have a body backbone.
+        clearance: minimum distance [m] between the body's surface and every obstacle.
+        **options: :class:`TRRReachAgent`'s keywords (``feedback``, …) and the solver's.
+    """
+
+    #: The obstacle-aware solver (``solve(model, target, q0, obstacles=, clearance=, **options)``).
+    solver = staticmethod(trr)
+
+    def __init__(self, env, model: KinematicModel | None = None, *, clearance: float = DEFAULT_CLEARANCE,
+                 **options) -> None:
+        super().__init__(env, model, **options)
+        self.clearance = check_clearance(clearance)
+        self._rows: np.ndarray | None = None  # the obstacles of the last plan
+
+    def obstacles(self) -> np.ndarray:
+        """The env's obstacle rows now ``(S, 16)`` (an empty array when it has none)."""
+        rows = getattr(self.env, "obstacle_rows", None)
+        return np.zeros((0, SHAPE_WIDTH)) if rows is None else np.array(rows, dtype=float).reshape(-1, SHAPE_WIDTH)
+
+    def reset(self, obs=None, info=None) -> None:
+        super().reset(obs, info)
+        self._rows = None
+
+    def _plan(self, aim: np.ndarray) -> None:
+        rows = self.obstacles()
+        result = self.solver(self.model, aim, self._solution, obstacles=obstacle_rows(rows), clearance=self.clearance,
+                             **self.trr_options)
+        self.last_result, self._aim, self._solution = result, aim, result.solution
+        self._since_plan = 0.0
+        self._rows = rows
+
+    def act(self, obs) -> np.ndarray:
+        """The normalised action that commands the obstacle-aware IK solution for the observed goal."""
+        goal = self.goal_from_observation(obs)
+        if self._goal is not None and self._aim is not None and self._rows is not None \
+                and np.array_equal(goal, self._goal) and not np.array_equal(self.obstacles(), self._rows):
+            self._plan(self._aim)  # the obstacles moved: the same aim, around them
+        return super().act(obs)
+
+
+class SQPObstacleReachAgent(ObstacleReachAgent):
+    """:class:`ObstacleReachAgent` planning with the obstacle-aware SQP (:func:`~soft_envs.agents.ik.sqp`:
+    the collision distances as SLSQP constraints) — the PCC arm's solver; ``**options`` go to ``sqp``."""
+
+    solver = staticmethod(sqp)

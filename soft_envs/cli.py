@@ -205,6 +205,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     gait = ev.gait_table(result)
     if gait:
         table += "\n\ngait figures (median over the episodes; soft_envs.envs.gait_meter):\n\n" + gait
+    contact = ev.contact_table(result)
+    if contact:
+        table += "\n\ncontact with the obstacles (every episode):\n\n" + contact
     print(table)
     if args.output:
         with open(args.output, "w") as fh:

@@ -18,12 +18,16 @@ from soft_envs.exceptions import InvalidParameterError
 
 #: The controllers :func:`build_controller` knows by name (``NAME:N`` too for the learning ones).
 CONTROLLERS = ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid", "trr-calibrated", "nn-finetuned", "pd-ff",
-               "pd-ff-feedback", "trot", "body-pose", "hexapod-jacobian", "hexapod-jacobian-low-gain", "learned")
+               "pd-ff-feedback", "trot", "body-pose", "hexapod-jacobian", "hexapod-jacobian-low-gain", "learned",
+               "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback")
 
 
 #: Controllers that learn on the episode's robot before acting (:mod:`soft_envs.agents.on_robot`):
 #: ``NAME`` collects :data:`LEARN_SAMPLES` samples, ``NAME:N`` collects ``N``.
 LEARNING_CONTROLLERS = ("trr-calibrated", "nn-finetuned")
+#: The controllers that plan around the env's obstacles (``env.unwrapped.obstacle_rows``): TRR with a
+#: barrier and SQP with distance constraints, open loop or closed on the measured tip.
+OBSTACLE_CONTROLLERS = CONTROLLERS[-4:]
 LEARN_SAMPLES = 100
 
 
@@ -51,6 +55,11 @@ def build_controller(name: str, env, task: str = "") -> Any:
 
         model = env.unwrapped.model.with_kinematics("tilted") if name == "trr-paper-model" else None
         return TRRReachAgent(env, model, feedback=name == "trr-feedback")
+    if name in OBSTACLE_CONTROLLERS:
+        from soft_envs.agents.reach import ObstacleReachAgent, SQPObstacleReachAgent
+
+        agent = SQPObstacleReachAgent if name.startswith("sqp") else ObstacleReachAgent
+        return agent(env, feedback=name.endswith("-feedback"))
     if name in ("nn", "hybrid"):
         from soft_envs.agents.nn import NeuralReachAgent
 

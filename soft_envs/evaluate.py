@@ -53,6 +53,7 @@ RECORD_KEY = ("task", "controller", "preset", "seed")
 #: The prefix of the ``info`` keys kept per episode as :attr:`EpisodeResult.figures` (the
 #: quadruped envs' gait figures, :mod:`soft_envs.envs.gait_meter`).
 GAIT_PREFIX = "gait_"
+CONTACT_PREFIX = "contact_"  # the figures of an episode with obstacles (collisions, deepest penetration)
 #: The gait table's columns: ``info`` key, header, scale.
 GAIT_COLUMNS = (("gait_stance_slip_speed", "stance slip [mm/s]", 1e3),
                 ("gait_touchdowns_per_second", "touchdowns [1/s/foot]", 1.0),
@@ -101,6 +102,9 @@ TASKS: dict[str, Task] = {task.name: _with_learned(task) for task in (
     # the learned policies (sb3:ALGO:PATH) side by side.
     Task("peter-2-kinematic", "soft_envs/PeterReach-v0", (("n_modules", 2), ("kinematic", True)), "distance", "m",
          ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
+    # Obstacle reach: three spheres drawn near the path every episode; success = within 1 mm, no collision.
+    Task("peter-2-obstacles", "soft_envs/PeterReach-v0", (("n_modules", 2), ("obstacles", 3)), "distance", "m",
+         ("trr", "trr-feedback", "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles-feedback")),
     Task("pcc-spiral", "soft_envs/PCCTrack-v0", (("n_segments", 2), ("trajectory", "spiral")), "tracking_error",
          "m", ("pd-ff", "pd-ff-feedback"), max_steps=100),
     Task("quadruped-walk", "soft_envs/QuadrupedWalk-v0", (), "x", "m", ("trot",), max_steps=500),
@@ -204,10 +208,11 @@ def run_episode(job: Job) -> EpisodeResult:
             obs, info = env.reset(seed=job.seed, options={"keep_robot": True})
         agent.reset(obs, info)
         dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]  # every soft_envs env has dt
-        time_to_goal, steps = float("nan"), 0
+        time_to_goal, steps, deepest = float("nan"), 0, 0.0
         while True:
             obs, _, terminated, truncated, info = env.step(agent.act(obs))
             steps += 1
+            deepest = max(deepest, float(info.get("penetration", 0.0)))
             if np.isnan(time_to_goal) and info.get("is_success", False):
                 time_to_goal = steps * dt
             if terminated or truncated:
@@ -217,6 +222,8 @@ def run_episode(job: Job) -> EpisodeResult:
         else:
             success = bool(info.get("is_success", False))
         figures = {key: float(value) for key, value in info.items() if key.startswith(GAIT_PREFIX)}
+        if "collisions" in info:  # an env with obstacles: the episode's contacts
+            figures |= {"contact_collisions": float(info["collisions"]), "contact_penetration": deepest}
         return EpisodeResult(job.task.name, job.controller, job.preset, job.seed, success,
                              float(info[job.task.metric]), time_to_goal, steps, clock.now() - start,
                              env_id=job.task.env_id, env_kwargs=kwargs, figures=figures)
@@ -276,10 +283,7 @@ def gait_table(evaluation: Evaluation, servo_speed: float = SERVO_SPEED) -> str:
     no episode has figures."""
     from soft_envs.report import markdown_table
 
-    groups: dict[tuple[str, str, str], list[EpisodeResult]] = {}
-    for e in evaluation.episodes:
-        if e.figures:
-            groups.setdefault((e.task, e.controller, e.preset), []).append(e)
+    groups = _groups(evaluation, GAIT_PREFIX)
     if not groups:
         return ""
     rows = []
@@ -292,6 +296,34 @@ def gait_table(evaluation: Evaluation, servo_speed: float = SERVO_SPEED) -> str:
         rows.append(row)
     headers = [f"{h} (servo {servo_speed:.3g})" if key == "gait_peak_joint_speed" else h for key, h, _ in GAIT_COLUMNS]
     return markdown_table(["task", "controller", "preset", "episodes", *headers], rows)
+
+
+def _groups(evaluation: Evaluation, prefix: str) -> dict[tuple[str, str, str], list[EpisodeResult]]:
+    """The episodes with figures named ``prefix…``, by (task, controller, preset)."""
+    groups: dict[tuple[str, str, str], list[EpisodeResult]] = {}
+    for e in evaluation.episodes:
+        if any(key.startswith(prefix) for key in e.figures):
+            groups.setdefault((e.task, e.controller, e.preset), []).append(e)
+    return groups
+
+
+def contact_table(evaluation: Evaluation) -> str:
+    """The contact figures of the episodes with obstacles, one row per (task, controller, preset): the
+    share of episodes without a collision, the mean collisions, the deepest penetration [mm] and the
+    success (within the threshold without a collision). Empty when no episode has obstacles."""
+    from soft_envs.report import markdown_table
+
+    rows = []
+    for (task, controller, preset), eps in _groups(evaluation, CONTACT_PREFIX).items():
+        collisions = np.array([e.figures["contact_collisions"] for e in eps])
+        deepest = max(e.figures["contact_penetration"] for e in eps)
+        rows.append([task, controller, preset, len(eps), f"{100 * np.mean(collisions == 0):.0f} %",
+                     f"{collisions.mean():.2g}", f"{1e3 * deepest:.3f}",
+                     f"{100 * np.mean([e.success for e in eps]):.0f} %"])
+    if not rows:
+        return ""
+    return markdown_table(["task", "controller", "preset", "episodes", "collision-free", "collisions",
+                           "deepest penetration [mm]", "success (no collision)"], rows)
 
 
 def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | None = None,

@@ -22,6 +22,7 @@ LAYER = {
     "console": "base",
     "clock": "base",
     "geometry": "geometry",
+    "collision": "geometry",
     "robots": "robots",
     "trajectories": "robots",  # task definitions in SI units, no simulator
     "urdf": "robots",  # package data of the robot descriptions

@@ -10,7 +10,9 @@ in the model's base frame, and returns an :class:`IKResult` (one target) or a
 * ``error`` is the Euclidean position error ``‖x_d − forward(solution)‖`` [m];
 * **success** is :func:`is_success`: ``error < tol``, strictly, with ``tol`` the solver's
   success threshold on the position error [m] (solvers that also solve an orientation
-  additionally require ``orientation_error < orientation_tol``);
+  additionally require ``orientation_error < orientation_tol``; an obstacle-aware solve, one given
+  ``obstacles=``, additionally requires its solution ``collision_free``: the body's capsules at a
+  distance ``min_distance >= 0`` from every obstacle);
 * bad input (NaN, wrong shape, millimetres for metres, a start of the wrong shape, ``tol <= 0`` or
   ``inf``, a count that is not a whole number, NaN options) raises a :class:`ValueError` subclass
   from :mod:`soft_envs.exceptions` before any work;
@@ -61,6 +63,11 @@ class IKResult:
             was enough).
         timed_out: the wall-clock budget was spent before a success (the solve may have been cut
             short; ``message`` says so).
+        min_distance: an obstacle-aware solve's (``obstacles=``) smallest distance [m] between the
+            body's capsule surface and any obstacle at ``solution`` (negative: a penetration;
+            ``inf`` when every obstacle row was empty); ``None`` for a solve without obstacles.
+        collision_free: an obstacle-aware solve's ``min_distance >= 0`` (``None`` without
+            obstacles); its ``success`` also requires it.
     """
 
     solution: np.ndarray
@@ -72,6 +79,8 @@ class IKResult:
     message: str = ""
     restarts: int = 0
     timed_out: bool = False
+    min_distance: float | None = None
+    collision_free: bool | None = None
 
 
 @dataclass

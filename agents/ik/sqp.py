@@ -35,6 +35,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from soft_envs import clock
+from soft_envs.agents.ik.obstacles import DEFAULT_CLEARANCE, ObstacleTerms, check_clearance, obstacle_rows, ranking
 from soft_envs.agents.ik.result import (
     BatchIKResult,
     IKResult,
@@ -47,7 +48,7 @@ from soft_envs.agents.ik.result import (
     is_success,
 )
 from soft_envs.exceptions import InvalidParameterError, check_integer
-from soft_envs.robots.base import KinematicModel, SmoothCoordinates, TipAngle
+from soft_envs.robots.base import BodyBackbone, KinematicModel, SmoothCoordinates, TipAngle
 from soft_envs.robots.gauss_newton import SolveCoordinates, clipped_start, gauss_newton, tip_angle_gradient
 
 
@@ -111,6 +112,8 @@ def sqp(
     restarts: int = 4,
     seed: int = 0,
     timeout: float = 1.0,
+    obstacles=None,
+    clearance: float = DEFAULT_CLEARANCE,
 ) -> IKResult:
     """Solve ``model.forward(q) = target`` within the bounds (SQP; see the module docstring).
 
@@ -132,10 +135,18 @@ def sqp(
         seed: seed of the restarts.
         timeout: wall-clock budget [s] (``math.inf``: none); past it the best effort so far is
             returned.
+        obstacles: shapes or packed rows ``(S, 16)`` (:mod:`soft_envs.collision`, the model's base
+            frame; ``EMPTY`` rows ignored) the body must keep ``clearance`` from: SLSQP inequality
+            constraints ``d(q) − clearance ≥ 0`` per backbone segment and obstacle (see
+            :func:`_sqp_obstacles`; the model must be a :class:`~soft_envs.robots.base.BodyBackbone`;
+            position only, ``method`` ``"auto"`` or ``"slsqp"``). ``None`` (or only empty rows):
+            the plain solve.
+        clearance: minimum distance [m] between the body's capsule surface and every obstacle.
 
     Returns:
         :class:`IKResult`; ``iterations`` counts kinematics evaluations, ``orientation_error``
-        is ``|tip_angle(q) − tip_angle|`` [rad] when a tip angle is requested.
+        is ``|tip_angle(q) − tip_angle|`` [rad] when a tip angle is requested; with
+        ``obstacles``, ``min_distance`` and ``collision_free`` (and ``success`` requires the latter).
     """
     start_time = clock.now()
     target = check_one_target(model, target, "sqp (use sqp_trajectory for (T, 3))")
@@ -156,6 +167,17 @@ def sqp(
 
     if tip_angle is not None:
         tip_angle = float(tip_angle)
+    if obstacles is not None:
+        rows = obstacle_rows(obstacles)
+        clearance = check_clearance(clearance)
+        if tip_angle is not None:
+            raise InvalidParameterError("sqp avoids obstacles on the position task only (no tip_angle)")
+        if method == "newton":
+            raise InvalidParameterError("method='newton' cannot keep obstacle constraints: use 'auto' or 'slsqp'")
+        if rows.shape[0]:
+            return _sqp_obstacles(model, target, q0, rows, clearance, tol=tol, precision=precision, method=method,
+                                  max_iterations=max_iterations, newton_steps=newton_steps, restarts=restarts,
+                                  seed=seed, timeout=timeout, start_time=start_time)
 
     problem = SolveCoordinates(model)
     u0 = problem.project(problem.to_u(q0))
@@ -222,7 +244,111 @@ def sqp(
         message = f"{budget_message(timeout)}; " + message
     return IKResult(solution=solution, error=error, success=success, iterations=evaluations,
                     seconds=clock.now() - start_time, orientation_error=angle_error, message=message,
-                    restarts=attempt, timed_out=timed_out)
+                    restarts=attempt, timed_out=timed_out,
+                    **({} if obstacles is None else {"min_distance": math.inf, "collision_free": True}))
+
+
+def _backbone_in(problem: SolveCoordinates):
+    """The model's backbone kinematics in the solve coordinates: ``u -> (points, ∂points/∂u)``."""
+    model = problem.model
+    if not isinstance(model, BodyBackbone):
+        raise InvalidParameterError(f"{type(model).__name__} has no body backbone: it cannot avoid obstacles")
+    if not problem.smooth:
+        return model.backbone_kinematics
+    smooth = getattr(model, "smooth_backbone_kinematics", None)
+    if smooth is None:
+        raise InvalidParameterError(f"{type(model).__name__} has no backbone Jacobian in its smooth coordinates")
+    return smooth
+
+
+def _sqp_obstacles(model: KinematicModel, target: np.ndarray, q0: np.ndarray, rows: np.ndarray, clearance: float,
+                   *, tol: float, precision: float, method: str, max_iterations: int, newton_steps: int,
+                   restarts: int, seed: int, timeout: float, start_time: float) -> IKResult:
+    """:func:`sqp` with obstacles (inputs checked). Per start: the Gauss–Newton fast path on the tip
+    alone (``method="auto"``), kept if its solution keeps the clearance; else SLSQP from there with
+    the constraints ``d_kj(u) − clearance ≥ 0`` for every backbone segment ``k`` and obstacle ``j``
+    (Jacobians ``n̂ᵀ ∂p/∂u`` at the witness point, :class:`~soft_envs.agents.ik.obstacles.ObstacleTerms`)
+    besides the bend disk, then a Gauss–Newton polish kept only if it still keeps the clearance.
+    The answer is the best configuration seen (:func:`~soft_envs.agents.ik.obstacles.ranking`).
+    """
+    deadline = start_time + timeout
+    problem = SolveCoordinates(model)
+    terms = ObstacleTerms(model, rows, kinematics=_backbone_in(problem))
+    cache: dict[str, np.ndarray] = {}
+
+    def distances(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if "u" not in cache or not np.array_equal(cache["u"], u):
+            cache["u"] = np.array(u, dtype=float)
+            cache["d"], cache["J"] = terms.distances(cache["u"])
+        return cache["d"], cache["J"]
+
+    constraints = _constraints(problem) + [{"type": "ineq", "fun": lambda u: distances(u)[0] - clearance,
+                                            "jac": lambda u: distances(u)[1]}]
+    u0 = problem.project(problem.to_u(q0))
+    rng: np.random.Generator | None = None
+    evaluations, message, attempt = 0, "", 0
+    best: dict = {"key": (3, math.inf), "u": u0}
+
+    def consider(u: np.ndarray, err: float | None = None) -> None:
+        if err is None:
+            e = target - problem.kinematics(u)[0]
+            err = float(np.sqrt(e @ e))
+        key = ranking(err, float(distances(u)[0].min()), clearance)
+        if key < best["key"]:
+            best.update(key=key, u=np.array(u, dtype=float))
+
+    def done(threshold: float) -> bool:
+        return best["key"][0] == 0 and best["key"][1] < threshold
+
+    for attempt in range(restarts + 1):
+        if attempt and clock.now() > deadline:
+            attempt -= 1
+            break
+        if attempt:
+            rng = np.random.default_rng(seed) if rng is None else rng
+        start_u = u0 if rng is None else problem.project(problem.to_u(model.sample(rng)))
+        if method == "auto":
+            u, err, n_eval = gauss_newton(problem, target, start_u, precision=precision, max_steps=newton_steps)
+            evaluations += n_eval
+            consider(u, err)
+            message = "Gauss-Newton converged clear of the obstacles"
+            if done(precision):
+                break
+            start_u = u
+        res = minimize(lambda u: _half_squared_error(problem, target, u),
+                       np.clip(start_u, problem.lower, problem.upper), jac=True, method="SLSQP",
+                       bounds=list(zip(problem.lower, problem.upper)),
+                       constraints=constraints, options={"ftol": 1e-30, "maxiter": max_iterations},
+                       callback=_stop_at(deadline))
+        u = problem.project(res.x)
+        evaluations += int(res.nfev)
+        message = f"SLSQP with {len(rows)} obstacle(s): {res.message}"
+        consider(u)
+        if method == "auto" and best["key"][0] == 0 and precision <= best["key"][1] < 1e-3:
+            u, err, n_eval = gauss_newton(problem, target, best["u"], precision=precision, max_steps=newton_steps)
+            evaluations += n_eval
+            consider(u, err)  # kept only if it still keeps the clearance
+        if done(tol) or clock.now() > deadline:
+            break
+
+    solution = problem.to_q(best["u"], reference=q0)
+    error = float(np.linalg.norm(model.forward(solution) - target))
+    distance = ObstacleTerms(model, rows).min_distance(solution)
+    collision_free = distance >= 0.0
+    success = bool(is_success(error, tol)) and collision_free
+    timed_out = budget_spent(deadline, success)
+    if timed_out:
+        message = f"{budget_message(timeout)}; " + message
+    return IKResult(solution=solution, error=error, success=success, iterations=evaluations,
+                    seconds=clock.now() - start_time, message=message, restarts=attempt, timed_out=timed_out,
+                    min_distance=distance, collision_free=collision_free)
+
+
+def _half_squared_error(problem: SolveCoordinates, target: np.ndarray, u: np.ndarray) -> tuple[float, np.ndarray]:
+    """SLSQP's objective ``½‖x(u) − x_d‖²`` and its gradient."""
+    x, J = problem.kinematics(u)
+    e = x - target
+    return 0.5 * float(e @ e), J.T @ e
 
 
 def sqp_trajectory(

@@ -33,6 +33,16 @@ from scipy.linalg.lapack import dposv
 from scipy.optimize import least_squares
 
 from soft_envs import clock
+from soft_envs.agents.ik.obstacles import (
+    DEFAULT_CLEARANCE,
+    DEFAULT_INFLUENCE,
+    ObstacleTerms,
+    barrier,
+    check_clearance,
+    check_influence,
+    obstacle_rows,
+    ranking,
+)
 from soft_envs.agents.ik.result import (
     BatchIKResult,
     IKResult,
@@ -137,6 +147,9 @@ def trr(
     restarts: int = 8,
     seed: int = 0,
     timeout: float = 1.0,
+    obstacles=None,
+    clearance: float = DEFAULT_CLEARANCE,
+    influence: float = DEFAULT_INFLUENCE,
 ) -> IKResult:
     """Solve ``model.forward(q) = target`` within the model's bounds (fast bounded LM, then TRF).
 
@@ -154,10 +167,18 @@ def trr(
         restarts: extra seeded random starts tried when a start does not reach ``tol``.
         seed: seed of the random restarts.
         timeout: wall-clock budget [s] of the whole solve (``math.inf``: none).
+        obstacles: shapes or packed rows ``(S, 16)`` (:mod:`soft_envs.collision`, the model's base
+            frame; ``EMPTY`` rows ignored) the body must keep ``clearance`` from (the model must be
+            a :class:`~soft_envs.robots.base.BodyBackbone`): see :func:`_trr_obstacles`. ``None``
+            (or only empty rows): the plain solve.
+        clearance: minimum distance [m] between the body's capsule surface and every obstacle.
+        influence: width [m] of the barrier's band beyond ``clearance``
+            (:func:`~soft_envs.agents.ik.obstacles.barrier`).
 
     Returns:
         :class:`IKResult`; ``iterations`` counts function evaluations over every start,
-        ``restarts`` the random starts used.
+        ``restarts`` the random starts used; with ``obstacles``, ``min_distance`` and
+        ``collision_free`` (and ``success`` requires the latter).
     """
     start_time = clock.now()
     target = check_one_target(model, target, "trr")
@@ -179,6 +200,15 @@ def trr(
     deadline = start_time + check_timeout(timeout)
     if not (regularization >= 0 and math.isfinite(regularization)):
         raise InvalidParameterError(f"regularization must be a finite number >= 0; got {regularization!r}")
+    if obstacles is not None:
+        rows = obstacle_rows(obstacles)
+        clearance, influence = check_clearance(clearance), check_influence(influence)
+        if intermediate_targets is not None:
+            raise InvalidParameterError("trr avoids obstacles on the tip task only (no intermediate_targets)")
+        if rows.shape[0]:
+            return _trr_obstacles(model, target, q0, ObstacleTerms(model, rows), clearance, influence, tol=tol,
+                                  max_iterations=max_iterations, regularization=regularization, restarts=restarts,
+                                  seed=seed, timeout=timeout, start_time=start_time)
 
     stop_error = tol * 1e-2 if intermediate_targets is None else 0.0
     # TRF's residual, Tikhonov rows and the restarts' generator: made when needed
@@ -244,7 +274,95 @@ def trr(
     best_q = np.clip(best_q, lower, upper)
     return IKResult(solution=best_q, error=float(best_err), success=success,
                     iterations=evaluations, seconds=clock.now() - start_time, message=message,
-                    restarts=attempt, timed_out=timed_out)
+                    restarts=attempt, timed_out=timed_out,
+                    **({} if obstacles is None else {"min_distance": math.inf, "collision_free": True}))
+
+
+def _trr_obstacles(model: KinematicModel, target: np.ndarray, q0: np.ndarray, terms: ObstacleTerms,
+                   clearance: float, influence: float, *, tol: float, max_iterations: int, regularization: float,
+                   restarts: int, seed: int, timeout: float, start_time: float) -> IKResult:
+    """:func:`trr` with obstacles (inputs checked): per start, the fast path on the tip alone — kept if
+    its solution keeps the clearance — then TRF on the tip residual, a barrier residual per
+    backbone segment and obstacle (:func:`~soft_envs.agents.ik.obstacles.barrier` of the capsule's
+    distance ``d`` [m], Jacobian ``barrier'(d) n̂ᵀ ∂p/∂q`` at the witness point) and the Tikhonov
+    rows. The barrier is zero beyond ``clearance + influence``; a solution the band still biases
+    (the tip close to an obstacle) is refined with the band shrunk tenfold, twice. The answer is
+    the best configuration seen: keeping the clearance with the smallest tip error, else
+    collision-free, else the least penetration (:func:`~soft_envs.agents.ik.obstacles.ranking`).
+    """
+    lower, upper = model.lower, model.upper
+    deadline = start_time + timeout
+    stop_error = tol * 1e-2
+    eye = regularization * np.eye(model.n_dof)
+    rng: np.random.Generator | None = None
+    evaluations, message, attempt = 0, "", 0
+    best: dict = {"key": (3, math.inf), "q": q0, "err": math.inf, "distance": -math.inf}
+
+    def consider(q: np.ndarray, err: float, distance: float) -> None:
+        key = ranking(err, distance, clearance)
+        if key < best["key"]:
+            best.update(key=key, q=q.copy(), err=err, distance=distance)
+
+    def done(threshold: float) -> bool:
+        return best["key"][0] == 0 and best["err"] < threshold
+
+    for attempt in range(restarts + 1):
+        if attempt:
+            rng = np.random.default_rng(seed) if rng is None else rng
+        start = q0 if rng is None else model.sample(rng)
+        q_fast, err_fast, n_fast = _bounded_lm(model, target, start, stop_error, max_iterations, deadline)
+        evaluations += n_fast
+        consider(q_fast, err_fast, terms.min_distance(q_fast))
+        message = "bounded LM converged clear of the obstacles"
+        if done(stop_error) or clock.now() > deadline:
+            break
+        first, band = q_fast, influence
+        for _ in range(3):
+            cache: dict[str, np.ndarray] = {}
+
+            def fun(q: np.ndarray, band: float = band, start: np.ndarray = start) -> np.ndarray:
+                res = model.forward(q) - target
+                d, Jd = terms.distances(q)
+                r, dr = barrier(d, clearance, band)
+                consider(q, float(np.sqrt(res @ res)), float(d.min()))
+                cache["q"] = q.copy()
+                cache["J"] = np.concatenate((model.jacobian(q), dr[:, None] * Jd, eye))
+                return np.concatenate((res, r, regularization * (q - start)))
+
+            def jac(q: np.ndarray) -> np.ndarray:
+                if "q" not in cache or not np.array_equal(cache["q"], q):
+                    fun(q)
+                return cache["J"]
+
+            def callback(intermediate_result) -> None:
+                if done(tol) or clock.now() > deadline:  # the polish below takes the last digits
+                    raise StopIteration
+
+            sol = least_squares(fun, np.clip(first, lower, upper), jac=jac, bounds=(lower, upper), method="trf",
+                                xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=max_iterations, callback=callback)
+            evaluations += int(sol.nfev)
+            message = f"TRF with a {band:.1g} m barrier band: {sol.message}"
+            if best["key"][0] == 0 and stop_error <= best["err"] < 1e-3 and clock.now() <= deadline:
+                # Polish on the tip alone (TRF's last digits are slow); kept only if still clear.
+                q_lm, err_lm, n_lm = _bounded_lm(model, target, best["q"], stop_error, 20, deadline)
+                evaluations += n_lm
+                consider(q_lm, err_lm, terms.min_distance(q_lm))
+            if done(tol) or clock.now() > deadline:
+                break
+            # The band may bias the tip near an obstacle: refine from the best clear solution.
+            first = best["q"] if best["key"][0] == 0 else sol.x
+            band *= 0.1
+        if done(tol) or clock.now() > deadline:
+            break
+    distance = float(best["distance"])
+    collision_free = distance >= 0.0
+    success = bool(is_success(best["err"], tol)) and collision_free
+    timed_out = budget_spent(deadline, success)
+    if timed_out:
+        message = f"{budget_message(timeout)}; " + message
+    return IKResult(solution=np.clip(best["q"], lower, upper), error=float(best["err"]), success=success,
+                    iterations=evaluations, seconds=clock.now() - start_time, message=message, restarts=attempt,
+                    timed_out=timed_out, min_distance=distance, collision_free=collision_free)
 
 
 def trr_batch(

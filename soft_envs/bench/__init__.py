@@ -42,6 +42,7 @@ BENCHES: dict[str, str] = {
     "batched": "soft_envs.bench.batched",
     "vector": "soft_envs.bench.vector",
     "learner": "soft_envs.bench.learner",
+    "contact": "soft_envs.bench.contact",
 }
 
 

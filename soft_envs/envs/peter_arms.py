@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs.envs.obstacle_course import sphere_rows, split_task
 from soft_envs.envs.peter_parts import PLANT_REALISM, reach_observation
 from soft_envs.envs.vector_parts import BatchedSensor, store_tips
 from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
@@ -36,6 +37,7 @@ from soft_envs.sim.actuators import BatchedPneumaticLegs
 from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.batched_kernels import peter_validity
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.contact import DIAG_NORMAL_FORCE, DIAG_PENETRATION
 
 MAX_RATE = 1e3  # [m/s, rad/s]: beyond it the arm is driven beyond its model
 SINGULAR = "the arm's mass matrix became singular: it collapsed beyond the PCC model"
@@ -85,6 +87,14 @@ class PeterArms:
         self._tilted = not realism.is_ideal("base_tilt")
         self._leg_directions = (np.cos(model.leg_angles), np.sin(model.leg_angles))  # the legs' feet on their circle
         self._plant_realism = any(not realism.is_ideal(name) for name in PLANT_REALISM if name in realism.table)
+        # obstacles (env.course): their draws, the body's scene and what the contact did this episode
+        count = env.course.count if env.course is not None else 0
+        self.obstacles = np.zeros((n, count, 4))  # centre [m] (goals' frame), radius [m]
+        self.collisions = np.zeros(n, dtype=np.int64)  # touches so far this episode
+        self.touching = np.zeros((n, count), dtype=bool)  # obstacles touched at the last physics step
+        self.penetration = np.zeros(n)  # [m], the deepest of the last env step's physics steps
+        self.contact_force = np.zeros(n)  # [N], total normal force on the arm at the last step's end
+        self.scene = body.add_scene(count) if count and self.soft else None
 
     # ------------------------------------------------------------------ reset
     def reset(self, rows: np.ndarray, tasks: list, perturbations: dict[str, np.ndarray],
@@ -93,12 +103,20 @@ class PeterArms:
         arms at rest at zero inflation, ``perturbations`` (``{name: (len(rows), …)}``) applied."""
         body, legs = self.body, self.legs
         self.inflation_times[rows] = 0.0
-        self.goal[rows] = self.model.forward_arms(np.asarray(tasks, dtype=float))
+        times, obstacles = split_task(tasks, self.model.n_dof)
+        self.goal[rows] = self.model.forward_arms(times)
         self.stopped[rows] = False
         self.stop_reason[rows] = None
         self.clock[rows] = 0.0
         if self.realistic:
             self._apply_realism(rows, perturbations, realism_rngs)
+        if self.scene is not None:
+            self.obstacles[rows] = obstacles
+            self.scene.set_shapes(rows, sphere_rows(obstacles, self.base_rotation[rows]))
+            self.collisions[rows] = 0
+            self.touching[rows] = False
+            self.penetration[rows] = 0.0
+            self.contact_force[rows] = 0.0
         legs.reset(rows, self.inflation_times[rows])
         if body is not None:
             body.reset_inflation(rows, self.inflation_times[rows])
@@ -165,6 +183,9 @@ class PeterArms:
                 self.clock += n_steps * dt
             return
         zero = np.zeros((self.n_arms, body.n_dof))
+        scene = self.scene
+        if scene is not None:
+            self.penetration[:] = 0.0
         for _ in range(n_steps):
             active = ~self.stopped
             if not active.any():
@@ -177,6 +198,11 @@ class PeterArms:
                 reasons = self.violations(active)
             except np.linalg.LinAlgError:
                 reasons = {int(i): SINGULAR for i in np.flatnonzero(active)}
+            if scene is not None:
+                self.collisions += np.count_nonzero(scene.touched & ~self.touching, axis=1)
+                self.touching[:] = scene.touched
+                self.penetration = np.maximum(self.penetration, scene.diagnostics[:, DIAG_PENETRATION])
+                self.contact_force = scene.diagnostics[:, DIAG_NORMAL_FORCE].copy()
             if reasons:
                 stopped = np.array(sorted(reasons))
                 self.stopped[stopped] = True
@@ -244,8 +270,15 @@ class PeterArms:
         """The observations of ``rows`` (the sensor advances one sample)."""
         self.read_tips(rows)
         env = self.env
-        return reach_observation(self.measured_tip[rows], self.goal[rows], self.measured_velocity[rows],
-                                 env.model_to_action(self.inflation_times[rows]), env.goal_conditioned)
+        obs = reach_observation(self.measured_tip[rows], self.goal[rows], self.measured_velocity[rows],
+                                env.model_to_action(self.inflation_times[rows]), env.goal_conditioned)
+        if not self.obstacles.shape[1]:
+            return obs
+        seen = self.obstacles[rows].reshape(self.goal[rows].shape[0], -1).astype(np.float32)
+        if isinstance(obs, dict):
+            obs["observation"] = np.concatenate((obs["observation"], seen), axis=-1)
+            return obs
+        return np.concatenate((obs, seen), axis=-1)
 
     def reward_terms(self) -> dict[str, np.ndarray]:
         """The task's reward terms of every arm, ``{name: (n,)}``, from the measured tips."""
@@ -259,6 +292,11 @@ class PeterArms:
         distance = env.distances(self.tip[rows].astype(np.float32), self.goal[rows].astype(np.float32))
         info: dict[str, Any] = {"distance": distance, "is_success": distance < env.success_threshold,
                                 "inflation_times": self.inflation_times[rows].copy()}
+        if self.scene is not None:  # a goal reached through a collision is no success
+            info["is_success"] = info["is_success"] & (self.collisions[rows] == 0)
+            info["collisions"] = self.collisions[rows].copy()
+            info["penetration"] = self.penetration[rows].copy()
+            info["contact_force"] = self.contact_force[rows].copy()
         if self.soft or self.realistic:
             info["leg_inflation"] = self.legs.inflation[rows]
         stopped = self.stopped[rows]

@@ -17,7 +17,17 @@ slice                 content
 ``[6:9]``             goal − tip [m]
 ``[9:12]``            tip linear velocity [m/s] (zero for ``kinematic=True``)
 ``[12:12+3N]``        current inflation-time set-points, normalised to [−1, 1]
+``[12+3N:]``          with ``obstacles=M``: each obstacle's centre [m] and radius [m] (0: none)
 ====================  ========================================================
+
+With ``obstacles=M`` (1 to 8) every reset draws ``M`` spheres near the straight path from the
+start's tip to the goal, clear of the arm's body at the start and at the goal's configuration
+(:mod:`soft_envs.envs.obstacle_course`); the arm's body (capsules on its backbone) touches them
+through the soft-arm core's contact (:mod:`soft_envs.sim.contact`). ``info`` then has
+``collisions`` (contacts with an obstacle so far this episode: each obstacle counts once per
+touch), ``penetration`` [m] (the deepest in this step's physics steps) and ``contact_force`` [N]
+(the total normal force on the arm at the step's end), and ``is_success`` needs the goal within
+``success_threshold`` without a collision this episode.
 
 With ``goal_conditioned=True`` the observation is a ``Dict`` with ``observation`` (tip,
 velocity, set-points), ``achieved_goal`` (tip) and ``desired_goal`` (goal), and
@@ -100,6 +110,7 @@ from gymnasium.utils import EzPickle
 from soft_envs.envs.base import SoftEnv
 from soft_envs.envs.config import configured
 from soft_envs.envs.env_goals import FirstRow, GoalConditionedMixin
+from soft_envs.envs.obstacle_course import ObstacleCourse, sphere_rows
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_parts import (
     PHYSICS_ONLY_REALISM,
@@ -167,6 +178,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         kinematics: ``"pcc"`` (the body's kinematics) or ``"tilted"`` (the paper's model;
             only with ``kinematic=True``).
         goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
+        obstacles: spheres drawn near the path at every reset (0 to 8; soft physics on the batched core).
         distance_weight: weight of the distance term [1/m] (100: the distance in centimetres).
         success_threshold: success distance [m].
         success_reward: the ``success`` term's bonus per step within ``success_threshold``
@@ -200,7 +212,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     # The keywords, read from the env's configuration (:attr:`config`, one source of truth).
     kinematic, physics, gravity, payload, rayleigh_stiffness, backend, solver_iterations = configured("physics", 7)
     actuation, vent_rate, command_delay = configured("actuation", 3)
-    goal_conditioned, = configured("task", 1)
+    goal_conditioned, obstacles = configured("task", 2)
     distance_weight, success_threshold, success_reward = configured("reward", 3, settable=True)
 
     def __init__(self, *args: Any, config: PeterReachConfig | None = None, **kwargs: Any) -> None:
@@ -213,6 +225,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                            links_per_module=robot.links_per_module, leg_stiffness=robot.leg_stiffness)
         if not self.kinematic:
             check_joint_count(self.model.chain())  # before a PyBullet client exists
+        #: The obstacles' draws (``None`` without ``obstacles``).
+        self.course = ObstacleCourse(self.model, self.obstacles) if self.obstacles else None
         # PyBullet steps the stiff arm and gives the reference's terms; the batched core and the
         # kinematic model need no client (a picture opens one, :meth:`_render_scene`).
         super().__init__(time_step=cast(float, phys.time_step), frame_skip=cast(int, phys.frame_skip),
@@ -255,11 +269,12 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         # Bounds: positions within the arm's reach, velocities within ±10 m/s, set-points ±1.
         reach = float(self.model.forward(np.full(n_act, self.model.max_inflation_time))[2]) + 0.05
         pos_b, vel_b, act_b = np.full(3, reach), np.full(3, 10.0), np.ones(n_act)
-        flat_high = np.concatenate((pos_b, pos_b, 2 * pos_b, vel_b, act_b)).astype(np.float32)
+        obstacle_b = np.tile(np.append(pos_b, 0.2), self.obstacles)  # centres within reach, radii below 0.2 m
+        flat_high = np.concatenate((pos_b, pos_b, 2 * pos_b, vel_b, act_b, obstacle_b)).astype(np.float32)
         flat = spaces.Box(-flat_high, flat_high, dtype=np.float32)
         if self.goal_conditioned:
             point = spaces.Box(-pos_b.astype(np.float32), pos_b.astype(np.float32), dtype=np.float32)
-            obs_high = np.concatenate((pos_b, vel_b, act_b)).astype(np.float32)
+            obs_high = np.concatenate((pos_b, vel_b, act_b, obstacle_b)).astype(np.float32)
             self.observation_space = spaces.Dict({
                 "observation": spaces.Box(-obs_high, obs_high, dtype=np.float32),
                 "achieved_goal": point, "desired_goal": point})
@@ -282,6 +297,13 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     measured_velocity = FirstRow("The tip velocity the sensor reports [m/s].")
     base_rotation = FirstRow("The arm's base in the goals' frame ``(3, 3)`` (realism's tilt).")
     stop_reason = FirstRow("Why the soft arm stopped (outside its model), until the reset; else ``None``.")
+
+    @property
+    def obstacle_rows(self) -> np.ndarray:
+        """This episode's obstacles as packed shape rows ``(M, 16)`` (:mod:`soft_envs.collision`) in the
+        arm's base frame (empty without ``obstacles``): what an obstacle-aware controller plans around."""
+        arms = self.arms
+        return sphere_rows(arms.obstacles[:1], arms.base_rotation[:1])[0]
 
     @property
     def legs(self) -> BatchedPneumaticLegs:
@@ -353,8 +375,10 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def draw_task(self, rng: np.random.Generator) -> np.ndarray:
         """A reset's task draw from ``rng``: the inflation times [s] whose nominal PCC tip is the goal
-        (uniform within the bounds; always reachable)."""
-        return self.model.sample(rng)
+        (uniform within the bounds; always reachable), then with ``obstacles`` each obstacle's centre
+        and radius [m] (:func:`~soft_envs.envs.obstacle_course.split_task` parts them)."""
+        t = self.model.sample(rng)
+        return t if self.course is None else np.concatenate((t, self.course.draw(rng, t).ravel()))
 
     def _command(self) -> np.ndarray:
         return self.inflation_times
@@ -422,6 +446,10 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             info["leg_inflation"] = rows["leg_inflation"][0]
         if "termination_reason" in rows:
             info["termination_reason"] = rows["termination_reason"][0]
+        if self.course is not None:
+            info["collisions"] = int(rows["collisions"][0])
+            info["penetration"] = float(rows["penetration"][0])
+            info["contact_force"] = float(rows["contact_force"][0])
         return info
 
     # ------------------------------------------------------------------ rendering

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from soft_envs.envs.base import MAX_SOLVER_ITERATIONS
 from soft_envs.envs.config import EnvConfig
+from soft_envs.envs.obstacle_course import MAX_OBSTACLES
 from soft_envs.envs.peter_parts import (
     DISTANCE_WEIGHT,
     LEG_RADIUS,
@@ -70,9 +71,10 @@ class PeterActuationGroup:
 
 @dataclass
 class PeterTaskGroup:
-    """The task's observation form."""
+    """The task's observation form and its obstacles (spheres drawn near the path at every reset)."""
 
     goal_conditioned: bool = False
+    obstacles: int = 0
 
 
 @dataclass
@@ -125,6 +127,10 @@ class PeterReachConfig(EnvConfig):
         phys.payload, phys.rayleigh_stiffness = float(phys.payload), float(phys.rayleigh_stiffness)
         act.command_delay = float(act.command_delay)
         self.task.goal_conditioned = bool(self.task.goal_conditioned)
+        self.task.obstacles = check_integer("obstacles", self.task.obstacles, minimum=0, maximum=MAX_OBSTACLES)
+        if self.task.obstacles and not (self.soft_body and phys.backend == "batched"):
+            raise InvalidParameterError("obstacles need the soft arm on the batched core (physics='soft', "
+                                        "kinematic=False, backend='batched'): it computes the contact")
         if phys.time_step is None:
             phys.time_step = SOFT_TIME_STEP if self.soft_body else RIGID_TIME_STEP
         if phys.frame_skip is None:  # soft: 10 Hz control whatever the physics step (a bad step: the base says why)

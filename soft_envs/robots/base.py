@@ -165,6 +165,22 @@ class SmoothCoordinates(Protocol):
 
 
 @runtime_checkable
+class BodyBackbone(Protocol):
+    """A model whose body has a collision envelope: capsules of ``body_radius`` [m] on the segments
+    between consecutive backbone points (the soft arms: ``Chain.backbone_links``)."""
+
+    @property
+    def body_radius(self) -> float:
+        """Radius [m] of the body's capsules."""
+
+    def backbone(self, q: np.ndarray) -> np.ndarray:
+        """Backbone points ``(P, 3)`` [m, base frame] of one configuration, the base origin first."""
+
+    def backbone_kinematics(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Backbone points ``(P, 3)`` [m] and ``∂points/∂q`` ``(P, 3, n_dof)``."""
+
+
+@runtime_checkable
 class TipAngle(Protocol):
     """A model with a scalar tip angle [rad] and its gradient (the planar PCC arm: ``Σ θ_i``)."""
 

@@ -105,12 +105,27 @@ class ChainLink:
 class Chain:
     """A fixed ``base`` link (named ``"base"``) and a serial chain of ``links``, in joint order.
 
-    PyBullet's joint index ``k`` is ``links[k]``'s joint.
+    PyBullet's joint index ``k`` is ``links[k]``'s joint. ``body_radius`` [m] is the radius of the
+    capsules that make the body's collision envelope along its backbone (:meth:`backbone_links`;
+    0: the body has none).
     """
 
     name: str
     base: Body
     links: tuple[ChainLink, ...]
+    body_radius: float = 0.0
+
+    def backbone_links(self) -> list[int]:
+        """The links whose frame origins, after the base origin, are the backbone's points: every link
+        whose joint sits ``offset > 0`` along its parent, then the last link (the tip) unless it is
+        already the last of them. The body's collision envelope is capsules of :attr:`body_radius`
+        on the segments between consecutive points (base origin first)."""
+        points = [k for k, link in enumerate(self.links) if link.offset > 0.0]
+        last = len(self.links) - 1
+        if not points or (points[-1] != last and any(link.offset != 0.0 or link.joint == "prismatic_z"
+                                                     for link in self.links[points[-1] + 1:])):
+            points.append(last)
+        return points
 
     @property
     def names(self) -> list[str]:
@@ -238,3 +253,95 @@ def section_joint_values(phi: float, theta: float, extension: float, n_links: in
     row[2 * m + 1] = theta / (2 * m)
     row[2 * m + 2] = -phi
     return row
+
+
+# ---------------------------------------------------------------------------------------------
+# The backbone of a chain and its Jacobians (the body's collision envelope)
+# ---------------------------------------------------------------------------------------------
+def point_jacobian(chain: Chain, values: Sequence[float] | np.ndarray,
+                   links: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Frame origins of ``links`` and their Jacobians with respect to the joint ``values``.
+
+    From the chain's joint axes: joint ``j`` moves the origin ``p`` of a link at or after ``j`` by
+    ``e_j × (p − o_j)`` per radian (revolute; ``e_j`` its axis and ``o_j`` its origin, the link
+    ``j`` frame's, in the base frame) or ``e_j`` per metre (prismatic).
+
+    Returns the points ``(P, 3)`` [m], their Jacobians ``(P, 3, K)`` [m per rad or m], and every
+    link's frame positions ``(K, 3)`` and rotations ``(K, 3, 3)`` (base frame).
+    """
+    positions, rotations = chain_frames(values, chain.kinds, chain.offsets)
+    index = np.asarray(links, dtype=int)
+    points = positions[index]
+    axes = np.einsum("kij,kj->ki", rotations, np.array([_AXES[kind] for kind in chain.kinds]))
+    prismatic = np.array([kind == "prismatic_z" for kind in chain.kinds])
+    # (P, K, 3): e_j × (p − o_j), or e_j for a prismatic joint; zero for joints after the point's link.
+    columns = np.cross(axes[None, :, :], points[:, None, :] - positions[None, :, :])
+    columns[:, prismatic] = axes[prismatic][None]
+    columns *= (np.arange(len(chain.links))[None, :] <= index[:, None])[..., None]
+    return points, columns.transpose(0, 2, 1), positions, rotations
+
+
+def backbone_points(chain: Chain, values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """The backbone's points ``(P, 3)`` [m, base frame] for joint ``values``: the base origin, then
+    the frame origins of :meth:`Chain.backbone_links`."""
+    positions, _ = chain_frames(values, chain.kinds, chain.offsets)
+    return np.concatenate((np.zeros((1, 3)), positions[chain.backbone_links()]))
+
+
+def backbone_jacobian(chain: Chain, values: Sequence[float] | np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The backbone's points ``(P, 3)`` [m] and ``∂points/∂values`` ``(P, 3, K)`` (the base
+    origin's row zero), with every link's frame positions ``(K, 3)`` and rotations ``(K, 3, 3)``
+    (:func:`point_jacobian` of :meth:`Chain.backbone_links`)."""
+    links = chain.backbone_links()
+    points, jac, positions, rotations = point_jacobian(chain, values, links)
+    n_joints = len(chain.links)
+    return (np.concatenate((np.zeros((1, 3)), points)), np.concatenate((np.zeros((1, 3, n_joints)), jac)),
+            positions, rotations)
+
+
+#: Below this bend |θ| [rad] :func:`bend_section_jacobian` takes the straight section's limit.
+STRAIGHT_BEND = 1e-7
+
+
+def bend_section_jacobian(jac: np.ndarray, points: np.ndarray, point_links: np.ndarray, positions: np.ndarray,
+                          rotations: np.ndarray, values: np.ndarray, first: int, n_links: int,
+                          d_extension: tuple[float, float]) -> np.ndarray:
+    """Columns ``∂points/∂(ℓ, a, b)`` ``(P, 3, 3)`` of one :func:`bend_section` (joints ``first`` …
+    ``first + 2 n_links + 2``) whose joint values are :func:`section_joint_values` of
+    ``(φ, θ, e(ℓ, θ))`` (``φ = values[first]``, ``θ = 2 n_links values[first + 1]``), with
+    ``a = θ cos φ``, ``b = θ sin φ`` the smooth bend coordinates.
+
+    ``jac`` ``(P, 3, K)`` is ``∂points/∂values`` (:func:`point_jacobian`; ``point_links`` the link
+    of every point, −1 for the base origin), ``positions``/``rotations`` the link frames.
+    ``d_extension = (∂e/∂ℓ, ∂e/∂θ)`` is the derivative of every prismatic value ``e``. The chain rule
+    through ``(θ, φ)`` (``∂θ/∂a = cos φ``, ``∂φ/∂a = −sin φ/θ``, …) is singular at ``θ = 0``
+    although the points are smooth there: below :data:`STRAIGHT_BEND` the columns are its limit,
+    the bends as rotations about the section's fixed axes ``R₀ e_y`` (for ``a``) and ``−R₀ e_x``
+    (for ``b``), ``R₀`` the section's entry frame (before ``Rz(φ)``; relative error ``O(θ)``).
+    """
+    m = n_links
+    bends = first + 1 + 2 * np.arange(m + 1)  # the revolute-y joints: the m bends and the tilt
+    weights = np.full(m + 1, 1.0 / m)
+    weights[0] = weights[-1] = 0.5 / m  # θ/2m, θ/m, …, θ/m, θ/2m
+    extensions = first + 2 + 2 * np.arange(m)
+    end = first + 2 * m + 2
+    phi, theta = float(values[first]), 2 * m * float(values[first + 1])
+    out = np.empty(jac.shape[:2] + (3,))
+    d_ext = jac[:, :, extensions].sum(axis=-1)
+    out[:, :, 0] = d_ext * d_extension[0]
+    c, s = np.cos(phi), np.sin(phi)
+    if abs(theta) >= STRAIGHT_BEND:
+        d_theta = jac[:, :, bends] @ weights + d_ext * d_extension[1]
+        d_phi = jac[:, :, first] - jac[:, :, end]
+        out[:, :, 1] = c * d_theta - (s / theta) * d_phi
+        out[:, :, 2] = s * d_theta + (c / theta) * d_phi
+        return out
+    entry = rotations[first] @ np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])  # R₀ = R Rz(−φ)
+    for column, axis in ((1, entry[:, 1]), (2, -entry[:, 0])):
+        total = np.zeros(jac.shape[:2])
+        for joint, weight in zip(bends.tolist(), weights.tolist()):
+            moved = point_links >= joint
+            total[moved] += weight * np.cross(axis, points[moved] - positions[joint])
+        out[:, :, column] = total
+    return out

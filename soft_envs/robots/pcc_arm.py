@@ -40,7 +40,10 @@ from soft_envs.robots.chain import (
     ChainLink,
     Cylinder,
     Limits,
+    backbone_jacobian,
+    backbone_points,
     bend_section,
+    bend_section_jacobian,
     cylinder_inertia,
     section_colour,
     section_joint_values,
@@ -461,12 +464,59 @@ class PCCArm(KinematicModel):
                                   tilt=hinge, end=end, extension_name="link", end_name="end", revolute=revolute,
                                   prismatic=Limits(-nominal, nominal, effort=100.0, velocity=10.0))
         base = Body(visuals=(Cylinder(2.5 * radius, 0.004, -0.002, BASE_COLOUR),))
-        return Chain(f"pcc_{self.n_segments}x{m}", base, tuple(links))
+        return Chain(f"pcc_{self.n_segments}x{m}", base, tuple(links), body_radius=radius)
 
     def link_frames(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Analytic body link frames for one ``c`` (order of ``chain().names``): positions ``(K, 3)``
         [m], rotations ``(K, 3, 3)`` and centre-of-mass positions ``(K, 3)`` [m], in the base frame."""
         return self.chain().frames(self.body_joint_positions(c))
+
+    # ------------------------------------------------------------------ the body's backbone
+
+    def _body_chain(self) -> Chain:
+        """:meth:`chain` (no payload), made once: the backbone's links and radius."""
+        chain = self.__dict__.get("_backbone_chain")
+        if chain is None:
+            chain = self.__dict__["_backbone_chain"] = self.chain()
+        return chain
+
+    @property
+    def body_radius(self) -> float:
+        """Radius [m] of the capsules of the body's collision envelope (:attr:`Chain.body_radius`)."""
+        return self._body_chain().body_radius
+
+    def backbone(self, c: np.ndarray) -> np.ndarray:
+        """The body's backbone points ``(P, 3)`` [m, base frame] for one ``c``: the base origin, then the
+        frame origins of ``chain().backbone_links()`` (capsules of :attr:`body_radius` on the segments
+        between consecutive points)."""
+        return backbone_points(self._body_chain(), self.body_joint_positions(c))
+
+    def backbone_jacobian(self, c: np.ndarray) -> np.ndarray:
+        """``∂ backbone / ∂ c`` ``(P, 3, n_dof)`` for one ``c`` (:meth:`backbone_kinematics`)."""
+        return self.backbone_kinematics(c)[1]
+
+    def backbone_kinematics(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The backbone points ``(P, 3)`` [m] and ``∂points/∂c`` ``(P, 3, n_dof)`` for one ``c``: the
+        chain's joint axes (:func:`~soft_envs.robots.chain.backbone_jacobian`) times the constant
+        :meth:`body_joint_map` (the joint values are linear in ``c``)."""
+        points, jac_v, _, _ = backbone_jacobian(self._body_chain(), self.body_joint_positions(c))
+        return points, jac_v @ self.body_joint_map()
+
+    def smooth_backbone_kinematics(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The backbone points ``(P, 3)`` [m] and ``∂points/∂u`` ``(P, 3, 3N)`` in the smooth
+        coordinates ``u = (ΔL, a, b)`` per segment (one ``u``; smooth at ``θ = 0`` too:
+        :func:`~soft_envs.robots.chain.bend_section_jacobian`)."""
+        u = np.asarray(u, dtype=float)
+        chain = self._body_chain()
+        values = self.body_joint_map() @ self.from_smooth(u)
+        points, jac_v, positions, rotations = backbone_jacobian(chain, values)
+        point_links = np.array([-1, *chain.backbone_links()])
+        m = self.links_per_segment
+        jac = np.empty((points.shape[0], 3, 3 * self.n_segments))
+        for i in range(self.n_segments):
+            jac[:, :, 3 * i:3 * i + 3] = bend_section_jacobian(jac_v, points, point_links, positions, rotations,
+                                                               values, i * (2 * m + 3), m, (1.0 / m, 0.0))
+        return points, jac
 
     def urdf(self) -> str:
         """URDF text of the rigid-link body (:meth:`chain`)."""
@@ -548,6 +598,10 @@ class PlanarPCCArm(PCCArm):
 
     def link_points(self, c: np.ndarray) -> np.ndarray:
         return PCCArm.link_points(self._as_3d(), self._embed(self.check_configuration(c)))
+
+    def smooth_backbone_kinematics(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The planar configuration is already smooth: :meth:`backbone_kinematics`."""
+        return self.backbone_kinematics(u)
 
     def _as_3d(self) -> PCCArm:
         return PCCArm(self.n_segments, self.links_per_segment, self.segment_lengths.copy(), **self._parameters())

@@ -35,7 +35,10 @@ from soft_envs.robots.chain import (
     ChainLink,
     Cylinder,
     Limits,
+    backbone_jacobian,
+    backbone_points,
     bend_section,
+    bend_section_jacobian,
     cylinder_inertia,
     section_colour,
     section_joint_values,
@@ -418,7 +421,7 @@ class Peter(KinematicModel):
         m = self.links_per_module
         nominal = self._nominal_link_length()
         link_mass = self.module_mass / (2 * m + 3)
-        hinge = Body(link_mass, cylinder_inertia(link_mass, 0.7 * self.radius, nominal))
+        hinge = Body(link_mass, cylinder_inertia(link_mass, 0.7 * self.radius, nominal))  # legs' bundle: 0.7 r
         revolute = Limits(-4 * np.pi, 4 * np.pi, effort=100.0, velocity=10.0)
         prismatic = Limits(-0.5 * nominal, nominal, effort=100.0, velocity=1.0)
         plate_length = max(self.gap, 0.004)
@@ -433,7 +436,7 @@ class Peter(KinematicModel):
                                   extension=hinge, tilt=hinge, end=plate, extension_name="slice",
                                   end_name="plate", revolute=revolute, prismatic=prismatic)
         base = Body(visuals=(Cylinder(self.radius * 1.15, 0.006, -0.003, BASE_COLOUR),))
-        return Chain(f"peter_{self.n_modules}", base, tuple(links))
+        return Chain(f"peter_{self.n_modules}", base, tuple(links), body_radius=0.7 * self.radius)
 
     def link_frames(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Analytic frames of every body link (order of ``chain().names``) in the base frame.
@@ -444,6 +447,69 @@ class Peter(KinematicModel):
         if t.ndim != 1:
             raise InvalidParameterError("link_frames takes a single configuration")
         return self.chain().frames(self.body_joint_positions(t))[:2]
+
+    # ------------------------------------------------------------------ the body's backbone
+
+    def _body_chain(self) -> Chain:
+        """:meth:`chain` (no payload), made once: the backbone's links and radius."""
+        chain = self.__dict__.get("_backbone_chain")
+        if chain is None:
+            chain = self.__dict__["_backbone_chain"] = self.chain()
+        return chain
+
+    @property
+    def body_radius(self) -> float:
+        """Radius [m] of the capsules of the body's collision envelope (:attr:`Chain.body_radius`)."""
+        return self._body_chain().body_radius
+
+    def backbone(self, t: np.ndarray) -> np.ndarray:
+        """The body's backbone points ``(P, 3)`` [m, base frame] for one ``t``: the base origin, then the
+        frame origins of ``chain().backbone_links()`` (capsules of :attr:`body_radius` on the segments
+        between consecutive points)."""
+        t = self.check_configuration(t)
+        if t.ndim != 1:
+            raise InvalidParameterError("backbone takes a single configuration")
+        return backbone_points(self._body_chain(), self.body_joint_positions(t))
+
+    def backbone_jacobian(self, t: np.ndarray) -> np.ndarray:
+        """``∂ backbone / ∂ t`` ``(P, 3, 3N)`` [m/s] for one ``t`` (:meth:`backbone_kinematics`)."""
+        return self.backbone_kinematics(t)[1]
+
+    def backbone_kinematics(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The backbone points ``(P, 3)`` [m] and their Jacobian ``(P, 3, 3N)`` [m/s] for one ``t``.
+
+        Analytic: the chain's joint axes give ``∂points/∂(joint values)``
+        (:func:`~soft_envs.robots.chain.backbone_jacobian`), and per module the joint values
+        :meth:`body_joint_positions` are those of ``(φ, θ, e)`` with the chord extension
+        ``e = (L/m) sin(θ/2m)/(θ/2m) − L₀/m``, through the smooth ``(L, a, b)`` (linear in ``t``;
+        :func:`~soft_envs.robots.chain.bend_section_jacobian`, which also takes the straight
+        module's limit, where ``(θ, φ)`` is singular).
+        """
+        t = self.check_configuration(t)
+        if t.ndim != 1:
+            raise InvalidParameterError("backbone_kinematics takes a single configuration")
+        chain = self._body_chain()
+        values = self.body_joint_positions(t)
+        points, jac_v, positions, rotations = backbone_jacobian(chain, values)
+        point_links = np.array([-1, *chain.backbone_links()])
+        m = self.links_per_module
+        per_module = 2 * m + 3
+        params = ((self.leg_length_at_rest + self.leg_rate * t).reshape(self.n_modules, 3) @ self._q_from_l.T)
+        d_params = self.leg_rate * self._q_from_l  # d(L, a, b)/d(t1, t2, t3)
+        jac = np.empty((points.shape[0], 3, 3 * self.n_modules))
+        for i in range(self.n_modules):
+            first = i * per_module
+            L = float(params[i, 0])
+            h = float(values[first + 1])  # θ/2m, signed as the joint values have it
+            if abs(h) > 1e-4:
+                sinc, d_sinc = math.sin(h) / h, (h * math.cos(h) - math.sin(h)) / (h * h)
+            else:
+                sinc, d_sinc = 1.0 - h * h / 6.0, -h / 3.0 + h**3 / 30.0
+            d_extension = (sinc / m, (L / m) * d_sinc / (2 * m))  # ∂e/∂L, ∂e/∂θ
+            columns = bend_section_jacobian(jac_v, points, point_links, positions, rotations, values, first, m,
+                                            d_extension)
+            jac[:, :, 3 * i:3 * i + 3] = columns @ d_params
+        return points, jac
 
     def urdf(self, payload: float = 0.0) -> str:
         """URDF text of the PyBullet body (:meth:`chain` with ``payload`` [kg] on the last plate)."""

@@ -71,7 +71,7 @@ import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.robots.chain import Chain
-from soft_envs.sim import threads
+from soft_envs.sim import contact, threads
 from soft_envs.sim.batched_ops import (  # noqa: F401  (the core's functions, where they were first imported)
     configuration,
     gravity_in_base,
@@ -87,6 +87,7 @@ from soft_envs.sim.integrator import (
     DEFAULT_SPECTRAL_RADIUS,
     AlphaParameters,
 )
+from soft_envs.sim.scene import ArmScene, ContactParameters
 from soft_envs.sim.sections import SectionMap
 
 
@@ -145,6 +146,9 @@ class BatchedSoftArm:
         zeros = np.zeros((B, n))
         self.state = ArmState(zeros.copy(), zeros.copy(), zeros.copy(), configuration(self.topology, zeros),
                               zeros.copy(), np.zeros(B), np.ones(B, dtype=bool))
+        #: The shapes the arms touch (:meth:`add_scene`); ``None``: free space.
+        self.scene: ArmScene | None = None
+        self._chain = chain
         #: ``(M, C u̇ + G, G)`` at :attr:`state` (``_terms_of``) once asked for: the next step starts from them.
         self._terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._terms_of: ArmState | None = None
@@ -153,6 +157,22 @@ class BatchedSoftArm:
     def n_dof(self) -> int:
         """Smooth coordinates per arm."""
         return self.sections.n
+
+    def add_scene(self, slots: int, parameters: ContactParameters | None = None) -> ArmScene:
+        """Give the arms a scene of ``slots`` shapes each (:class:`~soft_envs.sim.scene.ArmScene`,
+        empty: set its shapes), stepped with contact from then on; returns it."""
+        self.scene = ArmScene(self._chain, self.n_arms, slots, parameters)
+        return self.scene
+
+    def backbone(self) -> tuple[np.ndarray, np.ndarray]:
+        """The arms' backbone points ``(B, p + 1, 3)`` [m, base frame] and their Jacobians in ``u``
+        ``(B, p + 1, 3, n)`` (:func:`soft_envs.sim.contact.backbone`)."""
+        points = np.array(self._chain.backbone_links(), dtype=np.int64)
+        s = self.state
+        P = np.empty((self.n_arms, points.size + 1, 3))
+        PJ = np.empty((self.n_arms, points.size + 1, 3, self.n_dof))
+        contact.batch_backbone(*self.topology.arrays, s.u, s.w, s.c, points, P, PJ)
+        return P, PJ
 
     # ------------------------------------------------------------------ parameters (by index)
 
@@ -290,7 +310,7 @@ class BatchedSoftArm:
         self.state = step(self.topology, self.params, self.state, dt, torque, torque_end=torque_end,
                           rest_end=rest_end, cancel_damping=cancel_damping, active=active,
                           parameters=self.alpha_parameters, corrector_passes=self.corrector_passes,
-                          start_terms=start, num_threads=self.num_threads)
+                          start_terms=start, num_threads=self.num_threads, scene=self.scene)
 
     def tip_state(self) -> tuple[np.ndarray, np.ndarray]:
         """Tip position [m] and linear velocity [m/s] (the last link's centre of mass), base frame, ``(B, 3)``."""

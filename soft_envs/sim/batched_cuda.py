@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - a numba without its CUDA target
 DEVICE_FUNCTIONS: dict[Any, tuple[str, ...]] = {
     batched_kernels: ("_wrap", "_sinc", "configuration", "evaluation_point", "section_jacobian", "rigid_terms",
                       "point_state", "_rates", "_evaluation_map", "_evaluation_state", "arm_terms", "terms_of_arm"),
-    batched_integrator: ("cholesky_solve", "_force", "predict", "solve_pass", "arm_step"),
+    batched_integrator: ("cholesky_solve", "_force", "prepare", "predict", "solve_pass", "arm_step"),
 }
 
 #: Threads per block of the kernels (one arm a thread; measured on an H200, ``bench batched``).

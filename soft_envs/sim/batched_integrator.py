@@ -100,6 +100,15 @@ def predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, c
     stiffness, ``rayleigh`` = (α_R, β_R), ``cancel`` leaves the damping out, ``fresh`` starts from
     the true acceleration; ``coefficients`` = ``(dt, α_m, α_f, γ, β)``. What the corrector passes
     need is kept in ``vec`` ``(12, n)``; ``A`` ``(n, n)`` scratch."""
+    prepare(u, w, a, k, rayleigh, rest_s, tau_s, cancel, fresh, coefficients, passes, M_s, h_s, A, vec)
+    solve_pass(k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, A, vec, A, False, u_out, w_out, a_out)
+
+
+@njit(**_INLINE)
+def prepare(u, w, a, k, rayleigh, rest_s, tau_s, cancel, fresh, coefficients, passes, M_s, h_s, A, vec):
+    """:func:`predict` up to its solve: the start force and acceleration and the end state without
+    ``a_{n+1}``'s share (``û = vec[4]``, ``ŵ = vec[5]``), where a force of the end state (contact,
+    :mod:`soft_envs.sim.contact`) is linearised before :func:`solve_pass`."""
     dt, am, af, gamma, beta = coefficients
     n = u.shape[0]
     dd, f_s, acc_s, u_hat, w_hat, impl, a0 = vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[8]
@@ -120,13 +129,15 @@ def predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, c
         impl[i] = (1.0 - af) * (beta * dt * dt * k[i] + gamma * dt * dd[i])
     vec[11, 0] = (1.0 - am) + (1.0 - af) * gamma * dt * ray_m  # the mass factor of the solves
     vec[11, 1] = ray_m
-    solve_pass(k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, A, vec, u_out, w_out, a_out)
 
 
 @njit(**_INLINE)
-def solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, corrected, A, vec, u_out, w_out, a_out):
+def solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, corrected, A, vec, extra, has_extra, u_out, w_out,
+               a_out):
     """One solve of the reference's pass loop with ``M``, ``h`` at the step's end ``M_e``, ``h_e``
-    (``corrected``: a corrector pass, with its ``α_f (M_e − M_s) ü_n`` term); ``vec`` from :func:`predict`."""
+    (``corrected``: a corrector pass, with its ``α_f (M_e − M_s) ü_n`` term); ``vec`` from :func:`predict`.
+    With ``has_extra``, ``extra`` ``(n, n)`` is added to the solve's matrix: the share of ``a_{n+1}`` in
+    a force of the end state linearised there (contact's ``(1 − α_f)(β dt² K_c + γ dt D_c)``)."""
     dt, am, af, gamma, beta = coefficients
     n = k.shape[0]
     dd, f_s, acc_s, u_hat, w_hat, impl, rhs, a0 = vec[1], vec[2], vec[3], vec[4], vec[5], vec[6], vec[7], vec[8]
@@ -145,7 +156,7 @@ def solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, corrected, A, vec,
         rhs[i] = r
     for i in range(n):
         for j in range(n):
-            A[i, j] = mass_factor * M_e[i, j]
+            A[i, j] = mass_factor * M_e[i, j] + (extra[i, j] if has_extra else 0.0)
         A[i, i] += impl[i]
     cholesky_solve(A, rhs, a_out)
     for i in range(n):
@@ -173,7 +184,7 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
         if cancel:  # the controller's C u̇ of the step's start cancels the arm's: held there
             for i in range(h_e.shape[0]):
                 h_e[i] = g_e[i] + (h_s[i] - g_s[i])
-        solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, A, vec, u_out, w_out, a_out)
+        solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, A, vec, A, False, u_out, w_out, a_out)
     configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
 
 
@@ -189,7 +200,7 @@ def single_predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, f
 @njit(**_JIT)
 def single_correct(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, A, vec, u_out, w_out, a_out):
     """A corrector pass (:func:`solve_pass`) for one arm with its end terms ``M_e``, ``h_e``."""
-    solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, A, vec, u_out, w_out, a_out)
+    solve_pass(k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, A, vec, A, False, u_out, w_out, a_out)
 
 
 @njit(**_JIT)

@@ -9,7 +9,7 @@ import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import check_unit_quaternion, quaternion_to_matrix
-from soft_envs.sim import batched_integrator, threads
+from soft_envs.sim import batched_integrator, contact, threads
 from soft_envs.sim import batched_kernels as kernels
 from soft_envs.sim.batched_types import ArmParams, ArmState, ArmTopology
 from soft_envs.sim.integrator import (
@@ -17,6 +17,7 @@ from soft_envs.sim.integrator import (
     AlphaParameters,
     generalized_alpha_step,
 )
+from soft_envs.sim.scene import ArmScene
 
 
 def configuration(topology: ArmTopology, u: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
@@ -72,7 +73,7 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
          cancel_damping: bool | np.ndarray = False, active: np.ndarray | None = None,
          parameters: AlphaParameters | None = None, corrector_passes: int = DEFAULT_CORRECTOR_PASSES,
          start_terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-         num_threads: int | None = None) -> ArmState:
+         num_threads: int | None = None, scene: ArmScene | None = None) -> ArmState:
     """The state after one step of ``dt`` [s] (pure: ``state`` is not changed), by the single core's
     scheme (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as :meth:`SoftArmBody.step`),
     in one compiled call for the batch (:func:`soft_envs.sim.batched_integrator.batch_step`).
@@ -82,7 +83,8 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
     (the others keep their state exactly). ``start_terms`` = ``(M, C u̇ + G, G)`` at ``state``
     if already known (:func:`terms`), else computed. ``num_threads`` threads step blocks of arms
     (:mod:`soft_envs.sim.threads`; default: the cores this process may use), with results identical
-    to one thread.
+    to one thread. With a ``scene`` that has shapes, the arms step with its contact
+    (:func:`soft_envs.sim.contact.batch_step_contact`; its measurements are written into it).
     """
     B, n = state.u.shape
     act = np.ones(B, dtype=np.bool_) if active is None else _per_arm_flags(active, B)
@@ -102,12 +104,26 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
                state.a, state.c, state.rest, rest_e, tau_s, tau_e, _per_arm_flags(cancel_damping, B),
                state.fresh & (corrector_passes > 0), act)
     results = (M, h, G, out.u, out.w, out.a, out.c)
+    coefficients = (float(dt), am, af, gamma, beta, int(corrector_passes))
+    if scene is not None and scene.has_shapes():
+        scene_in = (scene.shapes, scene.velocity, scene.cp)
+        records = (scene.diagnostics, scene.touched, scene.wrench)
 
-    def step_block(rows: slice) -> None:
-        whole = rows.stop - rows.start == B  # one block: the arrays themselves, no views
-        batched_integrator.batch_step(*topology.arrays, *(per_arm if whole else [x[rows] for x in per_arm]),
-                                      float(dt), am, af, gamma, beta, int(corrector_passes), start_terms is not None,
-                                      *(results if whole else [x[rows] for x in results]))
+        def step_block(rows: slice) -> None:
+            whole = rows.stop - rows.start == B  # one block: the arrays themselves, no views
+            parts = [per_arm, scene_in, results, records]
+            arm_in, shapes_in, terms_out, record_out = parts if whole else [[x[rows] for x in part] for part in parts]
+            contact.batch_step_contact(*topology.arrays, *arm_in, *coefficients, *shapes_in, scene.radius,
+                                       scene.points, *terms_out, *record_out)
+    else:
+        if scene is not None:
+            scene.clear_measurements()
+
+        def step_block(rows: slice) -> None:
+            whole = rows.stop - rows.start == B  # one block: the arrays themselves, no views
+            batched_integrator.batch_step(*topology.arrays, *(per_arm if whole else [x[rows] for x in per_arm]),
+                                          *coefficients, start_terms is not None,
+                                          *(results if whole else [x[rows] for x in results]))
 
     threads.run_blocks(step_block, B, threads.check_threads(num_threads))
     if rest_end is not None:

@@ -182,4 +182,4 @@ def spinless_sections(chain: Chain, joints_per_section: int) -> Chain:
             body = type(link.body)(link.body.mass, (ixx, iyy, 0.0), link.body.com, link.body.visuals)
             link = ChainLink(link.name, link.joint, link.offset, body, link.limits)
         links.append(link)
-    return Chain(chain.name, chain.base, tuple(links))
+    return Chain(chain.name, chain.base, tuple(links), chain.body_radius)

@@ -3,16 +3,19 @@
 A sibling of ``tests/envs/test_env_conventions.py``: the same invariants run over ``trr``,
 ``trr_batch``, ``sqp`` (3-D and planar PCC arms), ``newton_raphson``, ``newton_raphson_batch``,
 ``newton_raphson_legs``, ``jacobian_ik`` (pinv, DLS, transpose; position only and full pose on
-the KUKA iiwa), ``jacobian_ik_batch`` (position only and full pose) and the network hybrid
-``NeuralIK.solve``:
+the KUKA iiwa), ``jacobian_ik_batch`` (position only and full pose), the network hybrid ``NeuralIK.solve`` and
+the obstacle-aware ``trr`` (PETER) and ``sqp`` (PCC arm) with ``obstacles=`` (shapes out of reach
+and an EMPTY row, so that the reachable targets stay reachable):
 
 * the result record: :class:`IKResult` (one target) or :class:`BatchIKResult`, its fields of
   the documented types; the solution finite and within the bounds; ``error ≥ 0`` equal to the
-  recomputed forward-kinematics error; ``success`` ⇔ ``error < tol``; ``iterations ≥ 0``;
+  recomputed forward-kinematics error; ``success`` ⇔ ``error < tol`` (and, with obstacles,
+  ``collision_free``, ``min_distance`` the recomputed body–obstacle distance); ``iterations ≥ 0``;
   ``seconds ≥ 0``;
 * bad input raises a ``ValueError``: a NaN target, a wrongly shaped target, millimetres for
   metres, a start ``q0`` of the wrong shape, ``tol ≤ 0`` or infinite, a count option (iterations,
-  restarts) that is not a whole number (NaN, 2.5, −1), a ``timeout`` that is not > 0;
+  restarts) that is not a whole number (NaN, 2.5, −1), a ``timeout`` that is not > 0, bad
+  obstacle rows or clearance (the obstacle-aware solvers);
 * every solver has a wall-clock budget: with endless options (a million restarts or iterations)
   on an unreachable target it returns a best effort with ``success=False`` and ``timed_out`` set
   once the budget is spent — checked with a clock that jumps past the budget after a few reads
@@ -46,7 +49,9 @@ from soft_envs.agents.ik import (
     trr,
     trr_batch,
 )
+from soft_envs.agents.ik.obstacles import ObstacleTerms, obstacle_rows
 from soft_envs.agents.nn import NeuralIK
+from soft_envs.collision import Box, Sphere, shape_rows
 from soft_envs.robots import BulletChain, PCCArm, Peter, PlanarPCCArm, Quadruped
 
 ORIENTATION_TOL = 1e-6  # jacobian_ik's default [rad]
@@ -82,6 +87,7 @@ class Solver:
     takes_q0: bool = True
     counts: tuple[str, ...] = ()  # options that must be whole numbers
     endless: tuple[tuple[str, int], ...] = ()  # options that would run for hours without a budget
+    obstacles: np.ndarray | None = None  # the obstacle rows an obstacle-aware solver is given
 
     # -------------------------------------------------------------- the robot's kinematics
     def sample(self, rng: np.random.Generator) -> np.ndarray:
@@ -144,6 +150,14 @@ def _network_solve(robot, goal, q0, **options):
     return _network().solve(goal, **options)
 
 
+# Obstacles out of the arms' reach (PETER 0.14 m, the PCC arm 0.21 m) and an EMPTY row.
+_FAR = shape_rows([Sphere((0.35, 0.0, 0.1), 0.05), None, Box((-0.3, 0.1, 0.05), (0.02, 0.03, 0.04))])
+
+
+def _aware(function, **fixed):
+    return lambda robot, goal, q0, **options: function(robot, goal, q0, obstacles=_FAR, **fixed, **options)
+
+
 _TRR = dict(counts=("max_iterations", "restarts"), endless=(("max_iterations", 10**6), ("restarts", 10**6)))
 _SQP = dict(counts=("max_iterations", "restarts", "newton_steps"), endless=(("restarts", 10**6),))
 _NEWTON = dict(counts=("iterations",), endless=(("iterations", 10**7),))
@@ -167,6 +181,8 @@ SOLVERS = [
     *[Solver(f"jacobian_ik_batch{'-pose' if pose else ''}", _iiwa, _jacobian_batch(pose), (2.0, 0.0, 0.5), batch=3,
              pose=pose, **_JACOBIAN) for pose in (False, True)],
     Solver("NeuralIK.solve", lambda: _network().model, _network_solve, (0.0, 0.0, 1.0), takes_q0=False),
+    Solver("trr-obstacles", lambda: Peter(2), _aware(trr), (0.0, 0.0, 1.0), obstacles=_FAR, **_TRR),
+    Solver("sqp-PCCArm-obstacles", lambda: PCCArm(3, 6), _aware(sqp), (0.0, 0.0, 0.5), obstacles=_FAR, **_SQP),
 ]
 BY_NAME = {solver.name: solver for solver in SOLVERS}
 NAMES = list(BY_NAME)
@@ -192,7 +208,7 @@ def _slow_options(solver: Solver) -> dict:
     """Options that keep the best-effort solves short (the contract holds for any options)."""
     if solver.name.startswith("jacobian_ik"):
         return {"max_iterations": 300, "restarts": 2}
-    if solver.name in ("trr", "sqp-PCCArm", "sqp-PlanarPCCArm"):
+    if solver.name in ("trr", "sqp-PCCArm", "sqp-PlanarPCCArm", "trr-obstacles", "sqp-PCCArm-obstacles"):
         return {"restarts": 1}
     return {}
 
@@ -244,6 +260,14 @@ def check_record(solver: Solver, goal: np.ndarray, result, tol: float) -> None:
         expected = expected & (np.asarray(orientation) < ORIENTATION_TOL)
     elif solver.batch:
         assert result.orientation_errors is None
+    if solver.obstacles is not None:  # success also requires a collision-free body
+        assert isinstance(result.min_distance, float) and isinstance(result.collision_free, bool)
+        terms = ObstacleTerms(solver.robot(), obstacle_rows(solver.obstacles))
+        assert result.min_distance == pytest.approx(terms.min_distance(result.solution), abs=1e-12)
+        assert result.collision_free == (result.min_distance >= 0)
+        expected = expected & result.collision_free
+    elif not solver.batch:
+        assert result.min_distance is None and result.collision_free is None
     restarts = np.asarray(result.restarts if not solver.batch or result.restarts is not None else 0)
     assert np.issubdtype(restarts.dtype, np.integer) and np.all(restarts >= 0)
     np.testing.assert_array_equal(success, expected)
@@ -338,6 +362,31 @@ def test_count_options_must_be_whole_numbers(solver, value):
     for name in solver.counts:
         with pytest.raises(ValueError):
             solver.call(goal, **{name: value})
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if BY_NAME[name].obstacles is not None])
+@pytest.mark.parametrize("bad", ["width 15", "NaN", "kind 9", "not a rotation", "radius -1", "clearance -1"])
+def test_bad_obstacles_raise_value_error(name, bad):
+    solver = BY_NAME[name]
+    assert solver.obstacles is not None
+    goal = solver.goal(solver.sample(np.random.default_rng(11)))
+    rows = solver.obstacles.copy()
+    options: dict[str, Any] = {}
+    if bad == "width 15":
+        rows = rows[:, :15]
+    elif bad == "NaN":
+        rows[0, 1] = np.nan
+    elif bad == "kind 9":
+        rows[0, 0] = 9
+    elif bad == "not a rotation":
+        rows[0, 4] = 2.0
+    elif bad == "radius -1":
+        rows[0, 13] = -1.0
+    else:
+        options["clearance"] = -1.0
+    solve = trr if solver.name.startswith("trr") else sqp  # the aware solver, given the bad rows instead
+    with pytest.raises(ValueError):
+        solve(solver.robot(), goal, obstacles=rows, **options)
 
 
 @pytest.mark.parametrize("timeout", [0.0, -1.0, np.nan, "1"])

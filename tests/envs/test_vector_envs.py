@@ -38,6 +38,8 @@ VECTOR_CASES = [
                              action_rate_weight=0.1,
                              realism={"preset": "realistic", "observation_latency": (0.0, 0.2)}),
                  id="peter-soft-instant-payload-goal"),
+    pytest.param(PETER, dict(obstacles=3), id="peter-soft-obstacles"),
+    pytest.param(PETER, dict(obstacles=2, realism="realistic", goal_conditioned=True), id="peter-obstacles-realistic"),
     pytest.param(PCC, dict(), id="pcc-configuration"),
     pytest.param(PCC, dict(action_type="torque", realism="realistic"), id="pcc-torque-realistic"),
     pytest.param(PCC, dict(action_type="pressure", regulator_delay=0.05), id="pcc-pressure-delay"),

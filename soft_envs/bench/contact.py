@@ -1,0 +1,103 @@
+"""The soft arms' contact (``soft-envs bench contact``): every independent check of the contact model
+(geometry against PyBullet, statics against the elastic model, friction and free objects against
+μg, energy, penetration, halving the step, the vector env against the single env), its cost, and the
+obstacle-reach task's controllers side by side.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from soft_envs.bench import markdown_table
+from soft_envs.bench.contact_checks import convergence_check, sphere_row, statics_check, swing
+
+TITLE = "Contact: the soft arms in a world"
+
+
+def _dict_table(rows: list[dict]) -> str:
+    """A markdown table of uniform dict rows (floats to 4 significant figures)."""
+    if not rows:
+        return "(none)"
+    headers = list(rows[0])
+    return markdown_table(headers, [[f"{v:.4g}" if isinstance(v, float) else v for v in r.values()] for r in rows])
+
+
+def physics_table() -> str:
+    """The arm's checks: statics against the elastic model, energy and penetration of a swing into a
+    sphere, the halving study."""
+    statics = statics_check()
+    hit = swing()
+    change, touches = convergence_check()
+    rows = [
+        ("b. statics: wall force vs the elastic model's equilibrium (PETER 2, no friction, tip 4 mm past the wall)",
+         f"{statics.simulated_force:.4f} N vs {statics.elastic_force:.4f} N", f"{100 * statics.relative_error:.3f} %",
+         "≤ 2 %"),
+        ("b. statics: penetration at rest", f"{1e3 * statics.penetration:.3f} mm", "", "≤ 1 mm"),
+        ("d. energy of PETER swinging into a 12 mm sphere (no damping): largest rise between steps",
+         f"{hit.largest_gain:.2e} of the start's", f"touching {hit.touching_steps} of {len(hit.energy)} steps",
+         "≤ 0"),
+        ("d. deepest penetration of that swing", f"{1e3 * hit.deepest:.3f} mm", "", "≤ 1 mm"),
+        ("e. halving the step (1/120 → 1/240 s): the tip path of a PeterReach episode with 4 obstacles, random "
+         "actions", f"{100 * change:.3f} % of its span", f"{touches} collisions", "≤ 1 %"),
+    ]
+    return markdown_table(("check", "measured", "", "goal"), rows)
+
+
+def cost_table(n_arms: tuple[int, ...] = (1, 1024), steps: int = 60) -> str:
+    """Physics steps of soft PETER arms in free space and with three obstacles near each arm: µs per arm
+    and step (thread CPU time, best of 3, one thread)."""
+    from soft_envs.robots import Peter
+    from soft_envs.sim.batched_bodies import BatchedSoftPeter
+
+    rows = []
+    for B in n_arms:
+        rates = {}
+        for label, obstacles in (("free space", 0), ("three obstacles", 3)):
+            body = BatchedSoftPeter(Peter(2), B, num_threads=1)
+            body.reset_inflation(None, np.array([0.0, 2.0, 2.0, 0.0, 2.0, 2.0]))
+            body.reset(None, body.state.u.copy(), rest=np.zeros(body.n_dof))
+            if obstacles:
+                tip = body.tip_state()[0][0]
+                shapes = [sphere_row(tip + np.array(offset), 0.012) for offset in
+                          ((-0.025, 0.04, -0.01), (-0.05, -0.04, -0.02), (0.0, 0.05, 0.0))]
+                body.add_scene(3).set_shapes(None, np.stack(shapes))
+            zero = np.zeros((B, body.n_dof))
+            body.step(1.0 / 120.0, zero)  # compiled
+            best = np.inf
+            for _ in range(3):
+                start = time.thread_time()
+                for _ in range(steps):
+                    body.step(1.0 / 120.0, zero)
+                best = min(best, (time.thread_time() - start) / (steps * B))
+            rates[label] = best
+        rows.append((str(B), f"{1e6 * rates['free space']:.2f}", f"{1e6 * rates['three obstacles']:.2f}",
+                     f"{rates['three obstacles'] / rates['free space']:.2f}×"))
+    return markdown_table(("arms", "free space [µs/arm/step]", "three obstacles [µs/arm/step]", "ratio"), rows)
+
+
+def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
+    """The contact section."""
+    parts = ["The arm's body is capsules on its backbone (PETER: 31.5 mm, the legs' bundle; the PCC arm: its "
+             "cross-section's 8.8 mm) against planes, spheres, capsules and boxes (`soft_envs.collision`); contact "
+             "is a penalty with damping and regularised Coulomb friction, implicit in the generalised-α step "
+             "(`soft_envs.sim.contact`, parameters and their sources in `soft_envs.sim.scene`).",
+             "**The arm** (module `soft_envs.bench.contact_checks`)\n\n" + physics_table()]
+    try:
+        from soft_envs.bench.contact_geometry import geometry_check
+    except ImportError:  # pragma: no cover - the section before that module
+        pass
+    else:
+        parts.append("**a. Geometry against PyBullet's `getClosestPoints`** (random configurations)\n\n"
+                     + _dict_table(geometry_check(500 if full else 200, seed)))
+    try:
+        from soft_envs.bench.contact_objects import object_checks
+    except ImportError:  # pragma: no cover
+        pass
+    else:
+        parts.append("**c, d, e. Free objects on the table** (`soft_envs.sim.rigid_object`)\n\n"
+                     + _dict_table(object_checks()))
+    parts.append("**Cost** (one thread, thread CPU time, best of 3; the arms released from a bent pose, three "
+                 "12 mm spheres beside each arm's path)\n\n" + cost_table())
+    return "\n\n".join(parts)

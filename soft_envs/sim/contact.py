@@ -1,0 +1,375 @@
+"""Contact of the soft arms' bodies with their scene, compiled with the batched core's step.
+
+The body. An arm's collision envelope is capsules of radius ``Chain.body_radius`` on the segments of
+its backbone (the base origin, then the frame origins of ``Chain.backbone_links()``: one point per
+rigid link along each section), in the arm's base frame. :func:`backbone` computes the points and
+their Jacobians ``∂P/∂c̃`` from the chain's joint axes (``∂p/∂q_j = e_j × (p − o_j)`` for a revolute
+joint, ``e_j`` for a prismatic one, times the joint's ``β_j``), and the section map's blocks turn
+them into ``∂P/∂u`` (at the section map's evaluation point, as the rigid-body terms are).
+
+The contact model: a penalty with damping and regularised Coulomb friction per (segment, shape)
+pair, at the segment's witness point (:func:`soft_envs.collision.segment_shape_distance`, one
+contact a pair; a witness at a segment's start point is the previous segment's contact, counted
+there once): penetration ``δ = r − d`` (``d`` the segment's distance to the shape's surface),
+normal force ``f_n = max(0, k δ − c v_n)`` along the shape's outward normal ``n``, friction
+``f_t = −μ f_n v_t / √(|v_t|² + v_s²)`` (``v`` the witness point's velocity relative to the shape's
+surface; ``v_s`` the stiction speed: below it friction acts as a viscous damper of slope
+``μ f_n / v_s``), the generalised force ``Jᵀ (f_n n + f_t)`` with ``J = ∂p/∂u`` at the witness
+point. The shape receives the opposite force at its surface point (:data:`wrench`, for free objects).
+
+Integration (MuJoCo's implicit contact and DisMech's implicit penalty, see the contact notes): the
+force enters the generalised-α step as a force of the step's end state, linearised where the step
+evaluates it, ``F_c(u, u̇) ≈ F_c(u_p, u̇_p) − K_c (u − u_p) − D_c (u̇ − u̇_p)`` with
+``K_c = Jᵀ k n nᵀ J`` and ``D_c = Jᵀ (c n nᵀ + μ f_n / √(|v_t|² + v_s²) (I − n nᵀ)) J``; both go into
+the solve's matrix (:func:`soft_envs.sim.batched_integrator.solve_pass`'s ``extra``), so the stiff
+contact does not bound the time step. The predictor linearises at ``(û, ŵ)`` (the end state without
+``a_{n+1}``'s share), each corrector pass at the latest end state (a Newton step on the contact);
+the start force is the previous step's end force (cached per arm until the arm or its shapes change).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from soft_envs.collision import EMPTY, segment_shape_distance, shape_bound_distance
+from soft_envs.sim.batched_integrator import prepare, solve_pass, step_workspace
+from soft_envs.sim.batched_kernels import (
+    _INLINE,
+    _JIT,
+    _NO_NRT,
+    PRISMATIC_Z,
+    REVOLUTE_Z,
+    _evaluation_state,
+    configuration,
+    terms_of_arm,
+    workspace,
+)
+
+#: Per-arm diagnostics of the last step (:func:`batch_step_contact`'s ``diag``): contacts, deepest
+#: penetration [m], total normal force on the arm [N] and the contact springs' energy ``Σ ½ k δ²`` [J]
+#: at the step's end state.
+DIAG_CONTACTS, DIAG_PENETRATION, DIAG_NORMAL_FORCE, DIAG_SPRING_ENERGY = 0, 1, 2, 3
+#: Newton iterations on the contact per pass of the step, and when they stop: the end state moved by
+#: at most this [m or rad] in the last one.
+CONTACT_ITERATIONS, CONTACT_TOLERANCE = 4, 1e-10
+
+
+@njit(**_INLINE)
+def backbone(ints, table, c, points, axes, P, Jc):
+    """Backbone points ``P`` ``(p + 1, 3)`` [m, base frame] (the base origin, then the frame origin
+    of each link of ``points``) and ``Jc`` ``(p + 1, 3, 3N)`` = ``∂P/∂c̃`` of one arm at ``c̃ = c``;
+    ``axes`` ``(K, 6)`` scratch: each joint's axis and origin."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    px = py = pz = 0.0
+    for r in range(3):
+        P[0, r] = 0.0
+    nxt = 0
+    for j in range(ints.shape[0]):
+        kind, slot = ints[j, 0], ints[j, 1]
+        q = table[j, 1] * c[slot]
+        off = table[j, 0]
+        px, py, pz = px + off * r02, py + off * r12, pz + off * r22
+        axes[j, 3], axes[j, 4], axes[j, 5] = px, py, pz
+        if kind == REVOLUTE_Z or kind == PRISMATIC_Z:
+            axes[j, 0], axes[j, 1], axes[j, 2] = r02, r12, r22
+        else:
+            axes[j, 0], axes[j, 1], axes[j, 2] = r01, r11, r21
+        if kind == REVOLUTE_Z:
+            cs, sn = math.cos(q), math.sin(q)
+            r00, r01 = cs * r00 + sn * r01, cs * r01 - sn * r00
+            r10, r11 = cs * r10 + sn * r11, cs * r11 - sn * r10
+            r20, r21 = cs * r20 + sn * r21, cs * r21 - sn * r20
+        elif kind == PRISMATIC_Z:
+            px, py, pz = px + q * r02, py + q * r12, pz + q * r22
+        else:
+            cs, sn = math.cos(q), math.sin(q)
+            r00, r02 = cs * r00 - sn * r02, sn * r00 + cs * r02
+            r10, r12 = cs * r10 - sn * r12, sn * r10 + cs * r12
+            r20, r22 = cs * r20 - sn * r22, sn * r20 + cs * r22
+        if nxt < points.shape[0] and points[nxt] == j:
+            P[nxt + 1, 0], P[nxt + 1, 1], P[nxt + 1, 2] = px, py, pz
+            nxt += 1
+    for i in range(Jc.shape[0]):
+        for r in range(3):
+            for col in range(Jc.shape[2]):
+                Jc[i, r, col] = 0.0
+    for i in range(points.shape[0]):
+        x, y, z = P[i + 1, 0], P[i + 1, 1], P[i + 1, 2]
+        for j in range(points[i] + 1):
+            beta, slot = table[j, 1], ints[j, 1]
+            ex, ey, ez = axes[j, 0], axes[j, 1], axes[j, 2]
+            if ints[j, 0] == PRISMATIC_Z:
+                dx, dy, dz = ex, ey, ez
+            else:
+                ox, oy, oz = x - axes[j, 3], y - axes[j, 4], z - axes[j, 5]
+                dx, dy, dz = ey * oz - ez * oy, ez * ox - ex * oz, ex * oy - ey * ox
+            Jc[i + 1, 0, slot] += beta * dx
+            Jc[i + 1, 1, slot] += beta * dy
+            Jc[i + 1, 2, slot] += beta * dz
+
+
+@njit(**_INLINE)
+def smooth_point_jacobians(Jc, jac, per, PJ):
+    """``PJ[i] = Jc[i] J`` ``(3, n)``: the points' Jacobians in ``u`` (``jac`` the section blocks ``(N, 3, per)``)."""
+    for i in range(Jc.shape[0]):
+        for r in range(3):
+            for s in range(jac.shape[0]):
+                for p in range(per):
+                    PJ[i, r, per * s + p] = (Jc[i, r, 3 * s] * jac[s, 0, p] + Jc[i, r, 3 * s + 1] * jac[s, 1, p]
+                                             + Jc[i, r, 3 * s + 2] * jac[s, 2, p])
+
+
+@njit(**_INLINE)
+def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
+                   record, diag, touched, wrench):
+    """The contact's generalised force ``force`` ``(n,)`` of one arm at backbone points ``P`` with
+    Jacobians ``PJ`` and rate ``w`` against ``shapes`` ``(S, 16)`` moving at ``shape_velocity``
+    ``(S, 6)`` (linear [m/s], angular [rad/s] about the shape's origin); ``cp`` = (k [N/m],
+    c [N s/m], μ, v_s [m/s]). With ``with_matrix``, ``matrix`` ``(n, n)`` = ``w_u K_c + w_v D_c``
+    (``weights`` = ``(w_u, w_v)``). With ``record``, ``diag``, ``touched`` ``(S,)`` and ``wrench``
+    ``(S, 6)`` (the force on each shape and its moment about the shape's origin) are written.
+    ``out`` ``(8,)`` and ``Jp`` ``(3, n)`` scratch."""
+    n = w.shape[0]
+    k, damping, mu, vs = cp[0], cp[1], cp[2], cp[3]
+    wu, wv = weights[0], weights[1]
+    for i in range(n):
+        force[i] = 0.0
+        if with_matrix:
+            for j in range(n):
+                matrix[i, j] = 0.0
+    if record:
+        diag[DIAG_CONTACTS] = 0.0
+        diag[DIAG_PENETRATION] = 0.0
+        diag[DIAG_NORMAL_FORCE] = 0.0
+        diag[DIAG_SPRING_ENERGY] = 0.0
+        for s in range(shapes.shape[0]):
+            touched[s] = False
+            for r in range(6):
+                wrench[s, r] = 0.0
+    for seg in range(P.shape[0] - 1):
+        a, b = P[seg], P[seg + 1]
+        for s in range(shapes.shape[0]):
+            row = shapes[s]
+            if row[0] == EMPTY or shape_bound_distance(a, b, row) >= radius:
+                continue
+            segment_shape_distance(a, b, row, out)
+            depth = radius - out[0]
+            if depth <= 0.0:
+                continue
+            t = out[1]
+            if seg > 0 and t <= 0.0:  # the shared point, the previous segment's contact (as deep or deeper)
+                continue
+            nx, ny, nz = out[5], out[6], out[7]
+            for r in range(3):
+                for i in range(n):
+                    Jp[r, i] = (1.0 - t) * PJ[seg, r, i] + t * PJ[seg + 1, r, i]
+            vx = vy = vz = 0.0
+            for i in range(n):
+                vx += Jp[0, i] * w[i]
+                vy += Jp[1, i] * w[i]
+                vz += Jp[2, i] * w[i]
+            sv = shape_velocity[s]  # the shape's surface point's velocity
+            lx, ly, lz = out[2] - row[1], out[3] - row[2], out[4] - row[3]
+            vx -= sv[0] + sv[4] * lz - sv[5] * ly
+            vy -= sv[1] + sv[5] * lx - sv[3] * lz
+            vz -= sv[2] + sv[3] * ly - sv[4] * lx
+            vn = nx * vx + ny * vy + nz * vz
+            fn = k * depth - damping * vn
+            if record:
+                diag[DIAG_CONTACTS] += 1.0
+                diag[DIAG_PENETRATION] = max(diag[DIAG_PENETRATION], depth)
+                diag[DIAG_SPRING_ENERGY] += 0.5 * k * depth * depth
+                touched[s] = True
+            if fn <= 0.0:
+                continue
+            tx, ty, tz = vx - vn * nx, vy - vn * ny, vz - vn * nz
+            slope = mu * fn / math.sqrt(tx * tx + ty * ty + tz * tz + vs * vs)
+            fx, fy, fz = fn * nx - slope * tx, fn * ny - slope * ty, fn * nz - slope * tz
+            for i in range(n):
+                force[i] += Jp[0, i] * fx + Jp[1, i] * fy + Jp[2, i] * fz
+            if with_matrix:  # Jpᵀ ((w_u k + w_v c) n nᵀ + w_v slope (I − n nᵀ)) Jp
+                normal = wu * k + wv * damping - wv * slope
+                tangent = wv * slope
+                for i in range(n):
+                    gi = nx * Jp[0, i] + ny * Jp[1, i] + nz * Jp[2, i]
+                    for j in range(n):
+                        gj = nx * Jp[0, j] + ny * Jp[1, j] + nz * Jp[2, j]
+                        matrix[i, j] += normal * gi * gj + tangent * (
+                            Jp[0, i] * Jp[0, j] + Jp[1, i] * Jp[1, j] + Jp[2, i] * Jp[2, j])
+            if record:
+                diag[DIAG_NORMAL_FORCE] += fn
+                wrench[s, 0] -= fx
+                wrench[s, 1] -= fy
+                wrench[s, 2] -= fz
+                wrench[s, 3] -= ly * fz - lz * fy
+                wrench[s, 4] -= lz * fx - lx * fz
+                wrench[s, 5] -= lx * fy - ly * fx
+
+
+@njit(**_JIT)
+def contact_workspace(n_points, n, nc, K, S):
+    """Scratch of one arm's contact (:func:`arm_contact`): four vectors of ``n``, the matrix ``(n, n)``,
+    ``P`` ``(p + 1, 3)``, ``Jc`` ``(p + 1, 3, 3N)``, ``PJ`` ``(p + 1, 3, n)``, the joints' axes ``(K, 6)``,
+    the distance's output ``(8,)``, ``Jp`` ``(3, n)``, ``c̃`` ``(3N,)`` and unrecorded measurements of
+    ``S`` shapes (``diag``, ``touched``, ``wrench``)."""
+    return (np.empty((4, n)), np.empty((n, n)), np.empty((n_points + 1, 3)), np.empty((n_points + 1, 3, nc)),
+            np.empty((n_points + 1, 3, n)), np.empty((K, 6)), np.empty(8), np.empty((3, n)), np.empty(nc),
+            np.empty(4), np.empty(S, dtype=np.bool_), np.empty((S, 6)))
+
+
+@njit(**_INLINE)
+def arm_contact(topology, scene, u, w, c, weights, with_matrix, record, force, ws, cws, diag, touched, wrench):
+    """The contact's generalised force (and with ``with_matrix`` its matrix ``cws[1]``) of one arm at
+    ``(u, u̇ = w)`` with ``c̃ = c``; ``scene`` = ``(shapes, shape_velocity, cp, radius, points)``."""
+    ints, table, trig, sec, lref = topology
+    shapes, shape_velocity, cp, radius, points = scene
+    matrix, P, Jc, PJ, axes, out, Jp = cws[1], cws[2], cws[3], cws[4], cws[5], cws[6], cws[7]
+    backbone(ints, table, c, points, axes, P, Jc)
+    _evaluation_state(sec, lref, u, w, c, ws)
+    smooth_point_jacobians(Jc, ws[6], 2 if sec[0] != 0 else 3, PJ)
+    contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
+                   record, diag, touched, wrench)
+
+
+@njit(**_NO_NRT)
+def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel,
+                     fresh, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
+                     touched, wrench):
+    """:func:`~soft_envs.sim.batched_integrator.arm_step` with the scene's contact acting at the step's
+    end (module docstring): Newton's method on the contact in the predictor's solve and in each
+    corrector pass's (:func:`_end_contact`); the end state's contact measured into ``diag``,
+    ``touched``, ``wrench``."""
+    sec, lref = topology[3], topology[4]
+    M_e, A, vec = sws
+    g_e, h_e = vec[9], vec[10]
+    n = u.shape[0]
+    terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
+    prepare(u, w, a, k, rayleigh, rest_s, tau_s, cancel, fresh, coefficients, passes, M_s, h_s, A, vec)
+    for i in range(n):  # linearised first at (û, ŵ): a_{n+1} = 0
+        u_out[i], w_out[i], a_out[i] = vec[4, i], vec[5, i], 0.0
+    _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, c, A, vec, u_out, w_out,
+                 a_out, c_out, ws, cws)
+    for _ in range(passes):
+        configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+        terms_of_arm(topology, mass, inertia, gravity, u_out, w_out, c_out, True, True, M_e, h_e, g_e, ws)
+        if cancel:  # the controller's C u̇ of the step's start cancels the arm's: held there
+            for i in range(n):
+                h_e[i] = g_e[i] + (h_s[i] - g_s[i])
+        _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, c, A, vec, u_out, w_out,
+                     a_out, c_out, ws, cws)
+    configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+    arm_contact(topology, scene, u_out, w_out, c_out, (0.0, 0.0), False, True, cws[0][0], ws, cws, diag, touched,
+                wrench)
+
+
+@njit(**_INLINE)
+def _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s, corrected, c, A, vec, u_out, w_out,
+                 a_out, c_out, ws, cws):
+    """The solves of one pass (:func:`~soft_envs.sim.batched_integrator.solve_pass`) with the contact's
+    force at the step's end, whole, linearised at the latest end state ``(u_out, w_out)`` (its
+    ``a_{n+1}`` = ``a_out``); repeated while that state moves by more than :data:`CONTACT_TOLERANCE`
+    (Newton's method, at most :data:`CONTACT_ITERATIONS` solves; the first stands where no contact is
+    near the states before and after it)."""
+    sec, lref = topology[3], topology[4]
+    matrix = cws[1]
+    tau_end, force, previous = cws[0][1], cws[0][2], cws[0][3]
+    dt, af, gamma, beta = coefficients[0], coefficients[2], coefficients[3], coefficients[4]
+    weights = (beta * dt * dt, gamma * dt)
+    n = tau_e.shape[0]
+    was_touching = False
+    for iteration in range(CONTACT_ITERATIONS):
+        configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+        arm_contact(topology, scene, u_out, w_out, c_out, weights, True, False, force, ws, cws, cws[9], cws[10],
+                    cws[11])
+        touching = False
+        for i in range(n):
+            touching = touching or force[i] != 0.0
+        if iteration > 0 and not (touching or was_touching):  # no contact before the last solve nor after it
+            return
+        for i in range(n):  # F_c(u_p) + (β dt² K_c + γ dt D_c) a_p: the force linearised at a_{n+1} = a_p
+            s = force[i]
+            for j in range(n):
+                s += matrix[i, j] * a_out[j]
+            tau_end[i] = tau_e[i] + s / (1.0 - af)  # the whole force at the end (solve_pass weighs it 1 − α_f)
+            previous[i] = u_out[i]
+        solve_pass(k, rest_e, tau_end, coefficients, M_e, h_e, M_s, corrected, A, vec, matrix, True, u_out, w_out,
+                   a_out)
+        was_touching = touching
+        moved = 0.0
+        for i in range(n):
+            moved = max(moved, abs(u_out[i] - previous[i]))
+        if moved <= CONTACT_TOLERANCE:
+            return
+
+
+@njit(**_JIT)
+def batch_step_contact(ints, table, trig, sec, lref, mass, inertia, gravity, stiffness, rayleigh, u, w, a, c, rest_s,
+                       rest_e, tau_s, tau_e, cancel, fresh, active, dt, am, af, gamma, beta, passes, shapes,
+                       shape_velocity, cp, radius, points, M_s, h_s, g_s, u_out, w_out, a_out, c_out, diag, touched,
+                       wrench):
+    """:func:`arm_step_contact` of every ``active`` arm (the others' state copied unchanged, their
+    measurements zero); per-arm arrays have the batch on their leading axis: ``shapes`` ``(B, S, 16)``,
+    ``shape_velocity`` ``(B, S, 6)``, ``cp`` ``(B, 4)``, ``diag`` ``(B, 3)``, ``touched`` ``(B, S)``,
+    ``wrench`` ``(B, S, 6)``."""
+    n = u.shape[1]
+    ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])
+    sws = step_workspace(n)
+    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0], shapes.shape[1])
+    _step_arms((ints, table, trig, sec, lref), (mass, inertia, gravity, stiffness, rayleigh),
+               (u, w, a, c, rest_s, rest_e, tau_s, tau_e), (cancel, fresh, active), (dt, am, af, gamma, beta),
+               passes, (shapes, shape_velocity, cp, radius, points), (M_s, h_s, g_s), (u_out, w_out, a_out, c_out),
+               (diag, touched, wrench), ws, sws, cws)
+
+
+@njit(**_NO_NRT)
+def _step_arms(topology, params, arrays, flags, coefficients, passes, scene, start_terms, out, record, ws, sws, cws):
+    """The loop of :func:`batch_step_contact` over arms (no reference counting of the per-arm views)."""
+    mass, inertia, gravity, stiffness, rayleigh = params
+    u, w, a, c, rest_s, rest_e, tau_s, tau_e = arrays
+    cancel, fresh, active = flags
+    shapes, shape_velocity, cp, radius, points = scene
+    M_s, h_s, g_s = start_terms
+    u_out, w_out, a_out, c_out = out
+    diag, touched, wrench = record
+    for b in range(u.shape[0]):
+        if not active[b]:
+            for i in range(u.shape[1]):
+                u_out[b, i], w_out[b, i], a_out[b, i] = u[b, i], w[b, i], a[b, i]
+            for i in range(c.shape[1]):
+                c_out[b, i] = c[b, i]
+            for i in range(diag.shape[1]):
+                diag[b, i] = 0.0
+            continue
+        arm_step_contact(topology, mass[b], inertia[b], gravity[b], stiffness[b], rayleigh[b], u[b], w[b], a[b], c[b],
+                         rest_s[b], rest_e[b], tau_s[b], tau_e[b], cancel[b], fresh[b], coefficients, passes,
+                         (shapes[b], shape_velocity[b], cp[b], radius, points), M_s[b], h_s[b], g_s[b], u_out[b],
+                         w_out[b], a_out[b], c_out[b], ws, sws, cws, diag[b], touched[b], wrench[b])
+
+
+@njit(**_JIT)
+def batch_contact(ints, table, trig, sec, lref, u, w, c, shapes, shape_velocity, cp, radius, points, force, diag,
+                  touched, wrench):
+    """The contact's generalised force ``(B, n)`` and diagnostics of every arm at its state (no step)."""
+    n = u.shape[1]
+    ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])
+    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0], shapes.shape[1])
+    weights = (0.0, 0.0)
+    for b in range(u.shape[0]):
+        arm_contact((ints, table, trig, sec, lref), (shapes[b], shape_velocity[b], cp[b], radius, points), u[b], w[b],
+                    c[b], weights, False, True, force[b], ws, cws, diag[b], touched[b], wrench[b])
+
+
+@njit(**_JIT)
+def batch_backbone(ints, table, trig, sec, lref, u, w, c, points, P, PJ):
+    """Backbone points ``(B, p + 1, 3)`` and their Jacobians in ``u`` ``(B, p + 1, 3, n)`` of every arm."""
+    n = u.shape[1]
+    ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])
+    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0], 1)
+    Jc, axes = cws[3], cws[5]
+    for b in range(u.shape[0]):
+        backbone(ints, table, c[b], points, axes, P[b], Jc)
+        _evaluation_state(sec, lref, u[b], w[b], c[b], ws)
+        smooth_point_jacobians(Jc, ws[6], 2 if sec[0] != 0 else 3, PJ[b])

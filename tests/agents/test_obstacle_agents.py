@@ -1,0 +1,133 @@
+"""The obstacle-aware reach agents (agents/reach.py) on a minimal fake env: no simulator.
+
+The fake env is what the agents read: ``unwrapped``, ``model``, ``dt``, ``model_to_action`` (here
+the identity, so the action is the planned configuration) and ``obstacle_rows`` (``(S, 16)`` in the
+arm's base frame, EMPTY rows no obstacle); the flat observation is PeterReach's layout
+``[tip, goal, goal − tip, tip velocity, …]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from soft_envs.agents.ik import trr
+from soft_envs.agents.ik.obstacles import ObstacleTerms, obstacle_rows
+from soft_envs.agents.reach import ObstacleReachAgent, SQPObstacleReachAgent, TRRReachAgent
+from soft_envs.collision import SHAPE_WIDTH, Sphere, shape_rows
+from soft_envs.robots import PCCArm, Peter
+
+
+class FakeEnv:
+    """The parts of a goal-reaching env the agents use."""
+
+    def __init__(self, model, rows=None, dt: float = 0.05) -> None:
+        self.model = model
+        self.obstacle_rows = rows
+        self.dt = dt
+        self.unwrapped = self
+
+    def model_to_action(self, q: np.ndarray) -> np.ndarray:
+        return np.array(q, dtype=float)
+
+
+def _observation(tip: np.ndarray, goal: np.ndarray, velocity=(0.0, 0.0, 0.0)) -> np.ndarray:
+    return np.concatenate((tip, goal, goal - tip, velocity)).astype(np.float32).astype(float)
+
+
+def _blocking_sphere(arm, q: np.ndarray) -> Sphere:
+    """A 3 mm sphere 1 mm into the body of ``q`` at the middle of its backbone."""
+    points = arm.backbone(q)
+    k = points.shape[0] // 2
+    tangent = points[k + 1] - points[k - 1]
+    side = np.cross(tangent, [0.0, 0.0, 1.0]) if abs(tangent[2]) < 0.99 * np.linalg.norm(tangent) \
+        else np.cross(tangent, [1.0, 0.0, 0.0])
+    side /= np.linalg.norm(side)
+    return Sphere(tuple(points[k] + side * (arm.body_radius + 3e-3 - 1e-3)), 3e-3)
+
+
+def _distance(arm, rows, q) -> float:
+    return ObstacleTerms(arm, obstacle_rows(rows)).min_distance(q)
+
+
+@pytest.fixture
+def pcc_case():
+    arm = PCCArm(3, 6)
+    goal = arm.forward(arm.sample(np.random.default_rng(3)))
+    blind = trr(arm, goal)
+    rows = shape_rows([_blocking_sphere(arm, blind.solution)], slots=3)  # two EMPTY slots
+    assert _distance(arm, rows, blind.solution) < 0
+    return arm, goal, rows
+
+
+@pytest.mark.parametrize("agent_type", [ObstacleReachAgent, SQPObstacleReachAgent])
+def test_the_agent_plans_around_the_env_s_obstacles(pcc_case, agent_type):
+    arm, goal, rows = pcc_case
+    env = FakeEnv(arm, rows)
+    agent = agent_type(env)
+    q = agent.act(_observation(np.zeros(3), goal))
+    result = agent.last_result
+    assert result is not None and result.success and result.collision_free
+    assert np.linalg.norm(arm.forward(q) - goal) < 1e-3
+    assert _distance(arm, rows, q) >= agent.clearance - 1e-6
+
+
+def test_the_obstacles_are_read_at_every_act(pcc_case):
+    arm, goal, rows = pcc_case
+    env = FakeEnv(arm, None)
+    agent = ObstacleReachAgent(env)
+    obs = _observation(np.zeros(3), goal)
+    first = agent.act(obs)
+    plan = agent.last_result
+    np.testing.assert_array_equal(agent.act(obs), first)
+    assert agent.last_result is plan  # nothing changed: no new plan
+    env.obstacle_rows = rows  # an obstacle appears on the planned body
+    assert _distance(arm, rows, first) < 0
+    second = agent.act(obs)
+    assert agent.last_result is not plan and agent.last_result.collision_free
+    assert _distance(arm, rows, second) >= 0 and np.linalg.norm(arm.forward(second) - goal) < 1e-3
+    plan = agent.last_result
+    env.obstacle_rows = rows.copy()  # the same obstacles again: the plan stands
+    agent.act(obs)
+    assert agent.last_result is plan
+    agent.reset()
+    assert agent.last_result is None
+
+
+def test_without_obstacles_it_acts_as_the_trr_agent():
+    arm = Peter(2)
+    goal = arm.forward(arm.sample(np.random.default_rng(4)))
+    obs = _observation(np.zeros(3), goal)
+    plain = TRRReachAgent(FakeEnv(arm)).act(obs)
+    for rows in (None, np.zeros((2, SHAPE_WIDTH))):
+        env = FakeEnv(arm, rows)
+        np.testing.assert_array_equal(ObstacleReachAgent(env).act(obs), plain)
+    del env.obstacle_rows  # an env without the attribute
+    np.testing.assert_array_equal(ObstacleReachAgent(env).act(obs), plain)
+
+
+def test_feedback_moves_the_aim_and_keeps_clear(pcc_case):
+    arm, goal, rows = pcc_case
+    env = FakeEnv(arm, rows, dt=0.1)
+    agent = ObstacleReachAgent(env, feedback=True, hold_time=0.2)
+    q = agent.act(_observation(np.zeros(3), goal))
+    sag = np.array([0.0, 0.0, -2e-3])  # the measured tip sags 2 mm below the plan's
+    tip = arm.forward(q) + sag
+    for _ in range(3):
+        q = agent.act(_observation(tip, goal))
+    assert agent._aim is not None
+    np.testing.assert_allclose(agent._aim, goal - sag, atol=1e-6)  # aim raised by the miss
+    assert np.linalg.norm(arm.forward(q) - (goal - sag)) < 1e-3
+    assert agent.last_result is not None and agent.last_result.collision_free
+    assert _distance(arm, rows, q) >= 0
+
+
+def test_bad_clearance_and_rows_raise_value_error(pcc_case):
+    arm, goal, rows = pcc_case
+    with pytest.raises(ValueError):
+        ObstacleReachAgent(FakeEnv(arm, rows), clearance=-1.0)
+    bad = rows.copy()
+    bad[0, 13] = -1.0  # a sphere of negative radius
+    agent = ObstacleReachAgent(FakeEnv(arm, bad))
+    with pytest.raises(ValueError):
+        agent.act(_observation(np.zeros(3), goal))

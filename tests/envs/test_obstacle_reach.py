@@ -1,0 +1,102 @@
+"""PeterReach with obstacles (``obstacles=M``): the draws, the spaces and ``info``, random-action
+episodes that touch the obstacles without passing through them, the success rule, bad keywords.
+(The vector env's sub-envs equal the single envs with obstacles in tests/envs/test_vector_envs.py.)"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import soft_envs  # noqa: F401
+from soft_envs.envs.obstacle_course import DEFAULT_CLEARANCE, ObstacleCourse, body_clearance, split_task
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.robots import Peter
+
+PETER = "soft_envs/PeterReach-v0"
+
+
+def test_obstacles_are_drawn_near_the_path_and_clear_of_the_start_and_the_goal():
+    model = Peter(2)
+    course = ObstacleCourse(model, 3)
+    rng = np.random.default_rng(0)
+    start = course._backbone(np.zeros(6))
+    empty = 0
+    for _ in range(40):
+        t = model.sample(rng)
+        obstacles = course.draw(rng, t)
+        goal = course._backbone(t)
+        for centre, radius in zip(obstacles[:, :3], obstacles[:, 3]):
+            if radius == 0.0:
+                empty += 1
+                continue
+            assert course.radius_range[0] <= radius <= course.radius_range[1]
+            for body in (start, goal):
+                assert body_clearance(body, course.body_radius, centre, radius) >= DEFAULT_CLEARANCE - 1e-12
+            # near the straight tip path: within the body's radius, its own and the widest gap of it
+            a, b = start[-1], goal[-1]
+            s = np.clip((centre - a) @ (b - a) / max((b - a) @ (b - a), 1e-300), 0, 1)
+            assert np.linalg.norm(centre - (a + s * (b - a))) <= course.body_radius + radius + 0.010 + 1e-9
+    assert empty <= 6  # at most 5 % of 120 draws find no place
+
+
+def test_spaces_info_and_the_env_checker():
+    env = gym.make(PETER, obstacles=3)
+    base = gym.make(PETER)
+    assert env.observation_space.shape[0] == base.observation_space.shape[0] + 12
+    check_env(env.unwrapped, skip_render_check=True)
+    obs, _ = env.reset(seed=1)
+    task = env.unwrapped.arms.obstacles[0]
+    np.testing.assert_allclose(obs[-12:], task.ravel().astype(np.float32))
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    for key in ("collisions", "penetration", "contact_force"):
+        assert key in info
+    assert info["is_success"] is False or info["collisions"] == 0
+    env.close()
+    base.close()
+
+
+def test_random_action_episodes_touch_obstacles_without_passing_through():
+    env = gym.make(PETER, obstacles=4)
+    env.action_space.seed(0)
+    touched, deepest = 0, 0.0
+    for seed in range(4):
+        obs, _ = env.reset(seed=seed)
+        while True:
+            obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+            assert np.all(np.isfinite(obs)) and np.isfinite(reward)
+            deepest = max(deepest, info["penetration"])
+            if terminated or truncated:
+                break
+        touched += info["collisions"] > 0
+    assert touched >= 1
+    assert deepest <= 1e-3
+    env.close()
+
+
+def test_a_goal_reached_through_a_collision_is_no_success():
+    env = gym.make(PETER, obstacles=1).unwrapped
+    env.reset(seed=0)
+    arms = env.arms
+    arms.tip[0] = arms.goal[0]  # at the goal ...
+    assert env._extra_info()["is_success"]
+    arms.collisions[0] = 1  # ... after a touch
+    assert not env._extra_info()["is_success"]
+    env.close()
+
+
+def test_the_task_carries_the_obstacles():
+    env = gym.make(PETER, obstacles=2).unwrapped
+    task = env.draw_task(np.random.default_rng(5))
+    t, obstacles = split_task(task[None], env.model.n_dof)
+    assert t.shape == (1, 6) and obstacles.shape == (1, 2, 4)
+    env.close()
+
+
+@pytest.mark.parametrize("kwargs", [dict(obstacles=9), dict(obstacles=-1), dict(obstacles=1.5),
+                                    dict(obstacles=2, kinematic=True), dict(obstacles=2, backend="pybullet"),
+                                    dict(obstacles=2, physics="stiff")])
+def test_bad_obstacle_keywords_raise(kwargs):
+    with pytest.raises(InvalidParameterError):
+        gym.make(PETER, **kwargs)
