@@ -18,8 +18,9 @@ outward normal local +z), :data:`SPHERE` (``s0`` radius), :data:`CAPSULE` (segme
 radius ``s0``), :data:`BOX` (half-extents ``s0, s1, s2`` along local x, y, z).
 
 The kernel :func:`segment_shape_distance` is allocation-free, exception-free scalar math
-(``numba.njit``, inlined); its Python source (``py_func``) also compiles for CUDA, together with
-its callees listed in :data:`KERNEL_FUNCTIONS` (callees first). Segment–box is exact without
+(``numba.njit``, each function compiled once and called: numba's own inlining of them made the cold
+compile minutes long; LLVM still inlines what pays); its Python source (``py_func``) also compiles
+for CUDA, together with its callees listed in :data:`KERNEL_FUNCTIONS` (callees first). Segment–box is exact without
 iteration: the signed distance of a convex set is convex along the segment, and its minimum lies at
 one of 43 candidate parameters (the two end points; where the segment crosses the 6 face planes and
 the 3 coordinate planes; the crossings of the 12 pairs of face-plane distances of different axes;
@@ -33,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -41,6 +42,9 @@ from numpy.typing import ArrayLike
 
 from soft_envs.exceptions import InvalidParameterError, as_real_array, check_integer, check_positive
 from soft_envs.geometry import check_unit_quaternion, matrix_to_quaternion, quaternion_to_matrix
+
+#: numba's options of the kernels (cached on disk; no reference counting needed: scalars and views).
+_KERNEL: dict[str, Any] = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 #: Entries of a packed shape row.
 SHAPE_WIDTH = 16
@@ -53,7 +57,7 @@ _PARALLEL_SIN2 = 1e-26
 
 
 # ----------------------------------------------------------------------------------- kernels
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _clamp01(x):
     """``x`` clamped to ``[0, 1]`` (NaN -> 0)."""
     if x > 1.0:
@@ -63,7 +67,7 @@ def _clamp01(x):
     return 0.0
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _pick(i, x, y, z):
     """Component ``i`` of ``(x, y, z)``."""
     if i == 0:
@@ -73,7 +77,7 @@ def _pick(i, x, y, z):
     return z
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _box_signed_distance(x, y, z, hx, hy, hz):
     """Signed distance [m] of the local point ``(x, y, z)`` to the box ``|q_i| ≤ h_i`` (Ericson §5.1.4)."""
     ex, ey, ez = abs(x) - hx, abs(y) - hy, abs(z) - hz
@@ -81,7 +85,7 @@ def _box_signed_distance(x, y, z, hx, hy, hz):
     return math.sqrt(ox * ox + oy * oy + oz * oz) + min(max(ex, max(ey, ez)), 0.0)
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _box_try(s, best, best_s, ax, ay, az, dx, dy, dz, hx, hy, hz):
     """Keep ``s`` if it lies in ``(0, 1)`` and its signed distance beats ``best`` (strictly)."""
     if s > 0.0 and s < 1.0:
@@ -91,7 +95,7 @@ def _box_try(s, best, best_s, ax, ay, az, dx, dy, dz, hx, hy, hz):
     return best, best_s
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _segment_box(ax, ay, az, dx, dy, dz, hx, hy, hz):
     """``(signed distance, s)`` of the segment ``a + s d`` (box frame) to the box of half-extents ``h``.
 
@@ -135,7 +139,7 @@ def _segment_box(ax, ay, az, dx, dy, dz, hx, hy, hz):
     return best, best_s
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _point_on_axis(x, y, z, h):
     """Parameter ``t ∈ [0, 1]`` of the point of the segment ``(0, 0, −h) + t (0, 0, 2h)`` closest to ``(x, y, z)``."""
     if h > 0.0:
@@ -143,7 +147,7 @@ def _point_on_axis(x, y, z, h):
     return 0.0
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _axis_try(s, best, best_s, ax, ay, az, dx, dy, dz, h):
     """Keep ``s ∈ [0, 1]`` if the squared distance of ``a + s d`` to the axis segment beats ``best``."""
     x, y, z = ax + s * dx, ay + s * dy, az + s * dz
@@ -155,7 +159,7 @@ def _axis_try(s, best, best_s, ax, ay, az, dx, dy, dz, h):
     return best, best_s
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _segment_axis(ax, ay, az, dx, dy, dz, h):
     """``(squared distance, s)`` of the segment ``a + s d`` to the segment ``(0, 0, ±h)`` (Ericson §5.1.9).
 
@@ -184,7 +188,7 @@ def _segment_axis(ax, ay, az, dx, dy, dz, h):
     return best, best_s
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _perpendicular(dx, dy, dz):
     """A unit vector perpendicular to ``d`` (``d`` ≠ 0; deterministic), or ``(1, 0, 0)`` for ``d`` = 0."""
     if abs(dx) <= abs(dy) and abs(dx) <= abs(dz):  # cross with e_x
@@ -199,7 +203,7 @@ def _perpendicular(dx, dy, dz):
     return 1.0, 0.0, 0.0
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def _write(out, dist, s, row, wx, wy, wz, nx, ny, nz):
     """``out`` from a local witness point ``w`` and normal ``n``: into the segment's frame via ``row``."""
     out[0] = dist
@@ -210,7 +214,7 @@ def _write(out, dist, s, row, wx, wy, wz, nx, ny, nz):
         out[5 + k] = r0 * nx + r1 * ny + r2 * nz
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def segment_shape_distance(a, b, row, out):
     """Signed distance [m] from the segment ``[a, b]`` (radius 0) to the shape of a packed ``row``.
 
@@ -285,7 +289,7 @@ def segment_shape_distance(a, b, row, out):
             out[k] = 0.0
 
 
-@numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")
+@numba.njit(**_KERNEL)
 def shape_bound_distance(a, b, row):
     """A cheap lower bound [m] of :func:`segment_shape_distance`'s distance (same frame and arguments).
 

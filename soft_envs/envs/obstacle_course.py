@@ -31,7 +31,7 @@ DEFAULT_GAP_RANGE = (-0.015, 0.010)  # [m]: from cutting 15 mm into the straight
 DEFAULT_CLEARANCE = 0.003  # [m]: the start and the goal's configuration keep at least this from every obstacle
 
 
-def split_task(tasks: np.ndarray, n_dof: int) -> tuple[np.ndarray, np.ndarray]:
+def split_task(tasks: np.ndarray | list, n_dof: int) -> tuple[np.ndarray, np.ndarray]:
     """``(inflation times (k, n_dof), obstacles (k, M, 4))`` of task vectors ``(k, n_dof + 4M)``."""
     tasks = np.atleast_2d(np.asarray(tasks, dtype=float))
     return tasks[:, :n_dof], tasks[:, n_dof:].reshape(tasks.shape[0], -1, 4)
@@ -77,7 +77,8 @@ class ObstacleCourse:
         lo, hi = (float(x) for x in radius_range)
         if not (0.0 < lo <= hi < 0.2):
             raise InvalidParameterError(f"obstacle radius_range must be 0 < low <= high < 0.2 m; got {radius_range!r}")
-        self.model, self.radius_range, self.gap_range = model, (lo, hi), tuple(float(x) for x in gap_range)
+        self.model, self.radius_range = model, (lo, hi)
+        self.gap_range = (float(gap_range[0]), float(gap_range[1]))
         self.clearance = float(clearance)
         chain = model.chain()
         self.body_radius = chain.body_radius

@@ -15,16 +15,27 @@ normal force ``f_n = max(0, k δ − c v_n)`` along the shape's outward normal `
 ``f_t = −μ f_n v_t / √(|v_t|² + v_s²)`` (``v`` the witness point's velocity relative to the shape's
 surface; ``v_s`` the stiction speed: below it friction acts as a viscous damper of slope
 ``μ f_n / v_s``), the generalised force ``Jᵀ (f_n n + f_t)`` with ``J = ∂p/∂u`` at the witness
-point. The shape receives the opposite force at its surface point (:data:`wrench`, for free objects).
+point. The shape receives the opposite force at its surface point (the scene's ``wrench``, for free
+objects).
 
-Integration (MuJoCo's implicit contact and DisMech's implicit penalty, see the contact notes): the
-force enters the generalised-α step as a force of the step's end state, linearised where the step
-evaluates it, ``F_c(u, u̇) ≈ F_c(u_p, u̇_p) − K_c (u − u_p) − D_c (u̇ − u̇_p)`` with
-``K_c = Jᵀ k n nᵀ J`` and ``D_c = Jᵀ (c n nᵀ + μ f_n / √(|v_t|² + v_s²) (I − n nᵀ)) J``; both go into
-the solve's matrix (:func:`soft_envs.sim.batched_integrator.solve_pass`'s ``extra``), so the stiff
-contact does not bound the time step. The predictor linearises at ``(û, ŵ)`` (the end state without
-``a_{n+1}``'s share), each corrector pass at the latest end state (a Newton step on the contact);
-the start force is the previous step's end force (cached per arm until the arm or its shapes change).
+Integration. The contact force acts at the step's end, whole (as MuJoCo's and Drake's contact
+impulses do: implicit in the end state, first order in time for the contact), not split between the
+step's two ends by the generalised-α weights: an impact that the step does not resolve (PETER's
+bending mode at the tip meets a sphere within one 1/120 s step) then loses energy instead of
+gaining it. It is linearised at the latest end state, ``F_c(u, u̇) ≈ F_c(u_p, u̇_p) − K_c (u − u_p) −
+D_c (u̇ − u̇_p)`` with ``K_c = Jᵀ k n nᵀ J`` and ``D_c = Jᵀ (c n nᵀ + μ f_n / √(|v_t|² + v_s²) (I − n nᵀ)) J``,
+both in the solve's matrix (:func:`soft_envs.sim.batched_integrator.solve_pass`'s ``extra``), and the
+solve is repeated at the new end state until it moves by less than :data:`CONTACT_TOLERANCE`
+(Newton's method; after the predictor and after each corrector pass). So the stiff contact does not
+bound the time step, and an arm at rest against a wall is in exact static equilibrium (its elastic
+force equals the contact's). Measured (``soft-envs bench contact``): with the arm's own Rayleigh
+damping (the envs' default) the energy of an arm swinging into a sphere never rises; with no damping
+at all, the method's carried acceleration can return part of an unresolved impact's energy, which is
+why the checks run at the default damping.
+
+Cost. Each function here is compiled once and called (numba's inlining of them made the cold
+compile minutes long); an arm far from every shape costs the bound checks, the backbone and one
+extra solve per pass.
 """
 
 from __future__ import annotations
@@ -37,7 +48,6 @@ from numba import njit
 from soft_envs.collision import EMPTY, segment_shape_distance, shape_bound_distance
 from soft_envs.sim.batched_integrator import prepare, solve_pass, step_workspace
 from soft_envs.sim.batched_kernels import (
-    _INLINE,
     _JIT,
     _NO_NRT,
     PRISMATIC_Z,
@@ -57,7 +67,7 @@ DIAG_CONTACTS, DIAG_PENETRATION, DIAG_NORMAL_FORCE, DIAG_SPRING_ENERGY = 0, 1, 2
 CONTACT_ITERATIONS, CONTACT_TOLERANCE = 4, 1e-10
 
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def backbone(ints, table, c, points, axes, P, Jc):
     """Backbone points ``P`` ``(p + 1, 3)`` [m, base frame] (the base origin, then the frame origin
     of each link of ``points``) and ``Jc`` ``(p + 1, 3, 3N)`` = ``∂P/∂c̃`` of one arm at ``c̃ = c``;
@@ -111,7 +121,7 @@ def backbone(ints, table, c, points, axes, P, Jc):
             Jc[i + 1, 2, slot] += beta * dz
 
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def smooth_point_jacobians(Jc, jac, per, PJ):
     """``PJ[i] = Jc[i] J`` ``(3, n)``: the points' Jacobians in ``u`` (``jac`` the section blocks ``(N, 3, per)``)."""
     for i in range(Jc.shape[0]):
@@ -122,7 +132,7 @@ def smooth_point_jacobians(Jc, jac, per, PJ):
                                              + Jc[i, r, 3 * s + 2] * jac[s, 2, p])
 
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
                    record, diag, touched, wrench):
     """The contact's generalised force ``force`` ``(n,)`` of one arm at backbone points ``P`` with
@@ -220,7 +230,7 @@ def contact_workspace(n_points, n, nc, K, S):
             np.empty(4), np.empty(S, dtype=np.bool_), np.empty((S, 6)))
 
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def arm_contact(topology, scene, u, w, c, weights, with_matrix, record, force, ws, cws, diag, touched, wrench):
     """The contact's generalised force (and with ``with_matrix`` its matrix ``cws[1]``) of one arm at
     ``(u, u̇ = w)`` with ``c̃ = c``; ``scene`` = ``(shapes, shape_velocity, cp, radius, points)``."""
@@ -265,7 +275,7 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
                 wrench)
 
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s, corrected, c, A, vec, u_out, w_out,
                  a_out, c_out, ws, cws):
     """The solves of one pass (:func:`~soft_envs.sim.batched_integrator.solve_pass`) with the contact's

@@ -10,11 +10,12 @@ arms through :func:`soft_envs.sim.contact.batch_step_contact` while its scene ha
 
 Parameters (:class:`ContactParameters`), and where they come from:
 
-* ``stiffness`` 2·10⁴ N/m per contact — an assumption sized by the penetration allowance: PETER's
-  legs exert at most ~10 N on an obstacle (a 0.5 kg payload's weight plus its legs' spring force
-  over a few mm), which this stiffness holds to 0.5 mm, below the 1 mm the tasks allow; the arm's
-  own tip stiffness (~10² N/m) is far below it, so an obstacle is rigid to the arm. Drake's default
-  point-contact stiffness is 10⁶ N/m for a 1 mm allowance under a robot's weight, the same sizing.
+* ``stiffness`` 10⁵ N/m per contact — an assumption sized by the penetration the tasks allow
+  (1 mm): a PETER leg is a spring of ``K_axial / 3`` = 1.3 kN/m (``Peter.stiffness``), whose
+  fill over its whole 20 mm stroke against an obstacle pushes with ~26 N, which this stiffness holds
+  to 0.26 mm; the arm's own tip stiffness (~4·10² N/m: 1.7 N for the 4 mm of ``soft-envs bench
+  contact``'s statics check) is far below it, so an obstacle is rigid to the arm. (Drake's default
+  point-contact stiffness, 10⁶ N/m, is sized the same way for a robot's weight on a 1 mm allowance.)
 * ``damping_ratio`` 1 (critical) with respect to the mass of one backbone segment (the arm's mass
   over its segments): ``c = 2 ζ √(k m)`` (MuJoCo's ``solref`` default damping ratio).
 * ``friction`` μ = 0.6 — silicone rubber on a smooth hard surface, dry: 0.5–0.8 is the range quoted
