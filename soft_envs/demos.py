@@ -56,6 +56,18 @@ def peter(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, n_mod
     return run_demo(env, TRRReachAgent(env), steps=steps, seed=seed, new_goal_every=30)
 
 
+def peter_obstacles(render_mode: str = "rgb_array", steps: int = 120, seed: int = 0, n_modules: int = 3,
+                    obstacles: int = 3, **env_kwargs) -> list:
+    """TRR with a barrier, closed on the measured tip (``ObstacleReachAgent(env, feedback=True)``),
+    reaching a new random goal every 30 steps past ``obstacles`` spheres in ``PeterReach-v0``
+    (purple, yellow while touched)."""
+    from soft_envs.agents.reach import ObstacleReachAgent
+
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=n_modules, obstacles=obstacles, render_mode=render_mode,
+                   **env_kwargs)
+    return run_demo(env, ObstacleReachAgent(env, feedback=True), steps=steps, seed=seed, new_goal_every=30)
+
+
 def pcc(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, n_segments: int = 2,
         trajectory: str = "spiral", **env_kwargs) -> list:
     """The IK + PD/feed-forward pipeline following a trajectory in ``PCCTrack-v0``."""
@@ -99,7 +111,8 @@ def learned(policy: str, render_mode: str = "rgb_array", steps: int = 300, seed:
 
 
 #: demo name -> function
-DEMOS: dict[str, Callable[..., list]] = {"peter": peter, "pcc": pcc, "quadruped": quadruped, "hexapod": hexapod}
+DEMOS: dict[str, Callable[..., list]] = {"peter": peter, "peter-obstacles": peter_obstacles, "pcc": pcc,
+                                          "quadruped": quadruped, "hexapod": hexapod}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,11 +131,17 @@ class Clip:
 #: demo name -> its clip in the gallery (real time or close to it)
 GALLERY: dict[str, Clip] = {
     "peter": Clip(steps=120),  # 10 Hz control: four goals, 3 s each
+    "peter-obstacles": Clip(steps=120),  # the same, past three spheres
     "pcc": Clip(steps=200, every=2),  # 20 Hz control: 10 s of the spiral
     "quadruped": Clip(steps=300, every=3, frame_time=0.03),  # 100 Hz control: 3 s of trot
     "hexapod": Clip(steps=120, frame_time=0.08),  # four goal poses
 }
 MAX_GIF_BYTES = 1_000_000  # the README shows four of them at once
+
+
+def gif_name(name: str) -> str:
+    """The gallery's file name of demo ``name`` (``peter-obstacles`` -> ``peter_obstacles.gif``)."""
+    return name.replace("-", "_") + ".gif"
 
 
 def write_gif(path: str | os.PathLike, frames: list, frame_time: float, max_bytes: int = MAX_GIF_BYTES) -> int:
@@ -179,8 +198,8 @@ def realism_figure(benchmarks: str | os.PathLike, output: str | os.PathLike) -> 
 
 def write_gallery(directory: str | os.PathLike, *, width: int = 400, height: int = 300, seed: int = 0,
                   benchmarks: str | os.PathLike | None = "BENCHMARKS.md") -> dict[str, int]:
-    """Write every demo of :data:`GALLERY` as ``directory/demos/<name>.gif`` (``width`` × ``height``
-    px, looping, at most :data:`MAX_GIF_BYTES`) and, if ``benchmarks`` exists, the README's
+    """Write every demo of :data:`GALLERY` as ``directory/demos/<name>.gif`` (:func:`gif_name`; ``width``
+    × ``height`` px, looping, at most :data:`MAX_GIF_BYTES`) and, if ``benchmarks`` exists, the README's
     :func:`realism_figure` as ``directory/realism_gap.png``. Returns path -> size [bytes]."""
     from soft_envs.console import progress
 
@@ -189,7 +208,7 @@ def write_gallery(directory: str | os.PathLike, *, width: int = 400, height: int
     for name in progress(GALLERY, desc="gallery"):
         clip = GALLERY[name]
         frames = DEMOS[name](render_mode="rgb_array", steps=clip.steps, seed=seed, width=width, height=height)
-        path = os.path.join(directory, "demos", f"{name}.gif")
+        path = os.path.join(directory, "demos", gif_name(name))
         sizes[path] = write_gif(path, frames[::clip.every], clip.frame_time)
     if benchmarks is not None and os.path.exists(benchmarks):
         path = realism_figure(benchmarks, os.path.join(directory, "realism_gap.png"))

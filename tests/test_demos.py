@@ -46,3 +46,21 @@ def test_realism_figure_from_the_benchmarks(tmp_path):
     benchmarks = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
     path = realism_figure(benchmarks, tmp_path / "gap.png")
     assert Path(path).stat().st_size > 1000
+
+
+def test_the_gallery_names_its_gifs_after_the_demos():
+    from pathlib import Path
+
+    from soft_envs.demos import GALLERY, gif_name
+
+    assert set(GALLERY) <= set(DEMOS) and "peter-obstacles" in DEMOS
+    assert gif_name("peter-obstacles") == "peter_obstacles.gif" and gif_name("peter") == "peter.gif"
+    shipped = Path(__file__).resolve().parents[1] / "docs" / "_static" / "demos"
+    for name in GALLERY:
+        assert (shipped / gif_name(name)).is_file(), f"soft-envs demo --gallery docs/_static writes {name}"
+
+
+def test_the_obstacle_demo_shows_the_obstacles():
+    frames = DEMOS["peter-obstacles"](render_mode="rgb_array", steps=1, seed=0)
+    purple = np.all(np.abs(frames[0].astype(int) - (140, 51, 204)) < 60, axis=-1)  # OBSTACLE_RGBA, shaded
+    assert np.count_nonzero(purple) > 10

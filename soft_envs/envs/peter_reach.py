@@ -127,6 +127,11 @@ from soft_envs.sim.peter_soft import SoftPeterBody
 from soft_envs.sim.realism import Perturbation
 from soft_envs.sim.urdf import check_joint_count
 
+#: The pictures' obstacle spheres: purple, yellow while the arm touches them (colours apart from the
+#: modules' palette, :data:`~soft_envs.robots.chain.SECTION_COLOURS`, and the red goal marker).
+OBSTACLE_RGBA = (0.55, 0.2, 0.8, 1.0)
+TOUCHED_RGBA = (1.0, 0.95, 0.1, 1.0)
+
 #: PETER's sim-to-real perturbations (``realism=``); the physics-only ones are the last three.
 PETER_REALISM: tuple[Perturbation, ...] = (
     Perturbation("leg_gain", "1", "fill rate of each leg relative to eq. 1's 10 mm/s", (0.7, 1.3),
@@ -261,6 +266,11 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.arms = PeterArms(self, 1, rows)
         self._shown: tuple[PeterArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
         self._picture: SoftPeterBody | PeterBody | None = None
+        #: The pictures' obstacle spheres: ``(obstacle index, body id)`` in the render client
+        #: (:meth:`_draw_obstacles`), the radii they were made with and their tint (touched or not).
+        self.obstacle_markers: list[tuple[int, int]] = []
+        self._marker_radii: np.ndarray | None = None
+        self._marker_touched: np.ndarray | None = None
         self.arms.goal[0] = self.model.forward(np.zeros(n_act))
 
     def _observation_bounds(self) -> None:
@@ -491,7 +501,33 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self.goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                       basePosition=[0.0, 0.0, -1.0])
         client.resetBasePositionAndOrientation(self.goal_marker, arms.goal[row].tolist(), [0, 0, 0, 1])
+        self._draw_obstacles(client, arms.obstacles[row], arms.touching[row])
         return client
+
+    def _draw_obstacles(self, client, obstacles: np.ndarray, touching: np.ndarray) -> None:
+        """Place a visual sphere (no collision shape) on each obstacle of the shown arm, ``obstacles``
+        ``(M, 4)``: centre [m] in the goals' frame (the picture's world frame, as the goal marker's: the
+        picture's arm carries the base tilt) and radius [m], none for radius 0. Spheres are made again
+        when the radii change (a reset), moved at every picture, and tinted while ``touching``."""
+        radii = obstacles[:, 3]
+        if self._marker_radii is None or not np.array_equal(radii, self._marker_radii):
+            for _, body in self.obstacle_markers:
+                client.removeBody(body)
+            self.obstacle_markers = []
+            for k, radius in enumerate(radii):
+                if radius > 0.0:
+                    shape = client.createVisualShape(pybullet.GEOM_SPHERE, radius=float(radius),
+                                                      rgbaColor=list(OBSTACLE_RGBA))
+                    self.obstacle_markers.append((k, client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=shape,
+                                                                            basePosition=[0.0, 0.0, -1.0])))
+            self._marker_radii = radii.copy()
+            self._marker_touched = np.zeros(len(radii), dtype=bool)
+        assert self._marker_touched is not None
+        for k, body in self.obstacle_markers:
+            client.resetBasePositionAndOrientation(body, obstacles[k, :3].tolist(), [0, 0, 0, 1])
+            if bool(touching[k]) != self._marker_touched[k]:
+                client.changeVisualShape(body, -1, rgbaColor=list(TOUCHED_RGBA if touching[k] else OBSTACLE_RGBA))
+        self._marker_touched = np.asarray(touching, dtype=bool).copy()
 
     def close(self) -> None:
         if isinstance(self._picture, SoftPeterBody):
