@@ -4,14 +4,21 @@ TRR or SQP around the env's obstacles (:class:`ObstacleReachAgent`, :class:`SQPO
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from soft_envs.agents.ik.obstacles import DEFAULT_CLEARANCE, check_clearance, obstacle_rows
+from soft_envs import clock
+from soft_envs.agents.ik.obstacles import DEFAULT_CLEARANCE, ObstacleTerms, check_clearance, obstacle_rows
 from soft_envs.agents.ik.result import IKResult
+from soft_envs.agents.ik.route import advance, plan_route
 from soft_envs.agents.ik.sqp import sqp
 from soft_envs.agents.ik.trust_region import trr
 from soft_envs.collision import SHAPE_WIDTH
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_positive
 from soft_envs.robots.base import KinematicModel
+
+#: The default distance [m] a paced agent's route keeps beyond the plan's clearance (the legs' lag,
+#: the soft body's motion and sag that the nominal model does not see).
+DEFAULT_PATH_MARGIN = 1e-3
 
 
 class TRRReachAgent:
@@ -96,21 +103,43 @@ class TRRReachAgent:
 
 
 class ObstacleReachAgent(TRRReachAgent):
-    """:class:`TRRReachAgent` planning around the env's obstacles with the obstacle-aware TRR.
+    """:class:`TRRReachAgent` planning around the env's obstacles with the obstacle-aware TRR, and
+    moving there along a route that keeps the body clear.
 
     At every :meth:`act` it reads the obstacles from ``env.unwrapped.obstacle_rows`` — packed shape
     rows ``(S, 16)`` (:mod:`soft_envs.collision`) in the arm's base frame, ``EMPTY`` rows no
-    obstacle; an env without the attribute, or ``None``, has none — and plans with
-    ``trr(..., obstacles=rows, clearance=clearance)``: when the goal moves, when the obstacles
-    change (re-planning the same aim point), and on the measured tip with ``feedback=True``
-    exactly as :class:`TRRReachAgent` does. :attr:`last_result` carries the plan's
-    ``min_distance`` [m] and ``collision_free``. The plan is a configuration clear of the
-    obstacles; the path the arm takes to it is the env's (the solver plans no motion).
+    obstacle; an env without the attribute, or ``None``, has none — and plans an END configuration
+    with ``trr(..., obstacles=rows, clearance=clearance)``: when the goal moves, when the obstacles
+    change (re-planning the same aim point), and on the measured tip with ``feedback=True`` exactly
+    as :class:`TRRReachAgent` does (judged once the set-points have arrived at the plan).
+    :attr:`last_result` carries the plan's ``min_distance`` [m] and ``collision_free``.
+
+    **Paced** (the default where the env tells the actuators' rates: ``model.leg_rate``,
+    ``env.vent_rate`` and the control period ``env.dt``, PETER's legs): the agent does not command
+    the plan at once — its legs would sweep the body through the obstacles on the way — but plans a
+    route of straight segments in configuration space from its current set-points (what it commanded;
+    the reset's from the observation) to the plan, every configuration on it at least
+    ``clearance + path_margin`` from the obstacles (:func:`~soft_envs.agents.ik.route.plan_route`:
+    the straight segment, else one waypoint around the obstacle), and commands, each control period,
+    the next set-points along it within one period's motion of the legs (``step``: filling
+    ``leg_rate`` and venting ``vent_rate`` [m/s], as inflation times; :attr:`step_limits`), so the
+    legs, which move at those rates, follow the checked route within a step. ``path_margin`` covers
+    what the nominal model does not see: the legs lagging a step and the soft body's motion and sag.
+    Without a route clear by the solver's ``timeout`` it steps straight at the plan. Without the rates
+    (``step=None`` on an env that does not give them, or ``paced=False``) it commands the plan at
+    once, the path being the env's.
 
     Args:
         env: a goal-reaching env (wrapped or not) whose unwrapped env may have ``obstacle_rows``.
         model: the model to plan on (default the env's own); it must have a body backbone.
-        clearance: minimum distance [m] between the body's surface and every obstacle.
+        clearance: minimum distance [m] between the body's surface and every obstacle at the plan.
+        path_margin: extra distance [m] the route keeps beyond ``clearance``.
+        paced: move along a checked route at the actuators' rates (above); ``False``: command the plan.
+        step: ``(up, down)``: the largest change of each configuration coordinate per control period
+            while it grows and while it falls (numbers or ``(n_dof,)``, the model's units); default
+            from the env's rates (above).
+        spacing: the route's configurations are checked no more than this apart in every coordinate
+            (default half the smaller step).
         **options: :class:`TRRReachAgent`'s keywords (``feedback``, …) and the solver's.
     """
 
@@ -118,10 +147,37 @@ class ObstacleReachAgent(TRRReachAgent):
     solver = staticmethod(trr)
 
     def __init__(self, env, model: KinematicModel | None = None, *, clearance: float = DEFAULT_CLEARANCE,
+                 path_margin: float = DEFAULT_PATH_MARGIN, paced: bool = True,
+                 step: tuple[ArrayLike, ArrayLike] | None = None, spacing: float | None = None,
                  **options) -> None:
         super().__init__(env, model, **options)
         self.clearance = check_clearance(clearance)
+        self.path_margin = check_clearance(path_margin)
         self._rows: np.ndarray | None = None  # the obstacles of the last plan
+        #: ``(up, down)`` ``(n_dof,)`` per control period, or ``None``: the plan commanded at once.
+        self.step_limits = self._step_limits(step) if paced else None
+        if spacing is None and self.step_limits is not None:
+            spacing = 0.5 * float(min(self.step_limits[0].min(), self.step_limits[1].min()))
+        self.spacing = None if spacing is None else check_positive("spacing", spacing)
+        self._setpoint: np.ndarray | None = None  # what the agent commanded last
+        self._route: list[np.ndarray] = []  # the waypoints ahead, the plan last
+        #: Whether the route to the last plan was checked clear (``False``: stepping straight at it).
+        self.route_clear = True
+
+    def _step_limits(self, step) -> tuple[np.ndarray, np.ndarray] | None:
+        n = self.model.n_dof
+        if step is None:
+            leg_rate = getattr(self.model, "leg_rate", None)
+            vent_rate = getattr(self.env, "vent_rate", None)
+            dt = getattr(self.env, "dt", None)
+            if leg_rate is None or vent_rate is None or dt is None:
+                return None
+            # Inflation times: filling moves one second of inflation per second, venting vent/fill of one.
+            step = (float(dt), float(dt) * float(vent_rate) / float(leg_rate))
+        up, down = (np.broadcast_to(np.asarray(s, dtype=float), (n,)).copy() for s in step)
+        if not (np.all(np.isfinite(up)) and np.all(np.isfinite(down)) and np.all(up > 0) and np.all(down > 0)):
+            raise InvalidParameterError(f"step must be positive finite (up, down) changes per period; got {step!r}")
+        return up, down
 
     def obstacles(self) -> np.ndarray:
         """The env's obstacle rows now ``(S, 16)`` (an empty array when it has none)."""
@@ -130,23 +186,74 @@ class ObstacleReachAgent(TRRReachAgent):
 
     def reset(self, obs=None, info=None) -> None:
         super().reset(obs, info)
-        self._rows = None
+        self._rows, self._setpoint, self._route, self.route_clear = None, None, [], True
 
-    def _plan(self, aim: np.ndarray) -> None:
+    def _plan(self, aim: np.ndarray, *, local: bool = False) -> None:
+        start = clock.now()
         rows = self.obstacles()
-        result = self.solver(self.model, aim, self._solution, obstacles=obstacle_rows(rows), clearance=self.clearance,
-                             **self.trr_options)
+        present = obstacle_rows(rows)
+        q0 = self._solution if self._solution is not None else self._setpoint
+        options = self.trr_options | {"restarts": 0} if local else self.trr_options
+        result = self.solver(self.model, aim, q0, obstacles=present, clearance=self.clearance, **options)
         self.last_result, self._aim, self._solution = result, aim, result.solution
         self._since_plan = 0.0
         self._rows = rows
+        if self.step_limits is None or self._setpoint is None:
+            return
+        self._route, self.route_clear = [result.solution], True
+        if not present.shape[0]:
+            return
+        up, down = self.step_limits
+        assert self.spacing is not None
+        timeout = float(self.trr_options.get("timeout", 1.0))
+        route = plan_route(ObstacleTerms(self.model, present), self._setpoint, result.solution, up=up, down=down,
+                           lower=self.model.lower, upper=self.model.upper,
+                           required=self.clearance + self.path_margin, spacing=self.spacing,
+                           deadline=start + timeout, seed=int(self.trr_options.get("seed", 0)))
+        if route is not None:
+            self._route = route
+        else:
+            self.route_clear = False
+
+    def _observed_setpoint(self, obs) -> np.ndarray:
+        """The set-points the observation reports (PeterReach's flat ``[12:12+n]``, normalised), else
+        the middle of the bounds."""
+        n = self.model.n_dof
+        if not isinstance(obs, dict) and hasattr(self.env, "action_to_model"):
+            values = np.asarray(obs, dtype=float)
+            if values.size >= 12 + n:
+                return np.asarray(self.env.action_to_model(values[12:12 + n]), dtype=float)
+        return 0.5 * (self.model.lower + self.model.upper)
 
     def act(self, obs) -> np.ndarray:
-        """The normalised action that commands the obstacle-aware IK solution for the observed goal."""
+        """The normalised action: the next set-points along the route to the obstacle-aware plan for
+        the observed goal (paced), or the plan itself."""
         goal = self.goal_from_observation(obs)
-        if self._goal is not None and self._aim is not None and self._rows is not None \
-                and np.array_equal(goal, self._goal) and not np.array_equal(self.obstacles(), self._rows):
-            self._plan(self._aim)  # the obstacles moved: the same aim, around them
-        return super().act(obs)
+        if self.step_limits is None:
+            if self._goal is not None and self._aim is not None and self._rows is not None \
+                    and np.array_equal(goal, self._goal) and not np.array_equal(self.obstacles(), self._rows):
+                self._plan(self._aim)  # the obstacles moved: the same aim, around them
+            return super().act(obs)
+        if self._setpoint is None:
+            self._setpoint = self._observed_setpoint(obs)
+        arrived = not self._route
+        if self._goal is None or not np.array_equal(goal, self._goal):
+            self._goal = goal
+            self._plan(goal)
+        elif self._aim is not None and self._rows is not None and not np.array_equal(self.obstacles(), self._rows):
+            self._plan(self._aim)  # the obstacles moved: the same aim, around them, from here
+        elif self.feedback and arrived and not isinstance(obs, dict) and self._aim is not None:
+            self._since_plan += self.env.dt
+            obs = np.asarray(obs, dtype=float)
+            miss, speed = obs[6:9], np.linalg.norm(obs[9:12])
+            if self._since_plan >= self.hold_time - 1e-9 and speed < self.settle_speed \
+                    and np.linalg.norm(miss) > self.feedback_tolerance and self._solution is not None:
+                # From the plan's own tip, not the aim: a plan the obstacles keep off its aim does not
+                # wind the aim up. A correction re-plans from the plan alone (no random restarts).
+                self._plan(self.model.forward(self._solution) + self.feedback_gain * miss, local=True)
+        up, down = self.step_limits
+        self._setpoint = advance(self._setpoint, self._route, up, down)
+        return self.env.model_to_action(self._setpoint)
 
 
 class SQPObstacleReachAgent(ObstacleReachAgent):

@@ -48,6 +48,7 @@ from numba import njit
 from soft_envs.collision import EMPTY, segment_shape_distance, shape_bound_distance
 from soft_envs.sim.batched_integrator import prepare, solve_pass, step_workspace
 from soft_envs.sim.batched_kernels import (
+    _INLINE,
     _JIT,
     _NO_NRT,
     PRISMATIC_Z,
@@ -72,6 +73,13 @@ def backbone(ints, table, c, points, axes, P, Jc):
     """Backbone points ``P`` ``(p + 1, 3)`` [m, base frame] (the base origin, then the frame origin
     of each link of ``points``) and ``Jc`` ``(p + 1, 3, 3N)`` = ``∂P/∂c̃`` of one arm at ``c̃ = c``;
     ``axes`` ``(K, 6)`` scratch: each joint's axis and origin."""
+    backbone_points(ints, table, c, points, axes, P)
+    backbone_jacobian(ints, table, points, axes, P, Jc)
+
+
+@njit(**_NO_NRT)
+def backbone_points(ints, table, c, points, axes, P):
+    """:func:`backbone`'s points ``P`` and the joints' ``axes`` alone (no Jacobian)."""
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     px = py = pz = 0.0
     for r in range(3):
@@ -102,6 +110,11 @@ def backbone(ints, table, c, points, axes, P, Jc):
         if nxt < points.shape[0] and points[nxt] == j:
             P[nxt + 1, 0], P[nxt + 1, 1], P[nxt + 1, 2] = px, py, pz
             nxt += 1
+
+
+@njit(**_NO_NRT)
+def backbone_jacobian(ints, table, points, axes, P, Jc):
+    """:func:`backbone`'s ``Jc`` from the points ``P`` and joints' ``axes`` of :func:`backbone_points`."""
     for i in range(Jc.shape[0]):
         for r in range(3):
             for col in range(Jc.shape[2]):
@@ -134,14 +147,15 @@ def smooth_point_jacobians(Jc, jac, per, PJ):
 
 @njit(**_NO_NRT)
 def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
-                   record, diag, touched, wrench):
+                   record, diag, touched, wrench, near):
     """The contact's generalised force ``force`` ``(n,)`` of one arm at backbone points ``P`` with
     Jacobians ``PJ`` and rate ``w`` against ``shapes`` ``(S, 16)`` moving at ``shape_velocity``
     ``(S, 6)`` (linear [m/s], angular [rad/s] about the shape's origin); ``cp`` = (k [N/m],
     c [N s/m], μ, v_s [m/s]). With ``with_matrix``, ``matrix`` ``(n, n)`` = ``w_u K_c + w_v D_c``
     (``weights`` = ``(w_u, w_v)``). With ``record``, ``diag``, ``touched`` ``(S,)`` and ``wrench``
     ``(S, 6)`` (the force on each shape and its moment about the shape's origin) are written.
-    ``out`` ``(8,)`` and ``Jp`` ``(3, n)`` scratch."""
+    ``out`` ``(8,)`` and ``Jp`` ``(3, n)`` scratch. Without ``near`` (no shape within reach, :func:`_near`)
+    only the zeros are written."""
     n = w.shape[0]
     k, damping, mu, vs = cp[0], cp[1], cp[2], cp[3]
     wu, wv = weights[0], weights[1]
@@ -159,7 +173,7 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
             touched[s] = False
             for r in range(6):
                 wrench[s, r] = 0.0
-    for seg in range(P.shape[0] - 1):
+    for seg in range(P.shape[0] - 1 if near else 0):
         a, b = P[seg], P[seg + 1]
         for s in range(shapes.shape[0]):
             row = shapes[s]
@@ -220,14 +234,12 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
 
 
 @njit(**_JIT)
-def contact_workspace(n_points, n, nc, K, S):
+def contact_workspace(n_points, n, nc, K):
     """Scratch of one arm's contact (:func:`arm_contact`): four vectors of ``n``, the matrix ``(n, n)``,
     ``P`` ``(p + 1, 3)``, ``Jc`` ``(p + 1, 3, 3N)``, ``PJ`` ``(p + 1, 3, n)``, the joints' axes ``(K, 6)``,
-    the distance's output ``(8,)``, ``Jp`` ``(3, n)``, ``c̃`` ``(3N,)`` and unrecorded measurements of
-    ``S`` shapes (``diag``, ``touched``, ``wrench``)."""
+    the distance's output ``(8,)`` and ``Jp`` ``(3, n)``."""
     return (np.empty((4, n)), np.empty((n, n)), np.empty((n_points + 1, 3)), np.empty((n_points + 1, 3, nc)),
-            np.empty((n_points + 1, 3, n)), np.empty((K, 6)), np.empty(8), np.empty((3, n)), np.empty(nc),
-            np.empty(4), np.empty(S, dtype=np.bool_), np.empty((S, 6)))
+            np.empty((n_points + 1, 3, n)), np.empty((K, 6)), np.empty(8), np.empty((3, n)))
 
 
 @njit(**_NO_NRT)
@@ -237,11 +249,25 @@ def arm_contact(topology, scene, u, w, c, weights, with_matrix, record, force, w
     ints, table, trig, sec, lref = topology
     shapes, shape_velocity, cp, radius, points = scene
     matrix, P, Jc, PJ, axes, out, Jp = cws[1], cws[2], cws[3], cws[4], cws[5], cws[6], cws[7]
-    backbone(ints, table, c, points, axes, P, Jc)
-    _evaluation_state(sec, lref, u, w, c, ws)
-    smooth_point_jacobians(Jc, ws[6], 2 if sec[0] != 0 else 3, PJ)
+    backbone_points(ints, table, c, points, axes, P)
+    near = _near(P, shapes, radius)
+    if near:  # (else no shape is within reach of a capsule: no force, no Jacobian needed)
+        backbone_jacobian(ints, table, points, axes, P, Jc)
+        _evaluation_state(sec, lref, u, w, c, ws)
+        smooth_point_jacobians(Jc, ws[6], 2 if sec[0] != 0 else 3, PJ)
     contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
-                   record, diag, touched, wrench)
+                   record, diag, touched, wrench, near)
+
+
+@njit(**_INLINE)
+def _near(P, shapes, radius):
+    """Whether a shape's bound (:func:`soft_envs.collision.shape_bound_distance`) is within ``radius``
+    of a backbone segment."""
+    for seg in range(P.shape[0] - 1):
+        for s in range(shapes.shape[0]):
+            if shapes[s, 0] != EMPTY and shape_bound_distance(P[seg], P[seg + 1], shapes[s]) < radius:
+                return True
+    return False
 
 
 @njit(**_NO_NRT)
@@ -260,29 +286,31 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
     prepare(u, w, a, k, rayleigh, rest_s, tau_s, cancel, fresh, coefficients, passes, M_s, h_s, A, vec)
     for i in range(n):  # linearised first at (û, ŵ): a_{n+1} = 0
         u_out[i], w_out[i], a_out[i] = vec[4, i], vec[5, i], 0.0
-    _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, c, A, vec, u_out, w_out,
-                 a_out, c_out, ws, cws)
+    recorded = _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, c, A, vec,
+                            u_out, w_out, a_out, c_out, ws, cws, diag, touched, wrench)
     for _ in range(passes):
         configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
         terms_of_arm(topology, mass, inertia, gravity, u_out, w_out, c_out, True, True, M_e, h_e, g_e, ws)
         if cancel:  # the controller's C u̇ of the step's start cancels the arm's: held there
             for i in range(n):
                 h_e[i] = g_e[i] + (h_s[i] - g_s[i])
-        _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, c, A, vec, u_out, w_out,
-                     a_out, c_out, ws, cws)
+        recorded = _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s, True, c, A, vec,
+                                u_out, w_out, a_out, c_out, ws, cws, diag, touched, wrench)
     configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
-    arm_contact(topology, scene, u_out, w_out, c_out, (0.0, 0.0), False, True, cws[0][0], ws, cws, diag, touched,
-                wrench)
+    if not recorded:  # the Newton iterations ran out: measure the end state itself
+        arm_contact(topology, scene, u_out, w_out, c_out, (0.0, 0.0), False, True, cws[0][0], ws, cws, diag,
+                    touched, wrench)
 
 
 @njit(**_NO_NRT)
 def _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s, corrected, c, A, vec, u_out, w_out,
-                 a_out, c_out, ws, cws):
+                 a_out, c_out, ws, cws, diag, touched, wrench):
     """The solves of one pass (:func:`~soft_envs.sim.batched_integrator.solve_pass`) with the contact's
     force at the step's end, whole, linearised at the latest end state ``(u_out, w_out)`` (its
     ``a_{n+1}`` = ``a_out``); repeated while that state moves by more than :data:`CONTACT_TOLERANCE`
     (Newton's method, at most :data:`CONTACT_ITERATIONS` solves; the first stands where no contact is
-    near the states before and after it)."""
+    near the states before and after it). Each evaluation is measured into ``diag``, ``touched``,
+    ``wrench``; returns whether the last one is of the end state (to :data:`CONTACT_TOLERANCE`)."""
     sec, lref = topology[3], topology[4]
     matrix = cws[1]
     tau_end, force, previous = cws[0][1], cws[0][2], cws[0][3]
@@ -292,13 +320,12 @@ def _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s,
     was_touching = False
     for iteration in range(CONTACT_ITERATIONS):
         configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
-        arm_contact(topology, scene, u_out, w_out, c_out, weights, True, False, force, ws, cws, cws[9], cws[10],
-                    cws[11])
+        arm_contact(topology, scene, u_out, w_out, c_out, weights, True, True, force, ws, cws, diag, touched, wrench)
         touching = False
         for i in range(n):
             touching = touching or force[i] != 0.0
         if iteration > 0 and not (touching or was_touching):  # no contact before the last solve nor after it
-            return
+            return True
         for i in range(n):  # F_c(u_p) + (β dt² K_c + γ dt D_c) a_p: the force linearised at a_{n+1} = a_p
             s = force[i]
             for j in range(n):
@@ -312,7 +339,8 @@ def _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s,
         for i in range(n):
             moved = max(moved, abs(u_out[i] - previous[i]))
         if moved <= CONTACT_TOLERANCE:
-            return
+            return True
+    return False
 
 
 @njit(**_JIT)
@@ -327,7 +355,7 @@ def batch_step_contact(ints, table, trig, sec, lref, mass, inertia, gravity, sti
     n = u.shape[1]
     ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])
     sws = step_workspace(n)
-    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0], shapes.shape[1])
+    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0])
     _step_arms((ints, table, trig, sec, lref), (mass, inertia, gravity, stiffness, rayleigh),
                (u, w, a, c, rest_s, rest_e, tau_s, tau_e), (cancel, fresh, active), (dt, am, af, gamma, beta),
                passes, (shapes, shape_velocity, cp, radius, points), (M_s, h_s, g_s), (u_out, w_out, a_out, c_out),
@@ -365,7 +393,7 @@ def batch_contact(ints, table, trig, sec, lref, u, w, c, shapes, shape_velocity,
     """The contact's generalised force ``(B, n)`` and diagnostics of every arm at its state (no step)."""
     n = u.shape[1]
     ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])
-    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0], shapes.shape[1])
+    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0])
     weights = (0.0, 0.0)
     for b in range(u.shape[0]):
         arm_contact((ints, table, trig, sec, lref), (shapes[b], shape_velocity[b], cp[b], radius, points), u[b], w[b],
@@ -377,7 +405,7 @@ def batch_backbone(ints, table, trig, sec, lref, u, w, c, points, P, PJ):
     """Backbone points ``(B, p + 1, 3)`` and their Jacobians in ``u`` ``(B, p + 1, 3, n)`` of every arm."""
     n = u.shape[1]
     ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])
-    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0], 1)
+    cws = contact_workspace(points.shape[0], n, 3 * lref.shape[0], ints.shape[0])
     Jc, axes = cws[3], cws[5]
     for b in range(u.shape[0]):
         backbone(ints, table, c[b], points, axes, P[b], Jc)

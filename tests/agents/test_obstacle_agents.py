@@ -8,6 +8,8 @@ arm's base frame, EMPTY rows no obstacle); the flat observation is PeterReach's 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -131,3 +133,88 @@ def test_bad_clearance_and_rows_raise_value_error(pcc_case):
     agent = ObstacleReachAgent(FakeEnv(arm, bad))
     with pytest.raises(ValueError):
         agent.act(_observation(np.zeros(3), goal))
+
+
+# ---------------------------------------------------------------- the path: paced agents on the real env
+
+def _episode(agent_type, seed: int, **make):
+    """One ``PeterReach-v0`` episode with three obstacles: the commanded set-points, the last ``info``,
+    the agent and the env's model and obstacles."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the envs)
+
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=2, obstacles=3, **make)
+    try:
+        obs, info = env.reset(seed=seed)
+        agent = agent_type(env, feedback=True)
+        agent.reset(obs, info)
+        commanded = [np.zeros(env.unwrapped.model.n_dof)]
+        for _ in range(50):
+            obs, _, terminated, truncated, info = env.step(agent.act(obs))
+            commanded.append(info["inflation_times"])
+            if terminated or truncated:
+                break
+        return np.array(commanded), info, agent, env.unwrapped.model, env.unwrapped.obstacle_rows
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("seed", [1002, 1003, 1006])  # seeds where commanding the plan at once collides
+def test_the_paced_agent_keeps_every_commanded_configuration_clear(seed):
+    commanded, info, agent, model, rows = _episode(ObstacleReachAgent, seed)
+    assert agent.step_limits is not None and agent.route_clear
+    up, down = agent.step_limits
+    change = np.diff(commanded, axis=0)
+    assert np.all(change <= up + 1e-6) and np.all(-change <= down + 1e-6)  # the legs' rates per period
+    terms = ObstacleTerms(model, obstacle_rows(rows))
+    assert min(terms.min_distance(q) for q in commanded) >= agent.clearance - 1e-6
+    assert info["collisions"] == 0 and info["is_success"] and info["distance"] < 1e-3
+
+
+def test_the_blind_and_the_unpaced_agents_collide_on_the_same_seed():
+    for agent_type, options in ((TRRReachAgent, {}), (ObstacleReachAgent, {"paced": False})):
+        info = _episode(lambda env, feedback, t=agent_type, o=options: t(env, feedback=feedback, **o), 1003)[1]
+        assert info["collisions"] > 0
+
+
+def test_the_step_limits_follow_the_env_s_rates():
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401
+
+    env = gym.make("soft_envs/PeterReach-v0", n_modules=2, obstacles=1, vent_rate=0.005)
+    agent = ObstacleReachAgent(env)
+    assert agent.step_limits is not None
+    up, down = agent.step_limits
+    np.testing.assert_allclose(up, 0.1)  # 10 mm/s filling at 10 mm/s per second of inflation, 0.1 s
+    np.testing.assert_allclose(down, 0.05)  # venting at 5 mm/s
+    assert ObstacleReachAgent(env, paced=False).step_limits is None
+    assert ObstacleReachAgent(env, step=(0.2, 0.3)).step_limits[1][0] == 0.3
+    with pytest.raises(ValueError):
+        ObstacleReachAgent(env, step=(0.1, -0.1))
+    env.close()
+
+
+def test_plan_route_goes_around_a_sphere_on_the_straight_segment():
+    from soft_envs.agents.ik.route import advance, duration, plan_route, segment_clearance
+
+    arm = Peter(2)
+    start, end = np.array([2.0, 0, 0, 2.0, 0, 0]), np.array([0, 2.0, 2.0, 0, 2.0, 2.0])  # bent one way, the other
+    above = arm.backbone(0.5 * (start + end))[-1] + [0.0, 0.0, 0.035]  # over the tip midway, straight up
+    terms = ObstacleTerms(arm, obstacle_rows(shape_rows([Sphere(tuple(above), 1e-2)])))
+    assert terms.min_distance(start) > 3e-3 and terms.min_distance(end) > 3e-3
+    assert segment_clearance(terms, start, end, 0.05) < 0.0
+    up, down = np.full(6, 0.1), np.full(6, 0.1)
+    route = plan_route(terms, start, end, up=up, down=down, lower=arm.lower, upper=arm.upper, required=3e-3,
+                       spacing=0.05)
+    assert route is not None and len(route) == 2 and np.array_equal(route[-1], end)
+    assert segment_clearance(terms, start, route[0], 0.05) >= 3e-3
+    assert segment_clearance(terms, route[0], end, 0.05) >= 3e-3
+    q, steps, todo = start, 0, [w.copy() for w in route]
+    while todo:
+        nxt = advance(q, todo, up, down)
+        assert np.all(np.abs(nxt - q) <= 0.1 + 1e-12)
+        q, steps = nxt, steps + 1
+    np.testing.assert_array_equal(q, end)
+    assert steps == math.ceil(duration(start, route[0], up, down) + duration(route[0], end, up, down) - 1e-9)
