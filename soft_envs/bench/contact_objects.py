@@ -99,7 +99,7 @@ def drop(dt: float, tilted: bool, height: float = 0.05, duration: float = 1.5) -
     """d1: dropped with its lowest corner ``height`` above the table (flat, or rotated 30° about the
     diagonal (1, 1, 0)/√2): the mechanical energy (:meth:`BatchedBoxes.energy`) never rises above
     its start by more than 1e-12 of it (the rounding of its sums), the box comes to rest
-    (|v| < 1e-6 m/s, |ω| < 1e-4 rad/s), resting penetration ≤ 1 mm; the impact's deepest
+    (``|v| < 1e-6`` m/s, ``|ω| < 1e-4`` rad/s), resting penetration ≤ 1 mm; the impact's deepest
     penetration reported."""
     box = _resting()
     axis = np.array([1.0, 1.0, 0.0]) / math.sqrt(2.0)
@@ -130,13 +130,7 @@ def _slide_path(dt: float, duration: float = 0.3, sample: float = 0.005) -> np.n
     box = BatchedBoxes(1)
     rest = box.position[0, 2]
     box.reset(0, [0.0, 0.0, rest], velocity=[0.3, 0.1, 0.0], angular_velocity=[0.0, 0.0, 6.0])
-    every = int(round(sample / dt))
-    path = [box.position[0].copy()]
-    for i in range(int(round(duration / dt))):
-        box.step(dt)
-        if (i + 1) % every == 0:
-            path.append(box.position[0].copy())
-    return np.array(path)
+    return _centre_path(box, dt, duration, sample)
 
 
 def _tumble_path(dt: float, duration: float = 0.6, sample: float = 0.005) -> np.ndarray:
@@ -145,6 +139,11 @@ def _tumble_path(dt: float, duration: float = 0.6, sample: float = 0.005) -> np.
     box = BatchedBoxes(1)
     quat = quaternion_from_rotation_vector(np.array([0.3, 0.5, 0.1]))
     box.reset(0, [0.0, 0.0, 0.06], quat, velocity=[0.3, 0.1, 0.0], angular_velocity=[0.0, 0.0, 4.0])
+    return _centre_path(box, dt, duration, sample)
+
+
+def _centre_path(box: BatchedBoxes, dt: float, duration: float, sample: float) -> np.ndarray:
+    """Box 0's centre ``(T, 3)`` [m] every ``sample`` s over ``duration`` s of steps of ``dt`` s."""
     every = int(round(sample / dt))
     path = [box.position[0].copy()]
     for i in range(int(round(duration / dt))):

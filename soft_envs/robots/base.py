@@ -23,11 +23,14 @@ protocol                    used by
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from soft_envs.exceptions import InvalidConfigurationError, InvalidTargetError
+
+if TYPE_CHECKING:  # (chain.py is the robots' data; typing only)
+    from soft_envs.robots.chain import Chain
 
 
 class KinematicModel(ABC):
@@ -178,6 +181,26 @@ class BodyBackbone(Protocol):
 
     def backbone_kinematics(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Backbone points ``(P, 3)`` [m] and ``∂points/∂q`` ``(P, 3, n_dof)``."""
+
+
+class ChainBody:
+    """The body's collision envelope of a model whose body is its :meth:`chain` (PETER, the PCC arms):
+    the chain made once, and its capsules' radius."""
+
+    def chain(self) -> Chain:  # pragma: no cover - the models define it
+        raise NotImplementedError
+
+    def _body_chain(self) -> Chain:
+        """:meth:`chain` (no payload), made once: the backbone's links and radius."""
+        chain = self.__dict__.get("_backbone_chain")
+        if chain is None:
+            chain = self.__dict__["_backbone_chain"] = self.chain()
+        return chain
+
+    @property
+    def body_radius(self) -> float:
+        """Radius [m] of the capsules of the body's collision envelope (:attr:`Chain.body_radius`)."""
+        return self._body_chain().body_radius
 
 
 @runtime_checkable

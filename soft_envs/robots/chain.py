@@ -300,7 +300,7 @@ def backbone_jacobian(chain: Chain, values: Sequence[float] | np.ndarray
             positions, rotations)
 
 
-#: Below this bend |θ| [rad] :func:`bend_section_jacobian` takes the straight section's limit.
+#: Below this bend ``|θ|`` [rad] :func:`bend_section_jacobian` takes the straight section's limit.
 STRAIGHT_BEND = 1e-7
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError, check_finite, check_integer
 from soft_envs.geometry import bend_functions, bend_rotation
-from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.base import ChainBody, KinematicModel
 from soft_envs.robots.chain import (
     BASE_COLOUR,
     Body,
@@ -62,7 +62,7 @@ ELASTOMER_DENSITY = 1100.0  # kg/m^3, printed elastomer (assumption, used only t
 STIFFNESS_SOURCES = ("pressure", "material")
 
 
-class PCCArm(KinematicModel):
+class PCCArm(ChainBody, KinematicModel):
     """Kinematic model of an extensible multi-segment PCC arm discretised into rigid links.
 
     Args:
@@ -472,18 +472,6 @@ class PCCArm(KinematicModel):
         return self.chain().frames(self.body_joint_positions(c))
 
     # ------------------------------------------------------------------ the body's backbone
-
-    def _body_chain(self) -> Chain:
-        """:meth:`chain` (no payload), made once: the backbone's links and radius."""
-        chain = self.__dict__.get("_backbone_chain")
-        if chain is None:
-            chain = self.__dict__["_backbone_chain"] = self.chain()
-        return chain
-
-    @property
-    def body_radius(self) -> float:
-        """Radius [m] of the capsules of the body's collision envelope (:attr:`Chain.body_radius`)."""
-        return self._body_chain().body_radius
 
     def backbone(self, c: np.ndarray) -> np.ndarray:
         """The body's backbone points ``(P, 3)`` [m, base frame] for one ``c``: the base origin, then the

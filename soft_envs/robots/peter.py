@@ -26,7 +26,7 @@ import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError, check_finite, check_integer, check_nonnegative, check_positive
 from soft_envs.geometry import bend_functions, cross, skew
-from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.base import ChainBody, KinematicModel
 from soft_envs.robots.chain import (
     BASE_COLOUR,
     PLATE_COLOUR,
@@ -54,7 +54,7 @@ _DW_DA = skew(np.array([0.0, 1.0, 0.0]))
 _DW_DB = skew(np.array([-1.0, 0.0, 0.0]))
 
 
-class Peter(KinematicModel):
+class Peter(ChainBody, KinematicModel):
     """Kinematic model of a PETER arm with ``n_modules`` stacked modules.
 
     Args:
@@ -449,18 +449,6 @@ class Peter(KinematicModel):
         return self.chain().frames(self.body_joint_positions(t))[:2]
 
     # ------------------------------------------------------------------ the body's backbone
-
-    def _body_chain(self) -> Chain:
-        """:meth:`chain` (no payload), made once: the backbone's links and radius."""
-        chain = self.__dict__.get("_backbone_chain")
-        if chain is None:
-            chain = self.__dict__["_backbone_chain"] = self.chain()
-        return chain
-
-    @property
-    def body_radius(self) -> float:
-        """Radius [m] of the capsules of the body's collision envelope (:attr:`Chain.body_radius`)."""
-        return self._body_chain().body_radius
 
     def backbone(self, t: np.ndarray) -> np.ndarray:
         """The body's backbone points ``(P, 3)`` [m, base frame] for one ``t``: the base origin, then the

@@ -312,3 +312,13 @@ def test_the_shipped_table_shows_every_kind_of_card_figure(monkeypatch):
     text = learned._shipped_table(2)
     assert "distance walked (mean)" in text and "2.250 m" in text and "RMS tracking error" in text
     assert "within 1 mm" in text and text.count("holds") == 3
+
+
+def test_the_contact_bench_measures_the_cost_and_the_solvers_around_obstacles():
+    from soft_envs.bench.contact import cost_table, ik_table
+
+    cost = cost_table((1,), steps=2).splitlines()
+    assert len(cost) == 3 and cost[2].startswith("| 1 |") and cost[2].endswith("× |")
+    solvers = ik_table(goals=3).splitlines()
+    assert len(solvers) == 5  # header, rule, the blind TRR, TRR with a barrier, SQP with constraints
+    assert all(row.count("%") == 2 for row in solvers[2:])
