@@ -11,7 +11,8 @@ from soft_envs.agents.ik.sqp import sqp, sqp_trajectory
 from soft_envs.agents.ik.trust_region import trr
 from soft_envs.bench import markdown_table, pcc_physics, pyplot, save_figure
 from soft_envs.console import progress
-from soft_envs.robots.pcc_arm import PCCArm, PlanarPCCArm
+from soft_envs.robots.pcc_arm import PCCArm
+from soft_envs.robots.planar_pcc_arm import PlanarPCCArm
 from soft_envs.trajectories import get_trajectory
 
 TITLE = "PCC soft arm (rigid-link discretisation) — SQP/TRR IK, tip-angle task, tracking in physics"

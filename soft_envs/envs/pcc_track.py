@@ -120,8 +120,9 @@ from soft_envs.envs.pcc_track_config import (  # noqa: F401 (the env's constants
     STIFF_RAYLEIGH_STIFFNESS,
     PCCTrackConfig,
 )
-from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm, PlanarPCCArm
+from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm
 from soft_envs.robots.pcc_pressure import workspace_pressure_limit
+from soft_envs.robots.planar_pcc_arm import PlanarPCCArm
 from soft_envs.sim.actuators import BatchedPressureRegulator
 from soft_envs.sim.arm_rows import PCCBodyRows
 from soft_envs.sim.batched_bodies import BatchedPCCBody, pcc_violation_reason, pcc_violations
