@@ -78,6 +78,37 @@ def cost_table(n_arms: tuple[int, ...] = (1, 1024), steps: int = 60) -> str:
     return markdown_table(("arms", "free space [µs/arm/step]", "three obstacles [µs/arm/step]", "ratio"), rows)
 
 
+def env_cost_table(n_envs: tuple[int, ...] = (1, 256), steps: int = 20) -> str:
+    """``PeterReach-v0`` env steps without and with ``obstacles=3`` under uniformly random actions (the
+    single env, and the native vector env on one thread): ms per env step (thread CPU time, best of 3)."""
+    import gymnasium as gym
+
+    import soft_envs  # noqa: F401  (registers the envs)
+
+    rows = []
+    for N in n_envs:
+        rates = []
+        for obstacles in (0, 3):
+            kwargs = {"obstacles": obstacles} if obstacles else {}
+            env = gym.make("soft_envs/PeterReach-v0", **kwargs) if N == 1 else \
+                gym.make_vec("soft_envs/PeterReach-v0", num_envs=N, num_threads=1, **kwargs)
+            env.reset(seed=0)
+            env.action_space.seed(0)
+            for _ in range(3):  # compiled, contact under way
+                env.step(env.action_space.sample())
+            best = np.inf
+            for _ in range(3):
+                start = time.thread_time()
+                for _ in range(steps):
+                    env.step(env.action_space.sample())
+                best = min(best, (time.thread_time() - start) / steps)
+            rates.append(best)
+            env.close()
+        rows.append(("single env" if N == 1 else f"vector env, {N} arms", f"{1e3 * rates[0]:.2f}",
+                     f"{1e3 * rates[1]:.2f}", f"{rates[1] / rates[0]:.2f}×"))
+    return markdown_table(("PeterReach-v0", "free space [ms/step]", "three obstacles [ms/step]", "ratio"), rows)
+
+
 def ik_table(goals: int = 50, seed: int = 0) -> str:
     """The IK solvers on PeterReach's obstacle goals (:class:`~soft_envs.envs.obstacle_course.ObstacleCourse`,
     three spheres a goal, every goal reachable without touching): the share of solutions within 1 mm whose
@@ -159,7 +190,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         parts.append("**c, d, e. Free objects on the table** (`soft_envs.sim.rigid_object`)\n\n"
                      + _dict_table(object_checks()))
     parts.append("**Cost** (one thread, thread CPU time, best of 3; the arms released from a bent pose, three "
-                 "12 mm spheres beside each arm's path)\n\n" + cost_table())
+                 "12 mm spheres beside each arm's path, touching them most of the time)\n\n" + cost_table()
+                 + "\n\nThe env's step under uniformly random actions (the 31.5 mm body touches its spheres often):\n\n"
+                 + env_cost_table())
     parts.append("**IK around obstacles** (2-module PETER, three spheres a goal drawn as `PeterReach-v0` "
                  "`obstacles=3` draws them, every goal reachable without touching; 1 s budget a solve)\n\n"
                  + ik_table(100 if full else 40, seed))

@@ -34,8 +34,9 @@ at all, the method's carried acceleration can return part of an unresolved impac
 why the checks run at the default damping.
 
 Cost. Each function here is compiled once and called (numba's inlining of them made the cold
-compile minutes long); an arm far from every shape costs the bound checks, the backbone and one
-extra solve per pass.
+compile minutes long); an arm far from every shape costs the bound checks, the backbone's points
+and one extra solve per pass; the points' Jacobians are computed only where a shape is within reach,
+once per pass (the Newton iterations after the first reuse them: modified Newton).
 """
 
 from __future__ import annotations
@@ -243,20 +244,24 @@ def contact_workspace(n_points, n, nc, K):
 
 
 @njit(**_NO_NRT)
-def arm_contact(topology, scene, u, w, c, weights, with_matrix, record, force, ws, cws, diag, touched, wrench):
+def arm_contact(topology, scene, u, w, c, weights, with_matrix, record, force, ws, cws, diag, touched, wrench,
+                reuse=False):
     """The contact's generalised force (and with ``with_matrix`` its matrix ``cws[1]``) of one arm at
-    ``(u, u̇ = w)`` with ``c̃ = c``; ``scene`` = ``(shapes, shape_velocity, cp, radius, points)``."""
+    ``(u, u̇ = w)`` with ``c̃ = c``; ``scene`` = ``(shapes, shape_velocity, cp, radius, points)``. With
+    ``reuse``, the points' Jacobians in the scratch (this arm's, of a state a Newton step away) are
+    used again (modified Newton). Returns whether the scratch then holds this arm's Jacobians."""
     ints, table, trig, sec, lref = topology
     shapes, shape_velocity, cp, radius, points = scene
     matrix, P, Jc, PJ, axes, out, Jp = cws[1], cws[2], cws[3], cws[4], cws[5], cws[6], cws[7]
     backbone_points(ints, table, c, points, axes, P)
     near = _near(P, shapes, radius)
-    if near:  # (else no shape is within reach of a capsule: no force, no Jacobian needed)
+    if near and not reuse:  # (no shape within reach of a capsule: no force, no Jacobian needed)
         backbone_jacobian(ints, table, points, axes, P, Jc)
         _evaluation_state(sec, lref, u, w, c, ws)
         smooth_point_jacobians(Jc, ws[6], 2 if sec[0] != 0 else 3, PJ)
     contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
                    record, diag, touched, wrench, near)
+    return near or reuse
 
 
 @njit(**_INLINE)
@@ -318,9 +323,11 @@ def _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_e, h_e, M_s,
     weights = (beta * dt * dt, gamma * dt)
     n = tau_e.shape[0]
     was_touching = False
+    jacobians = False  # whether the scratch holds this arm's points' Jacobians (of this pass's first state)
     for iteration in range(CONTACT_ITERATIONS):
         configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
-        arm_contact(topology, scene, u_out, w_out, c_out, weights, True, True, force, ws, cws, diag, touched, wrench)
+        jacobians = arm_contact(topology, scene, u_out, w_out, c_out, weights, True, True, force, ws, cws, diag,
+                                touched, wrench, jacobians)
         touching = False
         for i in range(n):
             touching = touching or force[i] != 0.0
