@@ -98,6 +98,21 @@ def _slsqp_angle(problem: SolveCoordinates, target: np.ndarray, u0: np.ndarray, 
     return problem.project(res.x), int(res.nfev)
 
 
+
+def _starts(model: KinematicModel, problem: SolveCoordinates, u0: np.ndarray, restarts: int, seed: int,
+            deadline: float):
+    """``(attempt, start)`` in the solve coordinates: ``u0`` first, then up to ``restarts`` random
+    starts of ``model.sample`` (one generator seeded by ``seed``, made at the first restart) while
+    the clock is before ``deadline`` [s]."""
+    rng: np.random.Generator | None = None
+    for attempt in range(restarts + 1):
+        if attempt and clock.now() > deadline:
+            return
+        if attempt:
+            rng = np.random.default_rng(seed) if rng is None else rng
+        yield attempt, (u0 if rng is None else problem.project(problem.to_u(model.sample(rng))))
+
+
 def sqp(
     model: KinematicModel,
     target: np.ndarray,
@@ -181,7 +196,6 @@ def sqp(
 
     problem = SolveCoordinates(model)
     u0 = problem.project(problem.to_u(q0))
-    rng: np.random.Generator | None = None  # the restarts' generator, made at the first restart
     evaluations, message = 0, ""
     best_u, best_err = u0, np.inf
 
@@ -196,13 +210,7 @@ def sqp(
         return err
 
     attempt = 0
-    for attempt in range(restarts + 1):
-        if attempt and clock.now() > deadline:
-            attempt -= 1
-            break
-        if attempt:
-            rng = np.random.default_rng(seed) if rng is None else rng
-        start_u = u0 if rng is None else problem.project(problem.to_u(model.sample(rng)))
+    for attempt, start_u in _starts(model, problem, u0, restarts, seed, deadline):  # noqa: B007 (read after)
         if method in ("auto", "newton"):
             u, err, n_eval = gauss_newton(problem, target, start_u, precision=precision, max_steps=newton_steps,
                                          angle_target=tip_angle, angle_grad=angle_grad)
@@ -285,7 +293,6 @@ def _sqp_obstacles(model: KinematicModel, target: np.ndarray, q0: np.ndarray, ro
     constraints = _constraints(problem) + [{"type": "ineq", "fun": lambda u: distances(u)[0] - clearance,
                                             "jac": lambda u: distances(u)[1]}]
     u0 = problem.project(problem.to_u(q0))
-    rng: np.random.Generator | None = None
     evaluations, message, attempt = 0, "", 0
     best: dict = {"key": (3, math.inf), "u": u0}
 
@@ -300,13 +307,7 @@ def _sqp_obstacles(model: KinematicModel, target: np.ndarray, q0: np.ndarray, ro
     def done(threshold: float) -> bool:
         return best["key"][0] == 0 and best["key"][1] < threshold
 
-    for attempt in range(restarts + 1):
-        if attempt and clock.now() > deadline:
-            attempt -= 1
-            break
-        if attempt:
-            rng = np.random.default_rng(seed) if rng is None else rng
-        start_u = u0 if rng is None else problem.project(problem.to_u(model.sample(rng)))
+    for attempt, start_u in _starts(model, problem, u0, restarts, seed, deadline):  # noqa: B007 (read after)
         if method == "auto":
             u, err, n_eval = gauss_newton(problem, target, start_u, precision=precision, max_steps=newton_steps)
             evaluations += n_eval

@@ -80,20 +80,14 @@ class ObstacleCourse:
         self.model, self.radius_range = model, (lo, hi)
         self.gap_range = (float(gap_range[0]), float(gap_range[1]))
         self.clearance = float(clearance)
-        chain = model.chain()
-        self.body_radius = chain.body_radius
-        self._points = chain.backbone_links()
-        self._start = self._backbone(np.zeros(model.n_dof))
-
-    def _backbone(self, t: np.ndarray) -> np.ndarray:
-        positions = self.model.link_frames(t)[0]
-        return np.vstack((np.zeros(3), positions[self._points]))
+        self.body_radius = model.body_radius
+        self._start = model.backbone(np.zeros(model.n_dof))
 
     def draw(self, rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
         """Obstacles ``(count, 4)`` (centre [m], radius [m]; radius 0: none) for the goal of inflation
         times ``t`` [s], from ``rng``."""
         out = np.zeros((self.count, 4))
-        goal_body = self._backbone(t)
+        goal_body = self.model.backbone(t)
         start, goal = self._start[-1], goal_body[-1]
         path = goal - start
         length = float(np.linalg.norm(path))

@@ -188,6 +188,15 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
     configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
 
 
+@njit(**_INLINE)
+def hold(u, w, a, c, u_out, w_out, a_out, c_out):
+    """An arm that does not move: its ``u``, ``u̇``, ``a`` and ``c̃`` copied to the ``*_out`` arrays."""
+    for i in range(u.shape[0]):
+        u_out[i], w_out[i], a_out[i] = u[i], w[i], a[i]
+    for i in range(c.shape[0]):
+        c_out[i] = c[i]
+
+
 @njit(**_JIT)
 def single_predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s,
                    A, vec, u_out, w_out, a_out):
@@ -229,10 +238,7 @@ def _step_arms(topology, params, arrays, flags, coefficients, passes, start, sta
     u_out, w_out, a_out, c_out = out
     for b in range(u.shape[0]):
         if not active[b]:
-            for i in range(u.shape[1]):
-                u_out[b, i], w_out[b, i], a_out[b, i] = u[b, i], w[b, i], a[b, i]
-            for i in range(c.shape[1]):
-                c_out[b, i] = c[b, i]
+            hold(u[b], w[b], a[b], c[b], u_out[b], w_out[b], a_out[b], c_out[b])
             continue
         arm_step(topology, mass[b], inertia[b], gravity[b], stiffness[b], rayleigh[b], u[b], w[b], a[b], c[b],
                  rest_s[b], rest_e[b], tau_s[b], tau_e[b], cancel[b], fresh[b], coefficients, passes, start,

@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit
 
 from soft_envs.collision import EMPTY, segment_shape_distance, shape_bound_distance
-from soft_envs.sim.batched_integrator import prepare, solve_pass, step_workspace
+from soft_envs.sim.batched_integrator import hold, prepare, solve_pass, step_workspace
 from soft_envs.sim.batched_kernels import (
     _INLINE,
     _JIT,
@@ -381,10 +381,7 @@ def _step_arms(topology, params, arrays, flags, coefficients, passes, scene, sta
     diag, touched, wrench = record
     for b in range(u.shape[0]):
         if not active[b]:
-            for i in range(u.shape[1]):
-                u_out[b, i], w_out[b, i], a_out[b, i] = u[b, i], w[b, i], a[b, i]
-            for i in range(c.shape[1]):
-                c_out[b, i] = c[b, i]
+            hold(u[b], w[b], a[b], c[b], u_out[b], w_out[b], a_out[b], c_out[b])
             for i in range(diag.shape[1]):
                 diag[b, i] = 0.0
             continue

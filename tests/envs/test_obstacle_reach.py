@@ -21,12 +21,12 @@ def test_obstacles_are_drawn_near_the_path_and_clear_of_the_start_and_the_goal()
     model = Peter(2)
     course = ObstacleCourse(model, 3)
     rng = np.random.default_rng(0)
-    start = course._backbone(np.zeros(6))
+    start = model.backbone(np.zeros(6))
     empty = 0
     for _ in range(40):
         t = model.sample(rng)
         obstacles = course.draw(rng, t)
-        goal = course._backbone(t)
+        goal = model.backbone(t)
         for centre, radius in zip(obstacles[:, :3], obstacles[:, 3]):
             if radius == 0.0:
                 empty += 1
