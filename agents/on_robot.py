@@ -23,6 +23,7 @@ from soft_envs.agents.nn.collect import collect_samples, episode_time
 from soft_envs.exceptions import InvalidParameterError, check_integer
 
 METHODS = ("trr-calibrated", "nn-finetuned")
+MAX_SAMPLES = 100_000  # the largest collection budget (samples of the robot)
 
 
 class OnRobotReachAgent:
@@ -31,7 +32,7 @@ class OnRobotReachAgent:
     Args:
         env: a ``PeterReach-v0`` env (wrapped or not), reset on the robot to learn.
         method: ``"trr-calibrated"`` or ``"nn-finetuned"`` (module docstring).
-        samples: the collection budget (samples of the robot).
+        samples: the collection budget (samples of the robot), 10 to :data:`MAX_SAMPLES`.
         settle_time: when each sample's tip is read [s] after its command; default the episode's
             length — when the task judges the tip, so that leaks are learnt as they will act
             (``None``: when the arm has settled; :func:`collect_samples`).
@@ -45,7 +46,7 @@ class OnRobotReachAgent:
             raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}")
         self.env = env
         self.method = method
-        self.samples = check_integer("samples", samples, minimum=10)
+        self.samples = check_integer("samples", samples, minimum=10, maximum=MAX_SAMPLES)
         self.settle_time = episode_time(env) if settle_time == "episode" else settle_time
         self.progress = bool(progress)
         self.learn_options = learn_options

@@ -50,6 +50,9 @@ class TRRReachAgent:
         **trr_options: passed to :func:`~soft_envs.agents.ik.trr`.
     """
 
+    last_result: IKResult | None
+    _solution: np.ndarray | None
+
     def __init__(self, env, model: KinematicModel | None = None, *, feedback: bool = False,
                  feedback_tolerance: float = 5e-5, feedback_gain: float = 1.0, settle_speed: float = 2e-3,
                  hold_time: float = 0.3, **trr_options) -> None:
@@ -145,6 +148,8 @@ class ObstacleReachAgent(TRRReachAgent):
 
     #: The obstacle-aware solver (``solve(model, target, q0, obstacles=, clearance=, **options)``).
     solver = staticmethod(trr)
+    route_clear: bool
+    _route: list[np.ndarray]
 
     def __init__(self, env, model: KinematicModel | None = None, *, clearance: float = DEFAULT_CLEARANCE,
                  path_margin: float = DEFAULT_PATH_MARGIN, paced: bool = True,
@@ -192,7 +197,8 @@ class ObstacleReachAgent(TRRReachAgent):
         start = clock.now()
         rows = self.obstacles()
         present = obstacle_rows(rows)
-        q0 = self._solution if self._solution is not None else self._setpoint
+        q0 = self._solution if self._solution is not None else \
+            (None if self._setpoint is None else self.from_route(self._setpoint))
         options = self.trr_options | {"restarts": 0} if local else self.trr_options
         result = self.solver(self.model, aim, q0, obstacles=present, clearance=self.clearance, **options)
         self.last_result, self._aim, self._solution = result, aim, result.solution
@@ -200,15 +206,20 @@ class ObstacleReachAgent(TRRReachAgent):
         self._rows = rows
         if self.step_limits is None or self._setpoint is None:
             return
-        self._route, self.route_clear = [result.solution], True
+        self._route, self.route_clear = [self.to_route(result.solution)], True
         if not present.shape[0]:
             return
         up, down = self.step_limits
         assert self.spacing is not None
         timeout = float(self.trr_options.get("timeout", 1.0))
-        route = plan_route(ObstacleTerms(self.model, present), self._setpoint, result.solution, up=up, down=down,
-                           lower=self.model.lower, upper=self.model.upper,
-                           required=self.clearance + self.path_margin, spacing=self.spacing,
+        space = self.route_model
+        terms = ObstacleTerms(space, present)
+        required = self.clearance + self.path_margin
+        near = terms.min_distance(self._setpoint)
+        if near < required:  # a start closer than asked: the route may come a path margin closer (not below
+            required = max(near - self.path_margin, 0.5 * self.clearance)  # half the clearance) to leave it
+        route = plan_route(terms, self._setpoint, self.to_route(result.solution), up=up,
+                           down=down, lower=space.lower, upper=space.upper, required=required, spacing=self.spacing,
                            deadline=start + timeout, seed=int(self.trr_options.get("seed", 0)))
         if route is not None:
             self._route = route
@@ -253,7 +264,21 @@ class ObstacleReachAgent(TRRReachAgent):
                 self._plan(self.model.forward(self._solution) + self.feedback_gain * miss, local=True)
         up, down = self.step_limits
         self._setpoint = advance(self._setpoint, self._route, up, down)
-        return self.env.model_to_action(self._setpoint)
+        return self.env.model_to_action(self.from_route(self._setpoint))
+
+    # The coordinates the route is planned and paced in (hooks): the model's own here.
+    @property
+    def route_model(self) -> KinematicModel:
+        """The model whose configurations the route's are (bounds, body backbone)."""
+        return self.model
+
+    def to_route(self, q: np.ndarray) -> np.ndarray:
+        """A configuration of :attr:`model` in the route's coordinates."""
+        return q
+
+    def from_route(self, x: np.ndarray) -> np.ndarray:
+        """A configuration of the route's coordinates in :attr:`model`'s."""
+        return x
 
 
 class SQPObstacleReachAgent(ObstacleReachAgent):

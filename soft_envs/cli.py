@@ -7,6 +7,10 @@ import inspect
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from soft_envs.console import Progress
 
 # What `soft-envs bench` runs with no names: the IK controllers of PETER side by side
 # (TRR, the naive TRR, the neural network and the hybrid, in the model and in physics).
@@ -72,7 +76,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from soft_envs import bench
-    from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+    from soft_envs.console import progress
 
     names = args.names or [n for n in DEFAULT_BENCHES if n in bench.available()]
     if names == ["all"]:
@@ -81,7 +85,18 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if name not in bench.BENCHES:
             print(f"unknown bench {name!r}; choose from {', '.join(bench.available())} or all", file=sys.stderr)
             return 2
+    # lines in a log (every 30 s, also while one bench runs long); on a terminal the benches' own bars
+    with progress(total=len(names), desc="bench", unit="benches", terminal=False) as bar:
+        return _run_benches(args, names, bar)
+
+
+def _run_benches(args: argparse.Namespace, names: list[str], bar: Progress) -> int:
+    """Run the benches ``names`` in turn (``soft-envs bench``), ``bar`` counting them."""
+    from soft_envs import bench
+    from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
+
     for name in names:
+        bar.set_postfix_str(f"running {name}")
         module = bench.load(name)
         accepted = inspect.signature(module.run).parameters
         options: dict = {flag: True for flag in ("peers", "train") if getattr(args, flag) and flag in accepted}
@@ -99,6 +114,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             body = module.run(full=args.full, seed=args.seed, plot_dir=args.plot, **options)
         except MissingDependencyError as exc:  # e.g. no trained policies for `learned`: keep its section
             print(f"[skipped bench '{name}': {exc}]", file=sys.stderr)
+            bar.update()
             continue
         except InvalidParameterError as exc:  # e.g. --device cuda where there is no GPU
             print(f"bench {name}: {exc}", file=sys.stderr)
@@ -118,13 +134,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if args.update:
             bench.update_file(args.update, section_name, text)
             print(f"[updated section '{section_name}' of {args.update}]")
+        sys.stdout.flush()  # (a log file sees each section as it is done)
+        bar.set_postfix_str(f"done {name}")
+        bar.update()
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from soft_envs.demos import DEMOS
+    from soft_envs.demos import DEMOS, check_frame_time, check_steps
+    from soft_envs.exceptions import InvalidParameterError
     from soft_envs.sim.bullet import has_display
 
+    try:  # before any env is made
+        check_steps(args.steps)
+        check_frame_time(args.frame_time)
+    except InvalidParameterError as exc:
+        print(f"soft-envs demo: {exc}", file=sys.stderr)
+        return 2
     if args.gallery:
         from soft_envs.demos import write_gallery
 
@@ -151,7 +177,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if output.endswith(".gif"):
         imageio.mimsave(output, frames, duration=1000 * args.frame_time, loop=0)
     else:
-        imageio.mimsave(output, frames, fps=int(round(1 / args.frame_time)))
+        imageio.mimsave(output, frames, fps=1.0 / args.frame_time)  # (a float: a frame may last over 1 s)
     print(f"wrote {len(frames)} frames to {os.path.abspath(output)}")
     return 0
 
@@ -183,19 +209,20 @@ def _tasks_text() -> str:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from soft_envs import evaluate as ev
+    from soft_envs.exceptions import InvalidParameterError
     from soft_envs.jobs import JobFailedError, ResultsFileError
 
     if args.list:
         print(_tasks_text())
         return 0
-    jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or tuple(ev.PRESETS),
-                       episodes=args.episodes, seed=args.seed, learn_samples=args.learn_samples)
     try:
+        jobs = ev.jobs_for(args.tasks or None, (args.controllers or None), presets=args.presets or tuple(ev.PRESETS),
+                           episodes=args.episodes, seed=args.seed, learn_samples=args.learn_samples)
         result = ev.evaluate(jobs, workers=args.workers, ray_address=args.ray, results=args.results,
                              resume=args.resume, max_retries=args.max_retries)
-    except (ResultsFileError, JobFailedError) as exc:
+    except (ResultsFileError, JobFailedError, InvalidParameterError) as exc:
         print(f"soft-envs evaluate: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, ResultsFileError) else 1
+        return 1 if isinstance(exc, JobFailedError) else 2
     except ev.EvaluationInterrupted as stop:
         print(stop.evaluation.table() if stop.evaluation.episodes else "(no episode finished)")
         kept = f"; every finished episode is in {args.results}: rerun with --resume to finish" if args.results else ""
@@ -246,10 +273,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="run a controller in an environment (GUI, or a GIF/MP4 headless)")
     d.add_argument("name", nargs="?", default="peter")
-    d.add_argument("--steps", type=int, default=120)
+    from soft_envs.demos import MAX_FRAME_TIME, MAX_STEPS
+
+    d.add_argument("--steps", type=int, default=120, help=f"control steps (default 120, at most {MAX_STEPS:,})")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--output", help="write frames here (.gif or .mp4) instead of opening a window")
-    d.add_argument("--frame-time", type=float, default=0.05, help="seconds per frame in the file")
+    d.add_argument("--frame-time", type=float, default=0.05,
+                   help=f"seconds per frame in the file (at most {MAX_FRAME_TIME:g})")
     d.add_argument("--gallery", metavar="DIR", help="write the README's pictures instead: every demo as a looping "
                    "GIF (DIR/demos/NAME.gif, at most 1 MB) and the sim-to-real figure from BENCHMARKS.md")
     d.add_argument("--policy", metavar="PATH.zip", help="instead of a demo: a policy saved by train-rl acting in "
@@ -263,12 +293,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--controllers", nargs="*",
                    help="controllers (default: each task's own); a Stable-Baselines3 policy as sb3:ALGO:PATH")
     e.add_argument("--presets", nargs="*", help="realism presets (default: every one: ideal, realistic)")
-    e.add_argument("--episodes", type=int, default=10)
+    from soft_envs.evaluate import MAX_EPISODES
+    from soft_envs.jobs import MAX_RETRIES, MAX_WORKERS
+
+    e.add_argument("--episodes", type=int, default=10,
+                   help=f"episodes per task, controller and preset (default 10, at most {MAX_EPISODES:,})")
     e.add_argument("--learn-samples", type=int, metavar="N",
                    help="samples the learning controllers (trr-calibrated, nn-finetuned) collect on each "
                         "episode's robot before acting (default 100)")
     e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--workers", type=int, default=2, help="worker processes (or Ray workers with --ray)")
+    e.add_argument("--workers", type=int, default=2,
+                   help=f"worker processes (or Ray workers with --ray; at most {MAX_WORKERS})")
     e.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: an address, 'auto', or 'local' "
                                                     "(needs the 'ray' extra)")
     e.add_argument("--results", metavar="FILE",
@@ -276,15 +311,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "finishes); the table is read from it")
     e.add_argument("--resume", action="store_true", help="skip the episodes already in --results FILE, run the rest")
     e.add_argument("--max-retries", type=int, default=2, metavar="N",
-                   help="rerun an episode whose worker process died at most N times (default 2)")
+                   help=f"rerun an episode whose worker process died at most N times (default 2; N <= {MAX_RETRIES})")
     e.add_argument("--output", help="also write the table here (markdown)")
     e.add_argument("--plot", metavar="DIR", help="write error CDFs per task (needs the 'plot' extra)")
     e.set_defaults(func=_cmd_evaluate)
 
     t = sub.add_parser("train-ik", help="train the neural-network IK (needs the 'learn' extra)")
     t.add_argument("--modules", type=int, default=2)
-    t.add_argument("--samples", type=int, default=10_000)
-    t.add_argument("--epochs", type=int, default=250)
+    from soft_envs.agents.nn.train import MAX_EPOCHS, MAX_SAMPLES
+
+    t.add_argument("--samples", type=int, default=10_000,
+                   help=f"samples of the model (default 10,000, at most {MAX_SAMPLES:,})")
+    t.add_argument("--epochs", type=int, default=250, help=f"the most epochs (default 250, at most {MAX_EPOCHS:,})")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--output", help="weights file (.npz)")
     t.add_argument("--recipe", choices=("ours", "paper"), default="ours",

@@ -14,20 +14,21 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs.agents.on_robot import MAX_SAMPLES as MAX_LEARN_SAMPLES
 from soft_envs.exceptions import InvalidParameterError
 
 #: The controllers :func:`build_controller` knows by name (``NAME:N`` too for the learning ones).
 CONTROLLERS = ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid", "trr-calibrated", "nn-finetuned", "pd-ff",
                "pd-ff-feedback", "trot", "body-pose", "hexapod-jacobian", "hexapod-jacobian-low-gain", "learned",
-               "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback")
+               "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback", "scripted-push")
 
 
 #: Controllers that learn on the episode's robot before acting (:mod:`soft_envs.agents.on_robot`):
-#: ``NAME`` collects :data:`LEARN_SAMPLES` samples, ``NAME:N`` collects ``N``.
+#: ``NAME`` collects :data:`LEARN_SAMPLES` samples, ``NAME:N`` collects ``N`` (10 to :data:`MAX_LEARN_SAMPLES`).
 LEARNING_CONTROLLERS = ("trr-calibrated", "nn-finetuned")
 #: The controllers that plan around the env's obstacles (``env.unwrapped.obstacle_rows``): TRR with a
 #: barrier and SQP with distance constraints, open loop or closed on the measured tip.
-OBSTACLE_CONTROLLERS = CONTROLLERS[-4:]
+OBSTACLE_CONTROLLERS = ("trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback")
 LEARN_SAMPLES = 100
 
 
@@ -38,8 +39,8 @@ def learning_controller(name: str) -> tuple[str, int] | None:
         return None
     if not budget:
         return method, LEARN_SAMPLES
-    if not budget.isdigit() or int(budget) < 10:
-        raise InvalidParameterError(f"{method}:N takes a sample budget N >= 10; got {name!r}")
+    if not budget.isdigit() or not 10 <= int(budget) <= MAX_LEARN_SAMPLES:
+        raise InvalidParameterError(f"{method}:N takes a sample budget N from 10 to {MAX_LEARN_SAMPLES}; got {name!r}")
     return method, int(budget)
 
 
@@ -56,10 +57,20 @@ def build_controller(name: str, env, task: str = "") -> Any:
         model = env.unwrapped.model.with_kinematics("tilted") if name == "trr-paper-model" else None
         return TRRReachAgent(env, model, feedback=name == "trr-feedback")
     if name in OBSTACLE_CONTROLLERS:
+        from soft_envs.agents.pcc_reach import PCCObstacleReachAgent, PCCTRRObstacleReachAgent
         from soft_envs.agents.reach import ObstacleReachAgent, SQPObstacleReachAgent
+        from soft_envs.robots.pcc_arm import PCCArm
 
-        agent = SQPObstacleReachAgent if name.startswith("sqp") else ObstacleReachAgent
+        sqp = name.startswith("sqp")
+        if isinstance(env.unwrapped.model, PCCArm):  # routes in the smooth coordinates, at the command ramp
+            agent = PCCObstacleReachAgent if sqp else PCCTRRObstacleReachAgent
+        else:
+            agent = SQPObstacleReachAgent if sqp else ObstacleReachAgent
         return agent(env, feedback=name.endswith("-feedback"))
+    if name == "scripted-push":
+        from soft_envs.agents.pcc_push import ScriptedPushAgent
+
+        return ScriptedPushAgent(env)
     if name in ("nn", "hybrid"):
         from soft_envs.agents.nn import NeuralReachAgent
 

@@ -11,17 +11,31 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import gymnasium as gym
 
 import soft_envs  # noqa: F401  (registers the environments)
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_positive
+
+MAX_STEPS = 10_000  # the longest demo [control steps]: every frame is kept in memory
+MAX_FRAME_TIME = 60.0  # s, the longest a frame of a demo's file is shown
+
+
+def check_steps(steps: int) -> int:
+    """A demo's length: 1 to :data:`MAX_STEPS` control steps, else :class:`InvalidParameterError`."""
+    return check_integer("steps", steps, minimum=1, maximum=MAX_STEPS)
+
+
+def check_frame_time(frame_time: float) -> float:
+    """Seconds per frame of a demo's file: > 0 and at most :data:`MAX_FRAME_TIME`."""
+    return check_positive("frame_time [s]", frame_time, MAX_FRAME_TIME)
 
 
 def run_demo(env, agent, *, steps: int, seed: int, new_goal_every: int | None = None) -> list:
-    """Run ``agent`` in ``env`` for ``steps`` steps and return the rgb frames (``rgb_array``).
+    """Run ``agent`` in ``env`` for ``steps`` (1 to :data:`MAX_STEPS`) steps and return the rgb
+    frames (``rgb_array``).
 
     A new episode starts when one ends and, with ``new_goal_every``, every that many steps
     (seeded ``seed + k``). With ``render_mode="human"`` the loop runs at the env's control
@@ -29,6 +43,7 @@ def run_demo(env, agent, *, steps: int, seed: int, new_goal_every: int | None = 
     """
     frames = []
     try:
+        steps = check_steps(steps)
         obs, info = env.reset(seed=seed)
         agent.reset(obs, info)
         for k in range(steps):
@@ -78,6 +93,26 @@ def pcc(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, n_segme
     return run_demo(env, PCCTrackingAgent(env), steps=steps, seed=seed)
 
 
+def pcc_obstacles(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, obstacles: int = 3,
+                  **env_kwargs) -> list:
+    """SQP around the spheres with a route paced at the command ramp, closed on the measured tip
+    (``PCCObstacleReachAgent(env, feedback=True)``), reaching a new goal every 50 steps in
+    ``PCCReach-v0`` (purple spheres, yellow while touched)."""
+    from soft_envs.agents.pcc_reach import PCCObstacleReachAgent
+
+    env = gym.make("soft_envs/PCCReach-v0", obstacles=obstacles, render_mode=render_mode, **env_kwargs)
+    return run_demo(env, PCCObstacleReachAgent(env, feedback=True), steps=steps, seed=seed, new_goal_every=50)
+
+
+def pcc_push(render_mode: str = "rgb_array", steps: int = 200, seed: int = 0, **env_kwargs) -> list:
+    """The scripted push (:class:`~soft_envs.agents.pcc_push.ScriptedPushAgent`) in ``PCCPush-v0``: the
+    hanging arm approaches behind the box and pushes it to the green pad."""
+    from soft_envs.agents.pcc_push import ScriptedPushAgent
+
+    env = gym.make("soft_envs/PCCPush-v0", render_mode=render_mode, **env_kwargs)
+    return run_demo(env, ScriptedPushAgent(env), steps=steps, seed=seed)
+
+
 def quadruped(render_mode: str = "rgb_array", steps: int = 300, seed: int = 0, **env_kwargs) -> list:
     """The Bézier trot walking in ``QuadrupedWalk-v0``."""
     from soft_envs.agents.gait import TrotController
@@ -112,6 +147,7 @@ def learned(policy: str, render_mode: str = "rgb_array", steps: int = 300, seed:
 
 #: demo name -> function
 DEMOS: dict[str, Callable[..., list]] = {"peter": peter, "peter-obstacles": peter_obstacles, "pcc": pcc,
+                                          "pcc-obstacles": pcc_obstacles, "pcc-push": pcc_push,
                                           "quadruped": quadruped, "hexapod": hexapod}
 
 
@@ -133,6 +169,8 @@ GALLERY: dict[str, Clip] = {
     "peter": Clip(steps=120),  # 10 Hz control: four goals, 3 s each
     "peter-obstacles": Clip(steps=120),  # the same, past three spheres
     "pcc": Clip(steps=200, every=2),  # 20 Hz control: 10 s of the spiral
+    "pcc-obstacles": Clip(steps=200, every=2),  # four goals past three spheres, 2.5 s each
+    "pcc-push": Clip(steps=200, every=2),  # 10 s: approach, push, retreat
     "quadruped": Clip(steps=300, every=3, frame_time=0.03),  # 100 Hz control: 3 s of trot
     "hexapod": Clip(steps=120, frame_time=0.08),  # four goal poses
 }
@@ -197,15 +235,20 @@ def realism_figure(benchmarks: str | os.PathLike, output: str | os.PathLike) -> 
 
 
 def write_gallery(directory: str | os.PathLike, *, width: int = 400, height: int = 300, seed: int = 0,
-                  benchmarks: str | os.PathLike | None = "BENCHMARKS.md") -> dict[str, int]:
-    """Write every demo of :data:`GALLERY` as ``directory/demos/<name>.gif`` (:func:`gif_name`; ``width``
-    × ``height`` px, looping, at most :data:`MAX_GIF_BYTES`) and, if ``benchmarks`` exists, the README's
-    :func:`realism_figure` as ``directory/realism_gap.png``. Returns path -> size [bytes]."""
+                  benchmarks: str | os.PathLike | None = "BENCHMARKS.md",
+                  names: Sequence[str] | None = None) -> dict[str, int]:
+    """Write every demo of :data:`GALLERY` (or those ``names``) as ``directory/demos/<name>.gif``
+    (:func:`gif_name`; ``width`` × ``height`` px, looping, at most :data:`MAX_GIF_BYTES`) and, if
+    ``benchmarks`` exists, the README's :func:`realism_figure` as ``directory/realism_gap.png``.
+    Returns path -> size [bytes]."""
     from soft_envs.console import progress
 
+    unknown = sorted(set(names or ()) - set(GALLERY))
+    if unknown:
+        raise InvalidParameterError(f"no gallery demo {unknown}; choose from {sorted(GALLERY)}")
     os.makedirs(os.path.join(directory, "demos"), exist_ok=True)
     sizes = {}
-    for name in progress(GALLERY, desc="gallery"):
+    for name in progress(list(GALLERY) if names is None else list(names), desc="gallery"):
         clip = GALLERY[name]
         frames = DEMOS[name](render_mode="rgb_array", steps=clip.steps, seed=seed, width=width, height=height)
         path = os.path.join(directory, "demos", gif_name(name))

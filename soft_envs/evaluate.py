@@ -44,10 +44,12 @@ from soft_envs.controllers import (  # noqa: F401  (re-exported: evaluate's name
     env_keywords,
     learning_controller,
 )
-from soft_envs.exceptions import InvalidParameterError
-from soft_envs.jobs import Interrupted, ResultsFile, run_jobs, stop_on_signals
+from soft_envs.exceptions import InvalidParameterError, check_integer
+from soft_envs.jobs import MAX_RETRIES, MAX_WORKERS, Interrupted, ResultsFile, run_jobs, stop_on_signals
 from soft_envs.robots.quadruped import SERVO_SPEED
 
+#: The most episodes per task, controller and preset of one evaluation (:func:`jobs_for`).
+MAX_EPISODES = 100_000
 #: The fields of a results-file record that name its episode (``--resume`` skips these).
 RECORD_KEY = ("task", "controller", "preset", "seed")
 #: The prefix of the ``info`` keys kept per episode as :attr:`EpisodeResult.figures` (the
@@ -105,6 +107,11 @@ TASKS: dict[str, Task] = {task.name: _with_learned(task) for task in (
     # Obstacle reach: three spheres drawn near the path every episode; success = within 1 mm, no collision.
     Task("peter-2-obstacles", "soft_envs/PeterReach-v0", (("n_modules", 2), ("obstacles", 3)), "distance", "m",
          ("trr", "trr-feedback", "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles-feedback")),
+    # The PCC arm's obstacle reach: SQP (the seed's solver) and TRR around three spheres, routes paced at the ramp.
+    Task("pcc-obstacles", "soft_envs/PCCReach-v0", (("n_segments", 2), ("obstacles", 3)), "distance", "m",
+         ("trr", "trr-feedback", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback")),
+    # The push: the hanging PCC arm moves a box to a goal on the table; the metric is the box's distance.
+    Task("pcc-push", "soft_envs/PCCPush-v0", (), "object_distance", "m", ("scripted-push",)),
     Task("pcc-spiral", "soft_envs/PCCTrack-v0", (("n_segments", 2), ("trajectory", "spiral")), "tracking_error",
          "m", ("pd-ff", "pd-ff-feedback"), max_steps=100),
     Task("quadruped-walk", "soft_envs/QuadrupedWalk-v0", (), "x", "m", ("trot",), max_steps=500),
@@ -330,8 +337,9 @@ def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | No
              presets: Sequence[str] = ("ideal",), episodes: int = 10, seed: int = 0,
              learn_samples: int | None = None) -> list[Job]:
     """Every (task, controller, preset, episode) job; controllers default to each task's own.
-    ``learn_samples``: the collection budget of the learning controllers (default
-    :data:`LEARN_SAMPLES`; their names become ``NAME:N``)."""
+    ``episodes``: per task, controller and preset, 1 to :data:`MAX_EPISODES`. ``learn_samples``:
+    the collection budget of the learning controllers (default :data:`LEARN_SAMPLES`, at most
+    :data:`~soft_envs.controllers.MAX_LEARN_SAMPLES`; their names become ``NAME:N``)."""
     if learn_samples is not None:
         learning_controller(f"{LEARNING_CONTROLLERS[0]}:{learn_samples}")  # checks the budget
     names = list(TASKS) if tasks is None else list(tasks)
@@ -341,8 +349,7 @@ def jobs_for(tasks: Sequence[str] | None = None, controllers: Sequence[str] | No
     for preset in presets:
         if preset not in PRESETS:
             raise InvalidParameterError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    if int(episodes) != episodes or episodes < 1:
-        raise InvalidParameterError(f"episodes must be a positive integer; got {episodes!r}")
+    check_integer("episodes", episodes, minimum=1, maximum=MAX_EPISODES)
     out = []
     for name in names:
         task = TASKS[name]
@@ -372,7 +379,8 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
              progress: bool = True, run: Callable[[Job], EpisodeResult] = run_episode,
              results: str | None = None, resume: bool = False, max_retries: int = 2) -> Evaluation:
     """Run ``jobs`` in ``workers`` processes (or Ray workers at ``ray_address``: an address,
-    ``"auto"`` for a running cluster, or ``"local"`` to start one here) with a progress bar;
+    ``"auto"`` for a running cluster, or ``"local"`` to start one here), reporting the progress
+    (``progress``; :func:`soft_envs.console.progress`: a bar on a terminal, else a line every 30 s);
     episodes come back in the order of ``jobs`` whatever finished first.
 
     Args:
@@ -381,16 +389,18 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
             that already holds records needs ``resume``.
         resume: skip the episodes already in ``results`` (a truncated last line is cut off with
             a warning) and run the rest.
-        max_retries: how many times an episode whose worker process died is rerun; then
-            :class:`~soft_envs.jobs.JobFailedError` names it. (An exception raised by an episode
-            is not retried: it ends the run, the finished records kept.)
+        workers: 1 to :data:`~soft_envs.jobs.MAX_WORKERS`.
+        max_retries: how many times (at most :data:`~soft_envs.jobs.MAX_RETRIES`) an episode
+            whose worker process died is rerun; then :class:`~soft_envs.jobs.JobFailedError` names
+            it. (An exception raised by an episode is not retried: it ends the run, the finished
+            records kept.)
         run: the function that runs one job (module level, so that it pickles).
 
     Raises:
         EvaluationInterrupted: on SIGINT or SIGTERM, within seconds, with the finished episodes.
     """
-    if int(workers) != workers or workers < 1:
-        raise InvalidParameterError(f"workers must be a positive integer; got {workers!r}")
+    workers = check_integer("workers", workers, minimum=1, maximum=MAX_WORKERS)
+    max_retries = check_integer("max_retries", max_retries, minimum=0, maximum=MAX_RETRIES)
     if resume and results is None:
         raise InvalidParameterError("resume needs a results file (--results FILE)")
     jobs = list(dict.fromkeys(jobs))
@@ -400,12 +410,16 @@ def evaluate(jobs: Sequence[Job], *, workers: int = 2, ray_address: str | None =
         if file is not None:
             done = {tuple(r[k] for k in RECORD_KEY): EpisodeResult.from_record(r) for r in file.open(resume)}
         todo = [job for job in jobs if job.key() not in done]
-        bar = console.progress(total=len(jobs), initial=len(jobs) - len(todo), desc="episodes", enabled=progress)
+        successes, resumed = [0], len(done)  # (of the episodes this run finishes)
+        bar = console.progress(total=len(jobs), initial=len(jobs) - len(todo), desc="evaluate", unit="episodes",
+                               enabled=progress)
 
         def finished(index: int, result: EpisodeResult) -> None:
             if file is not None:
                 file.append(result.record())
             done[todo[index].key()] = result
+            successes[0] += bool(result.success)
+            bar.set_postfix_str(f"success {successes[0]}/{len(done) - resumed} so far", refresh=False)
             bar.update()
 
         try:

@@ -36,6 +36,8 @@ from typing import IO, Any
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, SoftEnvsError, check_integer
 
 POLL_INTERVAL = 0.5  # s: how often the parent looks at its workers when nothing arrives
+MAX_WORKERS = 1024  # the most worker processes (or Ray workers) of one run
+MAX_RETRIES = 100  # the most reruns of a job whose worker died
 
 
 class JobFailedError(SoftEnvsError, RuntimeError):
@@ -334,16 +336,16 @@ def run_jobs(payloads: Sequence[Any], fn: Callable[[Any], Any], on_result: Calla
              workers: int = 2, max_retries: int = 2, ray_address: str | None = None,
              describe: Callable[[int], str] | None = None) -> None:
     """Run ``fn(payloads[i])`` for every ``i`` in ``workers`` processes (or Ray workers at
-    ``ray_address``: an address, ``"auto"`` or ``"local"``); ``on_result(i, value)`` is called in
-    this process as each job finishes, in the order they finish.
+    ``ray_address``: an address, ``"auto"`` or ``"local"``; 1 to :data:`MAX_WORKERS`);
+    ``on_result(i, value)`` is called in this process as each job finishes, in the order they finish.
 
-    A job whose worker dies is rerun, at most ``max_retries`` times; then, or when a job raises,
+    A job whose worker dies is rerun, at most ``max_retries`` (≤ :data:`MAX_RETRIES`) times; then, or when a job raises,
     :class:`JobFailedError` (its message names the job through ``describe(i)``). ``fn`` and the
     payloads must pickle (module-level functions). Workers are stopped on the way out, also when
     ``on_result`` or a signal (:func:`stop_on_signals`) raises.
     """
-    workers = check_integer("workers", workers, minimum=1)
-    max_retries = check_integer("max_retries", max_retries, minimum=0)
+    workers = check_integer("workers", workers, minimum=1, maximum=MAX_WORKERS)
+    max_retries = check_integer("max_retries", max_retries, minimum=0, maximum=MAX_RETRIES)
     describe = describe or (lambda i: f"job {i}")
     if not payloads:
         return
@@ -357,7 +359,8 @@ def process_pool(workers: int, ray_address: str | None):
     """A plain process pool (``multiprocessing`` spawn, or Ray's drop-in pool at ``ray_address``),
     for callers that map a function over a few long items (``train_seeds`` of the learners). Unlike
     :func:`run_jobs` it does not rerun an item whose worker died (Python's pool then waits for it
-    forever)."""
+    forever). ``workers``: 1 to :data:`MAX_WORKERS`."""
+    workers = check_integer("workers", workers, minimum=1, maximum=MAX_WORKERS)
     if ray_address is None:
         return mp.get_context("spawn").Pool(workers)
     try:

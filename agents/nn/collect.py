@@ -69,7 +69,7 @@ def collect_samples(
             (valve delay, the last motion).
         settle_speed: measured tip speed [m/s] below which the arm counts as settled.
         max_time: longest wait [s] per sample (default: the episode's length, else 10 s).
-        progress: show a progress bar (:func:`soft_envs.console.progress`: stderr, a terminal only).
+        progress: show a progress bar (:func:`soft_envs.console.progress`: a bar on a terminal, else a line every 30 s).
 
     Returns:
         ``(times, tips)``: the commanded inflation times ``(n, 3N)`` [s] (as the env applied

@@ -148,7 +148,7 @@ def finetune(network: Any, times: np.ndarray, tips: np.ndarray, *, seed: int = 0
         seed: seeds the split, the initial residual weights, the targets and the batches.
         recipe: hyper-parameters (default :class:`FinetuneRecipe`).
         threads: ``torch.set_num_threads`` (small batches run best on one).
-        progress: progress bars (:func:`soft_envs.console.progress`: stderr, a terminal only).
+        progress: progress bars (:func:`soft_envs.console.progress`: a bar on a terminal, else a line every 30 s).
     """
     from soft_envs.agents.nn.torch_parts import tip_function
     from soft_envs.console import progress as progress_bar

@@ -34,10 +34,16 @@ import numpy as np
 from soft_envs.agents.ik.trust_region import trr_batch
 from soft_envs.agents.nn.network import NeuralIK
 from soft_envs.agents.nn.torch_parts import _torch, tip_function
-from soft_envs.exceptions import InvalidParameterError
+from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.robots.peter import Peter
 
 SPLITS = (0.75, 0.15, 0.10)  # train, validation, test (the paper)
+MAX_SAMPLES = 10_000_000  # the largest dataset (samples of the model; the shipped networks: 10,000)
+MAX_EPOCHS = 100_000  # the most epochs (and patience) of a training
+MAX_WIDTH = 65_536  # the most units of a hidden layer
+MAX_LAYERS = 64  # the most hidden layers
+MAX_BATCH_SIZE = 1 << 20  # the largest batch
+MAX_THREADS = 1024  # the most torch threads (soft_envs.sim.threads.MAX_THREADS; agents do not import sim)
 LABELS = ("random", "branch")
 
 
@@ -50,7 +56,9 @@ class Recipe:
     decay on plateaus and no dropout (the paper's 30 % dropout costs most of the accuracy of
     a regression this precise; see ``bench nn``). :data:`PAPER_RECIPE` is the paper's.
     ``l2`` is the coefficient of the L2 penalty ``l2 · Σ‖W‖²`` added to the loss (kernels only,
-    as Keras' ``kernel_regularizer``); the paper does not give its value.
+    as Keras' ``kernel_regularizer``); the paper does not give its value. Sizes are bounded:
+    ``hidden`` 1 to :data:`MAX_LAYERS` layers of 1 to :data:`MAX_WIDTH` units, ``batch_size`` up to
+    :data:`MAX_BATCH_SIZE`, ``max_epochs`` and ``patience`` up to :data:`MAX_EPOCHS`.
     """
 
     hidden: tuple[int, ...] = (256, 128, 64, 32)
@@ -71,6 +79,13 @@ class Recipe:
             raise InvalidParameterError("dropout must be in [0, 1), l2 and forward_weight >= 0")
         if self.batch_size < 1 or self.max_epochs < 1 or self.patience < 1 or self.learning_rate <= 0:
             raise InvalidParameterError("batch_size, max_epochs, patience must be >= 1, learning_rate > 0")
+        if not 1 <= len(self.hidden) <= MAX_LAYERS:
+            raise InvalidParameterError(f"hidden needs 1 to {MAX_LAYERS} layers; got {len(self.hidden)}")
+        for width in self.hidden:
+            check_integer("hidden width", width, minimum=1, maximum=MAX_WIDTH)
+        check_integer("batch_size", self.batch_size, minimum=1, maximum=MAX_BATCH_SIZE)
+        check_integer("max_epochs", self.max_epochs, minimum=1, maximum=MAX_EPOCHS)
+        check_integer("patience", self.patience, minimum=1, maximum=MAX_EPOCHS)
 
 
 PAPER_RECIPE = Recipe(dropout=0.3, labels="random", forward_weight=0.0, lr_decay=False)
@@ -95,6 +110,13 @@ def model_parameters(model: Peter) -> dict:
             "max_inflation_time": model.max_inflation_time, "kinematics": model.kinematics}
 
 
+def check_samples(n_samples: int) -> int:
+    """A dataset's size: an integer from 20 to :data:`MAX_SAMPLES`, else :class:`InvalidParameterError`."""
+    if isinstance(n_samples, float) and n_samples.is_integer():  # (10_000.0 was accepted)
+        n_samples = int(n_samples)
+    return check_integer("n_samples", n_samples, minimum=20, maximum=MAX_SAMPLES)
+
+
 def make_dataset(model: Peter, n_samples: int = 10_000, seed: int = 0, labels: str = "branch") -> Dataset:
     """Samples of the kinematic model: tips of uniformly random inflation times, seeded.
 
@@ -103,8 +125,7 @@ def make_dataset(model: Peter, n_samples: int = 10_000, seed: int = 0, labels: s
     """
     if labels not in LABELS:
         raise InvalidParameterError(f"labels must be one of {LABELS}; got {labels!r}")
-    if int(n_samples) != n_samples or n_samples < 20:
-        raise InvalidParameterError(f"n_samples must be an integer >= 20; got {n_samples!r}")
+    check_samples(n_samples)
     rng = np.random.default_rng(seed)
     times = model.sample(rng, int(n_samples))
     targets = model.forward(times)
@@ -162,11 +183,12 @@ def train(
     Args:
         model: the arm (the shipped networks: ``Peter(n)``, tilted-plane kinematics).
         recipe: hyper-parameters (default: the paper's plus branch labels and forward loss).
-        n_samples: samples generated when ``dataset`` is not given.
+        n_samples: samples generated when ``dataset`` is not given (20 to :data:`MAX_SAMPLES`).
         seed: seeds the data, the split, the initial weights and the batches.
         dataset: reuse a dataset (e.g. to compare recipes on the same samples).
         threads: ``torch.set_num_threads`` (small batches run best on 1 thread).
-        progress: show a tqdm bar over epochs.
+        progress: report the epochs (:func:`soft_envs.console.progress`: a bar on a terminal, else
+            a line every 30 s).
     """
     torch = _torch()
     from soft_envs.console import progress as progress_bar
@@ -208,8 +230,8 @@ def train(
 
     generator = torch.Generator().manual_seed(seed)
     best_state, best_val, best_epoch, history = None, np.inf, -1, []
-    bar = progress_bar(range(recipe.max_epochs), desc=f"train-ik {model.n_modules} modules", leave=False,
-                       enabled=progress)
+    bar = progress_bar(range(recipe.max_epochs), desc=f"train-ik {model.n_modules} modules", unit="epochs",
+                       leave=False, enabled=progress)
     for epoch in bar:
         net.train()
         order = torch.randperm(len(x_tr), generator=generator)
@@ -272,6 +294,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         model = Peter(args.modules)
         recipe = recipe_from_args(args)
+        check_samples(args.samples)  # before anything is computed
+        check_integer("threads", getattr(args, "threads", 1), minimum=1, maximum=MAX_THREADS)
     except ValueError as exc:
         print(f"train-ik: {exc}", file=sys.stderr)
         return 2

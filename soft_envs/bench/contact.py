@@ -148,12 +148,13 @@ def ik_table(goals: int = 50, seed: int = 0) -> str:
     return markdown_table(("solver", "within 1 mm", "within 1 mm, body clear", "median time per solve [ms]"), out)
 
 
-def reach_table(episodes: int = 20, seed: int = 1000) -> str:
-    """``peter-2-obstacles`` (``soft-envs evaluate``): every controller of the task on ``episodes`` seeded
-    episodes, ideal and realistic: success (within 1 mm, no collision) and the episodes' contacts."""
+def reach_table(episodes: int = 20, seed: int = 1000, task: str = "peter-2-obstacles") -> str:
+    """A contact task of ``soft-envs evaluate`` (``peter-2-obstacles``, ``pcc-obstacles``, ``pcc-push``):
+    every controller of the task on ``episodes`` seeded episodes, ideal and realistic: success (the
+    task's) and the episodes' contacts."""
     from soft_envs import evaluate as ev
 
-    jobs = ev.jobs_for(["peter-2-obstacles"], presets=("ideal", "realistic"), episodes=episodes, seed=seed)
+    jobs = ev.jobs_for([task], presets=("ideal", "realistic"), episodes=episodes, seed=seed)
     result = ev.Evaluation([ev.run_episode(job) for job in jobs])
     return result.table() + "\n\n" + ev.contact_table(result)
 
@@ -189,6 +190,14 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     else:
         parts.append("**c, d, e. Free objects on the table** (`soft_envs.sim.rigid_object`)\n\n"
                      + _dict_table(object_checks()))
+    try:
+        from soft_envs.bench.contact_push import push_checks
+    except ImportError:  # pragma: no cover
+        pass
+    else:
+        parts.append("**f. A PCC arm pushing a free box** (`soft_envs.sim.arm_objects`, module "
+                     "`soft_envs.bench.contact_push`: a 3 × 64.4 mm PCC arm hanging over a table, a 4 cm box, "
+                     "k = 1e5 N/m, 5 ms steps)\n\n" + _dict_table(push_checks(full)))
     parts.append("**Cost** (one thread, thread CPU time, best of 3; the arms released from a bent pose, three "
                  "12 mm spheres beside each arm's path, touching them most of the time)\n\n" + cost_table()
                  + "\n\nThe env's step under uniformly random actions (the 31.5 mm body touches its spheres often):\n\n"
@@ -199,4 +208,13 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     parts.append("**Obstacle reach in physics** (`soft-envs evaluate --tasks peter-2-obstacles`, seeds from 1000; "
                  "success: within 1 mm at the episode's end without a collision)\n\n"
                  + reach_table(40 if full else 20))
+    parts.append("**The PCC arm's obstacle reach** (`soft-envs evaluate --tasks pcc-obstacles`: `PCCReach-v0`, two "
+                 "segments, three spheres near the path, seeds from 1000; success: within 1 mm at the episode's end "
+                 "without a collision; the obstacle-aware agents plan the goal's configuration around the spheres "
+                 "and move along a route checked clear in the smooth coordinates, paced at a quarter of the command "
+                 "ramp)\n\n" + reach_table(40 if full else 20, task="pcc-obstacles"))
+    parts.append("**Push** (`soft-envs evaluate --tasks pcc-push`: `PCCPush-v0`, the three-segment arm hung 0.21 m "
+                 "over the table, a 30 mm, 20 g box pushed 20-40 mm, seeds from 1000; success: the box within 1 cm "
+                 "of its goal at the episode's end; the table's metric is the box's final distance)\n\n"
+                 + reach_table(40 if full else 20, task="pcc-push"))
     return "\n\n".join(parts)

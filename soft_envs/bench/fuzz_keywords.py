@@ -95,7 +95,7 @@ def _common(time_steps: tuple, frame_skip: tuple[int, int]) -> dict[str, st.Sear
         "frame_skip": _integer(frame_skip[0], frame_skip[1], 10**7),
         "action_rate_weight": _number(0.0, 2.0, -0.5),
         "action_mode": _choice("absolute", "delta"),
-        "history": _integer(0, 3, 65),
+        "history": _integer(0, 3, 65, 10**6),
     }
 
 
@@ -106,8 +106,8 @@ def keyword_strategies(env_id: str) -> dict[str, st.SearchStrategy]:
         from soft_envs.envs.peter_reach import PETER_REALISM
 
         return _common((1 / 240, 1 / 480, 1e-3, 0.01), (1, 30)) | {
-            "n_modules": _integer(1, 4, 5),
-            "links_per_module": _integer(1, 6, 40),
+            "n_modules": _integer(1, 4, 5, 10**6),
+            "links_per_module": _integer(1, 6, 40, 10**6),
             "kinematic": BOOL,
             "kinematics": _choice("pcc", "tilted"),
             "goal_conditioned": BOOL,
@@ -121,7 +121,7 @@ def keyword_strategies(env_id: str) -> dict[str, st.SearchStrategy]:
             "vent_rate": _number(0.005, 0.05, 1e-3),
             "command_delay": _number(0.0, 0.5, 6.0, exact=(0.0,)),
             "rayleigh_stiffness": _number(0.0, 0.02),
-            "solver_iterations": _integer(1, 150),
+            "solver_iterations": _integer(1, 150, 10**9),
             "radius": _number(0.02, 0.1, 1.0, 2.0, exact=(1.0,)),
             "gap": _number(0.0, 0.05, 2.0),
             "realism": _realism(PETER_REALISM),
@@ -131,9 +131,9 @@ def keyword_strategies(env_id: str) -> dict[str, st.SearchStrategy]:
         from soft_envs.trajectories import TRAJECTORIES
 
         return _common((5e-3, 2.5e-3, 1e-3, 2e-3, 1e-2), (1, 30)) | {
-            "n_segments": _integer(1, 3, 9),
+            "n_segments": _integer(1, 3, 9, 10**6),
             "command_ramp_time": _number(0.0, 1.0, 1e9),
-            "links_per_segment": _integer(1, 8, 60),
+            "links_per_segment": _integer(1, 8, 60, 10**6),
             "segment_length": _number(0.03, 0.1, 5.0),
             "trajectory": _choice(*TRAJECTORIES),
             "time_scale": _number(0.5, 3.0),

@@ -9,6 +9,8 @@ import gymnasium as gym
 ENVIRONMENTS: dict[str, tuple[str, int]] = {
     "soft_envs/PeterReach-v0": ("soft_envs.envs.peter_reach:PeterReachEnv", 50),
     "soft_envs/PCCTrack-v0": ("soft_envs.envs.pcc_track:PCCTrackEnv", 400),
+    "soft_envs/PCCReach-v0": ("soft_envs.envs.pcc_reach:PCCReachEnv", 100),
+    "soft_envs/PCCPush-v0": ("soft_envs.envs.pcc_push:PCCPushEnv", 200),
     "soft_envs/QuadrupedWalk-v0": ("soft_envs.envs.quadruped_walk:QuadrupedWalkEnv", 1000),
     "soft_envs/QuadrupedPose-v0": ("soft_envs.envs.quadruped_pose:QuadrupedPoseEnv", 200),
     "soft_envs/HexapodPose-v0": ("soft_envs.envs.hexapod_pose:HexapodPoseEnv", 50),
@@ -19,6 +21,8 @@ ENVIRONMENTS: dict[str, tuple[str, int]] = {
 VECTOR_ENTRY_POINTS: dict[str, str] = {
     "soft_envs/PeterReach-v0": "soft_envs.envs.peter_reach_vector:make_peter_reach_vector",
     "soft_envs/PCCTrack-v0": "soft_envs.envs.pcc_track_vector:make_pcc_track_vector",
+    "soft_envs/PCCReach-v0": "soft_envs.envs.pcc_reach_vector:make_pcc_reach_vector",
+    "soft_envs/PCCPush-v0": "soft_envs.envs.pcc_push_vector:make_pcc_push_vector",
 }
 
 

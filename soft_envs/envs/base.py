@@ -95,6 +95,13 @@ TIME_STEP_RANGE = (1e-6, 1.0)  # s, physics time step
 MAX_SOLVER_ITERATIONS = 100_000
 
 
+def render_fps(control_period: float) -> int:
+    """``metadata["render_fps"]``: the control rate [Hz] of a ``control_period`` [s], rounded, at
+    least 1 — a positive integer, as Gymnasium's ``RecordVideo``, ``HumanRendering`` and ``play``
+    want it (a period of a second or more would round to 0)."""
+    return max(1, int(round(1.0 / control_period)))
+
+
 def check_time_step(value: Any) -> float:
     """A physics time step [s] in :data:`TIME_STEP_RANGE`, else :class:`InvalidParameterError`."""
     time_step = check_positive("time_step [s]", value, TIME_STEP_RANGE[1])
@@ -109,14 +116,16 @@ class SoftEnv(LoopSpaces):
         render_mode: ``None``, ``"human"`` (GUI window) or ``"rgb_array"`` (headless images).
         time_step: physics time step [s], in ``[1e-6, 1]``.
         frame_skip: physics steps per ``env.step`` (control period ``time_step * frame_skip``),
-            1 to 10 000.
-        width, height: size of ``rgb_array`` images [px], 1 to 4096.
+            1 to :data:`MAX_FRAME_SKIP` (10 000); ``metadata["render_fps"]`` is its rate
+            (:func:`render_fps`: at least 1).
+        width, height: size of ``rgb_array`` images [px], 1 to :data:`MAX_IMAGE_SIZE` (4096).
         action_rate_weight: weight of the ``action_rate`` reward term (>= 0).
         realism: ``"ideal"`` (default: no perturbation), ``"realistic"`` (the env's documented
             ranges) or a dict of overrides (:class:`~soft_envs.sim.realism.Realism`).
         action_mode: ``"absolute"`` (default), ``"delta"`` or ``"task"`` (module docstring).
         delta_scale: change of the normalised command per unit of a delta action (0, 2].
-        history: previous observations and commands appended to the observation (0 to 64).
+        history: previous observations and commands appended to the observation (0 to
+            :data:`~soft_envs.envs.closed_loop.MAX_HISTORY`, 64).
         task_step: tip displacement of a task action of 1 [m] (``action_mode="task"``; default 2 mm).
         use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
             the subclass, not a user keyword.
@@ -196,7 +205,7 @@ class SoftEnv(LoopSpaces):
         self.client = connect(gui=gui) if use_physics else None
         if self.client is not None:
             configure_physics(self.client, time_step=self.time_step, **self._physics_parameters())
-        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.dt)))
+        self.metadata = dict(self.metadata, render_fps=render_fps(self.dt))
 
     @property
     def dt(self) -> float:

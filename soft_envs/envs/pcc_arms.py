@@ -32,9 +32,11 @@ from soft_envs.sim.bullet import STANDARD_GRAVITY
 
 
 def soft_arms(env: Any, n_arms: int, num_threads: int | None = None) -> BatchedPCCBody:
-    """``n_arms`` arms of ``env``'s model, payload, gravity and damping on the batched core."""
+    """``n_arms`` arms of ``env``'s model, payload, gravity and damping on the batched core (turned by the
+    env's ``base_orientation``, a quaternion ``(x, y, z, w)``, where it has one: a hanging arm)."""
     return BatchedPCCBody(env.model, n_arms, gravity=STANDARD_GRAVITY if env.gravity else 0.0,
-                          rayleigh_stiffness=env.rayleigh_stiffness, payload=env.payload, num_threads=num_threads)
+                          rayleigh_stiffness=env.rayleigh_stiffness, payload=env.payload, num_threads=num_threads,
+                          base_orientation=np.asarray(getattr(env, "base_orientation", (0.0, 0.0, 0.0, 1.0))))
 
 
 class PCCArms:
@@ -90,13 +92,11 @@ class PCCArms:
         env, body, regulator = self.env, self.body, self.regulator
         if self.realistic:
             self._apply_realism(rows, perturbations, realism_rngs)
-        t0 = np.array(tasks, dtype=float)
-        starts = np.zeros((rows.size, self.model.n_dof)) if env.start_straight else \
-            np.array([env.start_configuration(t) for t in t0.tolist()])
+        starts = self.start_configurations(tasks)
         body.reset_configuration(rows, starts)
         self.stop_code[rows] = 0
         self.stop_reason[rows] = None
-        self.time[rows] = t0
+        self.time[rows] = self.start_times(tasks)
         self.setpoint[rows] = body.configuration[rows]
         self.previous_setpoint[rows] = self.setpoint[rows]
         # at rest on the start: the generalised force that holds it there (elasticity and gravity)
@@ -115,8 +115,35 @@ class PCCArms:
                 self.aims[i].reset(self.setpoint[i])
         else:
             self.command_value[rows] = held if env.action_type == "pressure" else hold
-        self.goal[rows] = env.trajectory.position(self.time[rows])
+        self.reset_task(rows, tasks)
         self.read_tips(rows, reset=True)
+
+    def start_times(self, tasks: list) -> np.ndarray:
+        """The episodes' start times [s] of the reset's ``tasks`` (trajectory times here; hook)."""
+        return np.array(tasks, dtype=float)
+
+    def start_configurations(self, tasks: list) -> np.ndarray:
+        """The arms' start configurations ``(k, n)`` for the reset's ``tasks``: at rest on the trajectory's
+        point (the straight arm with ``start_straight``; hook)."""
+        if self.env.start_straight:
+            return np.zeros((len(tasks), self.model.n_dof))
+        return np.array([self.env.start_configuration(t) for t in self.start_times(tasks).tolist()])
+
+    def reset_task(self, rows: np.ndarray, tasks: list) -> None:
+        """The task's state of ``rows`` after their arms were reset: the goal on the trajectory (hook)."""
+        self.goal[rows] = self.env.trajectory.position(self.time[rows])
+
+    def external_torque(self) -> np.ndarray | None:
+        """A generalised force ``(n, n_dof)`` on the arms this physics step besides their actuation (a
+        free object's reaction; hook: none here)."""
+        return None
+
+    def after_physics_step(self) -> None:
+        """What the task does after every physics step of every arm (hook; nothing here)."""
+
+    def advance_goal(self) -> None:
+        """The goals after a control period (the trajectory's point at the arms' time; hook)."""
+        self.goal = self.env.trajectory.position(self.time)
 
     def _apply_realism(self, rows: np.ndarray, drawn: dict[str, np.ndarray],
                        realism_rngs: list[np.random.Generator | None]) -> None:
@@ -208,9 +235,14 @@ class PCCArms:
                     end = self._chamber_torque(regulator.advance(dt, body.state.time))
                     if not every:
                         regulator.pressures = np.where(active[:, None], regulator.pressures, held)
+                    extra = self.external_torque()
+                    if extra is not None:
+                        start, end = start + extra, end + extra
                     body.step(dt, start, torque_end=end, active=moving)
                 else:
-                    body.step(dt, self.tau, active=moving)
+                    extra = self.external_torque()
+                    body.step(dt, self.tau if extra is None else self.tau + extra, active=moving)
+                self.after_physics_step()
                 self.physics_steps[active] += 1
                 code = body.model_violation()
                 if not every:
@@ -224,7 +256,7 @@ class PCCArms:
                 self.stop_code[stopped] = code[stopped]
                 body.restore(stopped, last_valid, at_rest=True)
         self.time += n_steps * dt
-        self.goal = env.trajectory.position(self.time)
+        self.advance_goal()
 
     def _chamber_torque(self, pressures: np.ndarray) -> np.ndarray:
         """Generalised forces ``(n, n_dof)`` of chamber pressures ``(n, n_dof)`` [Pa] through each arm's map."""

@@ -61,13 +61,19 @@ def track_observation(tip: np.ndarray, goal: np.ndarray, velocity: np.ndarray, s
     (``on_clip(count)`` is told how many entries were clipped)."""
     phase = np.asarray(phase, dtype=float)[..., None]
     raw = np.concatenate((tip, goal, goal - tip, velocity, state, rate, np.sin(phase), np.cos(phase)), axis=-1)
-    obs = np.clip(raw, -high, high)
-    if on_clip is not None:
-        on_clip(int(np.count_nonzero(obs != raw)))
-    obs = obs.astype(np.float32)
+    obs = clipped(raw, high, on_clip)
     if goal_conditioned:
         return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
     return obs
+
+
+def clipped(raw: np.ndarray, high: np.ndarray, on_clip=None) -> np.ndarray:
+    """An observation ``raw`` clipped into ``±high``, as float32 (``on_clip(count)`` is told how many
+    entries were clipped)."""
+    obs = np.clip(raw, -high, high)
+    if on_clip is not None:
+        on_clip(int(np.count_nonzero(obs != raw)))
+    return obs.astype(np.float32)
 
 
 class ResidualAim:

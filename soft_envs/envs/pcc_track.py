@@ -184,6 +184,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             ``action_rate_weight`` = 0).
     """
 
+    #: The configuration's class (the keywords' groups and their validation).
+    config_class: type[PCCTrackConfig] = PCCTrackConfig
     __signature__ = PCCTrackConfig.signature(SoftEnv.__init__)  # the flat keywords, for inspect and IDEs
     # The keywords, read from the env's configuration (:attr:`config`, one source of truth).
     backend, physics, gravity, payload, rayleigh_stiffness = configured("physics", 5)
@@ -193,12 +195,12 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     tracking_weight, success_threshold = configured("reward", 2, settable=True)
 
     def __init__(self, *args: Any, config: PCCTrackConfig | None = None, **kwargs: Any) -> None:
-        config, kwargs = PCCTrackConfig.split(kwargs, config, args)
+        config, kwargs = self.config_class.split(kwargs, config, args)
         EzPickle.__init__(self, config=config, **kwargs)
         #: The env's keywords in groups, validated (:class:`~soft_envs.envs.pcc_track_config.PCCTrackConfig`).
         self.config = config
-        arm, phys, act, task = config.arm, config.physics, config.actuation, config.task
-        self.trajectory = get_trajectory(task.trajectory, time_scale=task.time_scale, scale=task.trajectory_scale)
+        arm, phys, act = config.arm, config.physics, config.actuation
+        self._setup_task(config)
         self._arm_arguments = ((arm.n_segments, arm.links_per_segment, arm.segment_length),
                                {"max_pressure": act.max_pressure,
                                 "stiffness_source": "pressure" if config.soft else "material"})
@@ -229,12 +231,28 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         else:
             self.body = rows = soft_arms(self, 1, num_threads=1)
         #: This env's arm: :class:`PCCArms` with one row (the vector env's logic, ``n = 1``).
-        self.arms = PCCArms(self, 1, rows)
+        self.arms = self.make_arms(1, rows)
         self._shown: tuple[PCCArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
         self._picture: PCCBody | None = None
         self.goal_marker = None
-        self.arms.goal[0] = self.trajectory.position(0.0)
+        self.arms.goal[0] = self._initial_goal()
         self.arms.read_tips(slice(None))
+
+    def _setup_task(self, config: PCCTrackConfig) -> None:
+        """The task's parts the arm and the spaces depend on (hook): the trajectory and whether the arm
+        is planar (:attr:`planar_arm`)."""
+        task = config.task
+        self.trajectory = get_trajectory(task.trajectory, time_scale=task.time_scale, scale=task.trajectory_scale)
+        #: Whether the arm is the planar one (a planar trajectory's).
+        self.planar_arm = bool(self.trajectory.planar)
+
+    def _initial_goal(self) -> np.ndarray:
+        """The goal [m] shown before the first reset (hook)."""
+        return np.asarray(self.trajectory.position(0.0), dtype=float)
+
+    def make_arms(self, n_arms: int, body: Any) -> PCCArms:
+        """``n_arms`` arms of this configuration on ``body`` (this env's row logic; hook)."""
+        return PCCArms(self, n_arms, body)
 
     def _action_scales(self) -> None:
         """What an action of 1 means: the elastic force at the workspace bounds (torque actions) and
@@ -263,7 +281,12 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         state_high = np.tile([1.0] + [kappa] * (per - 1), self.model.n_segments)
         nyquist = np.pi / self.time_step  # rad/s
         high = np.concatenate((np.full(6, reach), np.full(3, 2 * reach), np.full(3, nyquist * reach), state_high,
-                               nyquist * state_high, np.ones(2))).astype(np.float32)
+                               nyquist * state_high, np.ones(2)))
+        self._set_observation_high(high)
+
+    def _set_observation_high(self, high: np.ndarray) -> None:
+        """The observation space of the flat bounds ``high`` (the goal-conditioned form from them)."""
+        high = high.astype(np.float32)
         self.observation_high = high.astype(np.float64)
         if self.goal_conditioned:
             point = spaces.Box(-high[:3], high[:3], dtype=np.float32)
@@ -275,7 +298,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def arm_with_mass(self, segment_mass: float = PAPER_SEGMENT_MASS) -> PCCArm:
         """The arm of this env's geometry (planar for a planar trajectory) with ``segment_mass`` [kg]."""
-        arm_class = PlanarPCCArm if self.trajectory.planar else PCCArm
+        arm_class = PlanarPCCArm if self.planar_arm else PCCArm
         args, kwargs = self._arm_arguments
         return arm_class(*args, segment_mass=segment_mass, **kwargs)
 
@@ -367,7 +390,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         drawn = {name: np.asarray(value, dtype=float)[None] for name, value in self.perturbations.items()}
         self.arms.reset(np.zeros(1, dtype=np.int64), [self.draw_task(self.np_random)], drawn, [self.realism_rng])
 
-    def draw_task(self, rng: np.random.Generator) -> float:
+    def draw_task(self, rng: np.random.Generator) -> float | np.ndarray:
         """A reset's task draw from ``rng``: the trajectory time [s] the episode starts at (uniform
         over a period with ``random_start``, else 0 and nothing drawn)."""
         return float(rng.uniform(0.0, self.trajectory.period)) if self.random_start else 0.0
@@ -431,6 +454,13 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             info["termination_reason"] = rows["termination_reason"][0]
         return info
 
+    @staticmethod
+    def _first_row(rows: dict[str, Any]) -> dict[str, Any]:
+        """``info`` of the arms' first row from their row-wise ``info`` (numbers as Python scalars; the
+        vector env's ``_name`` masks left out)."""
+        return {name: (value[0].item() if np.ndim(value[0]) == 0 and hasattr(value[0], "item") else value[0])
+                for name, value in rows.items() if not name.startswith("_")}
+
     # ------------------------------------------------------------------ rendering
     def show(self, arms: PCCArms, row: int) -> None:
         """Make pictures show arm ``row`` of ``arms`` (a vector env's; default this env's own arm)."""
@@ -446,7 +476,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         else:
             client = self._drawing_client()
             if self._picture is None:
-                self._picture = PCCBody(client, self.model, gravity=0.0)
+                self._picture = PCCBody(client, self.model, gravity=0.0, **self._picture_mount())
             state = arms.body.state
             self._picture.set_state(state.u[row], reference=state.c[row])
             self._picture.sync_bullet()
@@ -456,6 +486,11 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                                                       basePosition=[0.0, 0.0, -1.0])
         client.resetBasePositionAndOrientation(self.goal_marker, arms.goal[row].tolist(), [0, 0, 0, 1])
         return client
+
+    def _picture_mount(self) -> dict[str, Any]:
+        """Where the pictures' arm stands: ``base_position`` [m], ``base_orientation`` ``(x, y, z, w)``
+        (default upright at the origin; hook)."""
+        return {}
 
     def _camera(self) -> dict[str, Any]:
         length = self.model.total_length

@@ -107,7 +107,7 @@ class PCCTrackConfig(EnvConfig):
     def validate(self) -> None:
         """Check the keywords and resolve ``actuation``, ``rayleigh_stiffness``, ``time_step``,
         ``frame_skip`` and ``controller_period`` from the physics where they are ``None``."""
-        phys, act, reward = self.physics, self.actuation, self.reward
+        phys, act = self.physics, self.actuation
         for name, value, allowed in (("action_type", act.action_type, ACTION_TYPES),
                                      ("physics", phys.physics, PHYSICS), ("backend", phys.backend, BACKENDS)):
             if value not in allowed:
@@ -120,25 +120,35 @@ class PCCTrackConfig(EnvConfig):
             raise InvalidParameterError("action_type='pressure' needs actuation='pressure' (the chambers)")
         if phys.rayleigh_stiffness is None:
             phys.rayleigh_stiffness = DEFAULT_RAYLEIGH_STIFFNESS if soft else STIFF_RAYLEIGH_STIFFNESS
-        check_nonnegative(tracking_weight=reward.tracking_weight, rayleigh_stiffness=phys.rayleigh_stiffness,
+        check_nonnegative(rayleigh_stiffness=phys.rayleigh_stiffness,
                           payload=phys.payload, regulator_time_constant=act.regulator_time_constant,
                           regulator_delay=act.regulator_delay, command_ramp_time=act.command_ramp_time)
         if act.command_ramp_time > MAX_DELAY:
             raise InvalidParameterError(f"command_ramp_time must be at most {MAX_DELAY:g} s")
         if act.regulator_delay > MAX_DELAY or act.regulator_time_constant > MAX_DELAY:
             raise InvalidParameterError(f"regulator times must be at most {MAX_DELAY:g} s")
-        reward.tracking_weight = float(reward.tracking_weight)
         phys.gravity, phys.payload = bool(phys.gravity), float(phys.payload)
         phys.rayleigh_stiffness = float(phys.rayleigh_stiffness)
         act.regulator_time_constant = float(act.regulator_time_constant)
         act.regulator_delay = float(act.regulator_delay)
         act.command_ramp_time = float(act.command_ramp_time)
+        self._validate_task()
+        self._validate_reward()
+        act.residual_limit = check_positive("residual_limit [m]", act.residual_limit, 1.0)
+        self._resolve_steps()
+
+    def _validate_reward(self) -> None:
+        """Check the reward's keywords (hook)."""
+        reward = self.reward
+        check_nonnegative(tracking_weight=reward.tracking_weight)
+        reward.tracking_weight = float(reward.tracking_weight)
+        reward.success_threshold = check_positive("success_threshold [m]", reward.success_threshold)
+
+    def _validate_task(self) -> None:
+        """Check the task's keywords (hook)."""
         task = self.task
         task.random_start, task.start_straight = bool(task.random_start), bool(task.start_straight)
         task.goal_conditioned = bool(task.goal_conditioned)
-        reward.success_threshold = check_positive("success_threshold [m]", reward.success_threshold)
-        act.residual_limit = check_positive("residual_limit [m]", act.residual_limit, 1.0)
-        self._resolve_steps()
 
     def _resolve_steps(self) -> None:
         """The physics step, the physics steps per env step and the law's period (class docstring)."""

@@ -24,7 +24,7 @@ from gymnasium.vector import AutoresetMode
 
 from soft_envs.envs import ENVIRONMENTS
 from soft_envs.envs.closed_loop import native_with_closed_loop
-from soft_envs.envs.pcc_arms import PCCArms, soft_arms
+from soft_envs.envs.pcc_arms import soft_arms
 from soft_envs.envs.pcc_track import PCCTrackEnv
 from soft_envs.envs.pcc_track_config import PCCTrackConfig
 from soft_envs.envs.vector_base import ArmsVectorEnv
@@ -48,18 +48,21 @@ class PCCTrackVectorEnv(ArmsVectorEnv[PCCTrackEnv]):
         **kwargs: :class:`~soft_envs.envs.pcc_track.PCCTrackEnv` keywords (not ``backend="pybullet"``).
     """
 
+    #: The single env whose configuration, spaces and row logic (``make_arms``) the sub-envs share.
+    env_class: type[PCCTrackEnv] = PCCTrackEnv
+
     def __init__(self, num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, num_threads: int | None = None,
                  **kwargs: Any) -> None:
         num_threads = threads.check_threads(num_threads)
-        single = PCCTrackEnv(**kwargs)
+        single = self.env_class(**kwargs)
         if single.backend != "batched":
             single.close()
             raise InvalidParameterError("PCCTrackVectorEnv steps the batched core; gym.make_vec gives "
                                         "backend='pybullet' as a SyncVectorEnv")
         super().__init__(single, num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode)
         #: Every sub-env's arm: the single env's logic with ``num_envs`` rows.
-        self.arms = PCCArms(single, self.num_envs, soft_arms(single, self.num_envs, num_threads))
+        self.arms = single.make_arms(self.num_envs, soft_arms(single, self.num_envs, num_threads))
 
     # ------------------------------------------------------------------ the arms' arrays
     @property

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs.envs.contact_tally import ContactTally
 from soft_envs.envs.obstacle_course import sphere_rows, split_task
 from soft_envs.envs.peter_parts import PLANT_REALISM, reach_observation
 from soft_envs.envs.vector_parts import BatchedSensor, store_tips
@@ -37,7 +38,6 @@ from soft_envs.sim.actuators import BatchedPneumaticLegs
 from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.batched_kernels import peter_validity
 from soft_envs.sim.bullet import STANDARD_GRAVITY
-from soft_envs.sim.contact import DIAG_NORMAL_FORCE, DIAG_PENETRATION
 
 MAX_RATE = 1e3  # [m/s, rad/s]: beyond it the arm is driven beyond its model
 SINGULAR = "the arm's mass matrix became singular: it collapsed beyond the PCC model"
@@ -90,11 +90,14 @@ class PeterArms:
         # obstacles (env.course): their draws, the body's scene and what the contact did this episode
         count = env.course.count if env.course is not None else 0
         self.obstacles = np.zeros((n, count, 4))  # centre [m] (goals' frame), radius [m]
-        self.collisions = np.zeros(n, dtype=np.int64)  # touches so far this episode
-        self.touching = np.zeros((n, count), dtype=bool)  # obstacles touched at the last physics step
-        self.penetration = np.zeros(n)  # [m], the deepest of the last env step's physics steps
-        self.contact_force = np.zeros(n)  # [N], total normal force on the arm at the last step's end
+        #: The contacts with the obstacles this episode (``info``'s ``collisions``, ``penetration``, ...).
+        self.tally = ContactTally(n, count)
         self.scene = body.add_scene(count) if count and self.soft else None
+
+    @property
+    def touching(self) -> np.ndarray:
+        """``(n, M)``: the obstacles each arm touched at the last physics step."""
+        return self.tally.touching
 
     # ------------------------------------------------------------------ reset
     def reset(self, rows: np.ndarray, tasks: list, perturbations: dict[str, np.ndarray],
@@ -113,10 +116,7 @@ class PeterArms:
         if self.scene is not None:
             self.obstacles[rows] = obstacles
             self.scene.set_shapes(rows, sphere_rows(obstacles, self.base_rotation[rows]))
-            self.collisions[rows] = 0
-            self.touching[rows] = False
-            self.penetration[rows] = 0.0
-            self.contact_force[rows] = 0.0
+            self.tally.reset(rows)
         legs.reset(rows, self.inflation_times[rows])
         if body is not None:
             body.reset_inflation(rows, self.inflation_times[rows])
@@ -185,7 +185,7 @@ class PeterArms:
         zero = np.zeros((self.n_arms, body.n_dof))
         scene = self.scene
         if scene is not None:
-            self.penetration[:] = 0.0
+            self.tally.start_period()
         for _ in range(n_steps):
             active = ~self.stopped
             if not active.any():
@@ -199,10 +199,7 @@ class PeterArms:
             except np.linalg.LinAlgError:
                 reasons = {int(i): SINGULAR for i in np.flatnonzero(active)}
             if scene is not None:
-                self.collisions += np.count_nonzero(scene.touched & ~self.touching, axis=1)
-                self.touching[:] = scene.touched
-                self.penetration = np.maximum(self.penetration, scene.diagnostics[:, DIAG_PENETRATION])
-                self.contact_force = scene.diagnostics[:, DIAG_NORMAL_FORCE].copy()
+                self.tally.record(scene)
             if reasons:
                 stopped = np.array(sorted(reasons))
                 self.stopped[stopped] = True
@@ -293,10 +290,7 @@ class PeterArms:
         info: dict[str, Any] = {"distance": distance, "is_success": distance < env.success_threshold,
                                 "inflation_times": self.inflation_times[rows].copy()}
         if self.scene is not None:  # a goal reached through a collision is no success
-            info["is_success"] = info["is_success"] & (self.collisions[rows] == 0)
-            info["collisions"] = self.collisions[rows].copy()
-            info["penetration"] = self.penetration[rows].copy()
-            info["contact_force"] = self.contact_force[rows].copy()
+            self.tally.add_info(rows, info)
         if self.soft or self.realistic:
             info["leg_inflation"] = self.legs.inflation[rows]
         stopped = self.stopped[rows]

@@ -111,6 +111,7 @@ from soft_envs.envs.base import SoftEnv
 from soft_envs.envs.config import configured
 from soft_envs.envs.env_goals import FirstRow, GoalConditionedMixin
 from soft_envs.envs.obstacle_course import ObstacleCourse, sphere_rows
+from soft_envs.envs.obstacle_markers import ObstacleMarkers
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_parts import (
     PHYSICS_ONLY_REALISM,
@@ -126,11 +127,6 @@ from soft_envs.sim.peter_body import PeterBody
 from soft_envs.sim.peter_soft import SoftPeterBody
 from soft_envs.sim.realism import Perturbation
 from soft_envs.sim.urdf import check_joint_count
-
-#: The pictures' obstacle spheres: purple, yellow while the arm touches them (colours apart from the
-#: modules' palette, :data:`~soft_envs.robots.chain.SECTION_COLOURS`, and the red goal marker).
-OBSTACLE_RGBA = (0.55, 0.2, 0.8, 1.0)
-TOUCHED_RGBA = (1.0, 0.95, 0.1, 1.0)
 
 #: PETER's sim-to-real perturbations (``realism=``); the physics-only ones are the last three.
 PETER_REALISM: tuple[Perturbation, ...] = (
@@ -176,14 +172,16 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Reach a target with a PETER arm (see the module docstring for spaces, rewards and physics).
 
     Args:
-        n_modules: 1 to 4 stacked modules.
-        links_per_module: rigid links per module arc in the PyBullet body (at most 127 joints
-            in all: 4 modules take at most 14).
+        n_modules: 1 to :data:`~soft_envs.robots.peter.MAX_MODULES` (4) stacked modules.
+        links_per_module: rigid links per module arc in the PyBullet body, 1 to
+            :data:`~soft_envs.robots.peter.MAX_LINKS_PER_MODULE` (64), and at most 127 joints in
+            all: 4 modules take at most 14.
         kinematic: run on the analytic model only (no PyBullet), for fast learning.
         kinematics: ``"pcc"`` (the body's kinematics) or ``"tilted"`` (the paper's model;
             only with ``kinematic=True``).
         goal_conditioned: ``Dict`` observation with ``achieved_goal``/``desired_goal``.
-        obstacles: spheres drawn near the path at every reset (0 to 8; soft physics on the batched core).
+        obstacles: spheres drawn near the path at every reset (0 to
+            :data:`~soft_envs.envs.obstacle_course.MAX_OBSTACLES` (8); soft physics on the batched core).
         distance_weight: weight of the distance term [1/m] (100: the distance in centimetres).
         success_threshold: success distance [m].
         success_reward: the ``success`` term's bonus per step within ``success_threshold``
@@ -201,7 +199,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         backend: soft physics' terms and step: ``"batched"`` (the batched core with one arm, default)
             or ``"pybullet"`` (PyBullet's mass matrix and inverse dynamics: the reference).
         realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`PETER_REALISM`).
-        solver_iterations: PyBullet constraint-solver iterations (stiff physics).
+        solver_iterations: PyBullet constraint-solver iterations (stiff physics), 1 to
+            :data:`~soft_envs.envs.base.MAX_SOLVER_ITERATIONS`.
         radius, gap: module geometry [m], passed to :class:`Peter`.
         config: the keywords above as one validated object
             (:class:`~soft_envs.envs.peter_reach_config.PeterReachConfig`);
@@ -266,11 +265,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.arms = PeterArms(self, 1, rows)
         self._shown: tuple[PeterArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
         self._picture: SoftPeterBody | PeterBody | None = None
-        #: The pictures' obstacle spheres: ``(obstacle index, body id)`` in the render client
-        #: (:meth:`_draw_obstacles`), the radii they were made with and their tint (touched or not).
-        self.obstacle_markers: list[tuple[int, int]] = []
-        self._marker_radii: np.ndarray | None = None
-        self._marker_touched: np.ndarray | None = None
+        #: The pictures' obstacle spheres (:class:`~soft_envs.envs.obstacle_markers.ObstacleMarkers`).
+        self.obstacle_markers = ObstacleMarkers()
         self.arms.goal[0] = self.model.forward(np.zeros(n_act))
 
     def _observation_bounds(self) -> None:
@@ -501,33 +497,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             self.goal_marker = client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=marker,
                                                       basePosition=[0.0, 0.0, -1.0])
         client.resetBasePositionAndOrientation(self.goal_marker, arms.goal[row].tolist(), [0, 0, 0, 1])
-        self._draw_obstacles(client, arms.obstacles[row], arms.touching[row])
+        self.obstacle_markers.draw(client, arms.obstacles[row], arms.touching[row])
         return client
-
-    def _draw_obstacles(self, client, obstacles: np.ndarray, touching: np.ndarray) -> None:
-        """Place a visual sphere (no collision shape) on each obstacle of the shown arm, ``obstacles``
-        ``(M, 4)``: centre [m] in the goals' frame (the picture's world frame, as the goal marker's: the
-        picture's arm carries the base tilt) and radius [m], none for radius 0. Spheres are made again
-        when the radii change (a reset), moved at every picture, and tinted while ``touching``."""
-        radii = obstacles[:, 3]
-        if self._marker_radii is None or not np.array_equal(radii, self._marker_radii):
-            for _, body in self.obstacle_markers:
-                client.removeBody(body)
-            self.obstacle_markers = []
-            for k, radius in enumerate(radii):
-                if radius > 0.0:
-                    shape = client.createVisualShape(pybullet.GEOM_SPHERE, radius=float(radius),
-                                                      rgbaColor=list(OBSTACLE_RGBA))
-                    self.obstacle_markers.append((k, client.createMultiBody(baseMass=0.0, baseVisualShapeIndex=shape,
-                                                                            basePosition=[0.0, 0.0, -1.0])))
-            self._marker_radii = radii.copy()
-            self._marker_touched = np.zeros(len(radii), dtype=bool)
-        assert self._marker_touched is not None
-        for k, body in self.obstacle_markers:
-            client.resetBasePositionAndOrientation(body, obstacles[k, :3].tolist(), [0, 0, 0, 1])
-            if bool(touching[k]) != self._marker_touched[k]:
-                client.changeVisualShape(body, -1, rgbaColor=list(TOUCHED_RGBA if touching[k] else OBSTACLE_RGBA))
-        self._marker_touched = np.asarray(touching, dtype=bool).copy()
 
     def close(self) -> None:
         if isinstance(self._picture, SoftPeterBody):

@@ -21,6 +21,19 @@ host at construction into a bank of ``goal_bank_size`` goals (default 65,536, se
 picking one, and the perturbations and the sensor noise come from the device's generator
 (``xoroshiro128p``, one stream per arm) over the same ranges: the same distributions, not the same
 numbers. :meth:`PeterReachCudaVectorEnv.set_perturbations` puts given ones (e.g. the CPU env's).
+
+Obstacles (``obstacles=M``, 1 to 8 spheres, as the CPU env's): the bank then holds tasks, each a goal
+and its ``M`` spheres drawn by :class:`~soft_envs.envs.obstacle_course.ObstacleCourse` from the same
+seeded generator (``goal_bank_size`` defaults to 4,096 tasks: a draw takes ~1 ms on the host), a reset
+picking one; the physics steps are the contact's (:func:`soft_envs.sim.contact.arm_step_contact`,
+compiled for CUDA from the CPU's source), the observation appends each obstacle's centre and radius
+[m] (goals' frame; radius 0: none), and ``info`` has ``collisions`` (touches of an obstacle this
+episode, each counting once per touch), ``penetration`` [m] (the deepest of the step's physics steps)
+and ``contact_force`` [N] (the total normal force on the arm at the step's end), as the CPU env's.
+``info["is_success"]``: the true distance below ``success_threshold`` without a collision this
+episode. The info of an arm whose episode ended in the step is its ended episode's (as
+``distance``), the observation the new one's. :meth:`PeterReachCudaVectorEnv.set_tasks` puts given
+goals and obstacles (e.g. the CPU env's ``goal`` and ``arms.obstacles``).
 """
 
 from __future__ import annotations
@@ -48,20 +61,21 @@ class PeterReachCudaVectorEnv(VectorEnv):
     Args:
         num_envs: arms.
         max_episode_steps: episode length [steps] (the registered 50; ``None``: no limit).
-        goal_bank_size: goals drawn at construction, from which each reset picks one.
+        goal_bank_size: goals (with ``obstacles``: tasks, a goal and its obstacles) drawn at construction,
+            from which each reset picks one (default 65,536; 4,096 with obstacles).
         seed: the goal bank's and the device generators' seed (``reset(seed=)`` reseeds both).
         output: ``"torch"`` (tensors on the GPU, no copy) or ``"numpy"`` (copies, e.g. on numba's
             CUDA simulator).
         threads_per_block: CUDA threads per block (one arm a thread).
         config: :class:`~soft_envs.envs.peter_reach.PeterReachEnv`'s configuration (keywords override it).
-        **kwargs: its keywords (validated there), ``realism=`` included; not ``kinematic=True``,
+        **kwargs: its keywords (validated there), ``realism=`` and ``obstacles=`` included; not ``kinematic=True``,
             ``physics="stiff"``, ``backend="pybullet"``, ``goal_conditioned=True``, delta actions,
             a history, an action-rate weight or a render mode (the CPU vector env has them).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, num_envs: int = 1, *, max_episode_steps: int | None = 50, goal_bank_size: int = 65536,
+    def __init__(self, num_envs: int = 1, *, max_episode_steps: int | None = 50, goal_bank_size: int | None = None,
                  seed: int | None = None, output: str = "torch",
                  threads_per_block: int = batched_cuda.THREADS_PER_BLOCK, config: PeterReachConfig | None = None,
                  **kwargs: Any) -> None:
@@ -70,12 +84,16 @@ class PeterReachCudaVectorEnv(VectorEnv):
         self.num_envs = check_integer("num_envs", num_envs, minimum=1, maximum=1 << 24)
         self.max_episode_steps = 0 if max_episode_steps is None else \
             check_integer("max_episode_steps", max_episode_steps, minimum=1)
-        self.goal_bank_size = check_integer("goal_bank_size", goal_bank_size, minimum=1)
         self.output = output
         self.cuda = cuda_module()
         #: The single env whose keywords, model and realism the arms take (validated; never stepped).
         self.single = single = PeterReachEnv(config=config, **kwargs)
         self._check_supported(single)
+        #: Obstacles per arm (``obstacles=``; 0: none), drawn by the single env's ``course``.
+        self.n_obstacles = int(single.obstacles)
+        default_bank = 4096 if self.n_obstacles else 65536
+        self.goal_bank_size = check_integer("goal_bank_size", default_bank if goal_bank_size is None
+                                            else goal_bank_size, minimum=1)
         self.config, self.model, self.realism = single.config, single.model, single.realism
         self.time_step, self.frame_skip = single.time_step, single.frame_skip
         self.realistic = not single.realism.is_ideal()
@@ -84,7 +102,7 @@ class PeterReachCudaVectorEnv(VectorEnv):
         self._upload_constants(single, arms)
         self._allocate(arms)
         self._kernel = env_kernel(self.model.n_modules, arms.topology.n_joints, int(arms.topology.trig.shape[0]),
-                                  self._queue, self._history)
+                                  self._queue, self._history, self.n_obstacles, self.n_points)
         self.single_action_space = single.action_space
         self.single_observation_space = single.observation_space
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -176,11 +194,33 @@ class PeterReachCudaVectorEnv(VectorEnv):
         self._draws = to(np.zeros((B, max(1, sum(self._sizes.values())))))
         self._goal = empty((B, 3))
         self._steps = to(np.zeros(B, dtype=np.int64))
-        self._obs, self._final_obs = empty((B, 12 + n), dtype=np.float32), empty((B, 12 + n), dtype=np.float32)
+        n_obs = 12 + n + 4 * self.n_obstacles
+        self._obs, self._final_obs = empty((B, n_obs), dtype=np.float32), empty((B, n_obs), dtype=np.float32)
         self._reward, self._distance = empty(B), empty(B)
         self._terminated, self._truncated = empty(B, dtype=np.bool_), empty(B, dtype=np.bool_)
         self._no_actions = empty((B, n), dtype=np.float32)
         self._all = to(np.ones(B, dtype=np.bool_))
+        self._allocate_contact(arms)
+
+    def _allocate_contact(self, arms) -> None:
+        """The obstacles' arrays on the device: each arm's spheres (goals' frame) and shape rows (its
+        base frame), the contact's parameters and body (the CPU env's :class:`~soft_envs.sim.scene.ArmScene`'s),
+        the touches and the step's outputs (one unused slot without obstacles)."""
+        B, M, to = self.num_envs, self.n_obstacles, self.cuda.to_device
+        slots = max(M, 1)
+        if M:  # the CPU env's scene (PeterArms): its body's capsules and the contact's parameters
+            scene = arms.add_scene(M)
+            points, cp, self._contact_radius = scene.points, scene.cp[0], float(scene.radius)
+        else:
+            points, cp, self._contact_radius = np.zeros(1, dtype=np.int64), np.zeros(4), 0.0
+        #: Backbone points after the base that carry the body's capsules (0 without obstacles).
+        self.n_points = int(points.size) if M else 0
+        self._points, self._cp = to(np.ascontiguousarray(points)), to(np.ascontiguousarray(cp))
+        self._shapes, self._shape_velocity = to(np.zeros((B, slots, 16))), to(np.zeros((slots, 6)))
+        self._obstacles = to(np.zeros((B, slots, 4)))
+        self._touching, self._touches = to(np.zeros((B, slots), dtype=np.bool_)), to(np.zeros(B, dtype=np.int64))
+        self._collisions, self._success = to(np.zeros(B, dtype=np.int64)), to(np.zeros(B, dtype=np.bool_))
+        self._penetration, self._contact_force = to(np.zeros(B)), to(np.zeros(B))
 
     def _seed(self, seed: int | None) -> None:
         from numba.cuda.random import create_xoroshiro128p_states
@@ -188,6 +228,12 @@ class PeterReachCudaVectorEnv(VectorEnv):
         rng = np.random.default_rng(seed)
         tasks = rng.uniform(self.model.lower, self.model.upper, (self.goal_bank_size, self.model.n_dof))
         self._goals = self.cuda.to_device(np.ascontiguousarray(self.model.forward_arms(tasks)))
+        course = self.single.course
+        bank = np.zeros((self.goal_bank_size, max(self.n_obstacles, 1), 4))
+        if course is not None:  # each goal's obstacles, drawn as the CPU env's (PeterReachEnv.draw_task)
+            for i, t in enumerate(tasks):
+                bank[i] = course.draw(rng, t)
+        self._bank = self.cuda.to_device(bank)
         self._rng = create_xoroshiro128p_states(self.num_envs, seed=int(rng.integers(1 << 62)))
 
     def _launch(self, mode: int, actions, reset) -> None:
@@ -200,7 +246,9 @@ class PeterReachCudaVectorEnv(VectorEnv):
             *self._basis, self._goal, self._steps, actions, mode, reset, self._u0, self._c0, self._tip0,
             self._setpoint0, self._goals, self._rng, self._coef, self._flags, self._t_low, self._t_span,
             self.frame_skip, self._obs, self._final_obs, self._reward, self._terminated, self._truncated,
-            self._distance)
+            self._distance, self._shapes, self._shape_velocity, self._cp, self._contact_radius, self._points,
+            self._obstacles, self._bank, self._touching, self._touches, self._collisions, self._penetration,
+            self._contact_force, self._success)
 
     @property
     def device_observations(self):
@@ -232,22 +280,52 @@ class PeterReachCudaVectorEnv(VectorEnv):
                 raise InvalidParameterError(f"actions must be finite, shape {(self.num_envs, self.model.n_dof)}")
             device_actions = self.cuda.to_device(np.ascontiguousarray(host))
         self._launch(0, device_actions, self._all)
-        info = {"distance": self._out(self._distance), "final_obs": self._out(self._final_obs)}
+        info = {"distance": self._out(self._distance), "is_success": self._out(self._success),
+                "final_obs": self._out(self._final_obs)}
+        if self.n_obstacles:
+            info.update(collisions=self._out(self._collisions), penetration=self._out(self._penetration),
+                        contact_force=self._out(self._contact_force))
         return (self._out(self._obs), self._out(self._reward), self._out(self._terminated),
                 self._out(self._truncated), info)
 
     def state(self) -> dict[str, np.ndarray]:
         """The arms' state and goals as numpy arrays (a copy through the host)."""
         s = self.core.download()
-        return {"u": s.u, "w": s.w, "c": s.c, "rest": s.rest, "legs": np.asarray(self._legs.copy_to_host()),
-                "goal": np.asarray(self._goal.copy_to_host()), "steps": np.asarray(self._steps.copy_to_host())}
+        out = {"u": s.u, "w": s.w, "c": s.c, "rest": s.rest, "legs": np.asarray(self._legs.copy_to_host()),
+               "goal": np.asarray(self._goal.copy_to_host()), "steps": np.asarray(self._steps.copy_to_host())}
+        if self.n_obstacles:
+            out["obstacles"] = np.asarray(self._obstacles.copy_to_host())
+        return out
 
     def set_goals(self, goals: np.ndarray) -> None:
-        """Put every arm's goal ``(N, 3)`` [m] (e.g. to compare with the CPU env on the same goals)."""
+        """Put every arm's goal ``(N, 3)`` [m] (e.g. to compare with the CPU env on the same goals; its
+        obstacles kept: :meth:`set_tasks` puts both)."""
         goals = np.asarray(goals, dtype=float)
         if goals.shape != (self.num_envs, 3) or not np.all(np.isfinite(goals)):
             raise InvalidParameterError(f"goals must be finite, shape ({self.num_envs}, 3)")
         self._goal.copy_to_device(np.ascontiguousarray(goals))
+
+    def set_tasks(self, goals: np.ndarray, obstacles: np.ndarray | None = None):
+        """Start every arm's episode anew (at rest, its robot's perturbations kept) on the given task:
+        goals ``(N, 3)`` [m] and, with ``obstacles``, spheres ``(N, M, 4)`` (centre [m] in the goals'
+        frame, radius [m]; 0: none), e.g. the CPU env's ``goal`` and ``arms.obstacles``; returns the
+        observations."""
+        M = self.n_obstacles
+        goals = np.asarray(goals, dtype=float)
+        if goals.shape != (self.num_envs, 3) or not np.all(np.isfinite(goals)):
+            raise InvalidParameterError(f"goals must be finite, shape ({self.num_envs}, 3)")
+        if (obstacles is None) != (M == 0):
+            raise InvalidParameterError(f"give obstacles (N, {M}, 4) exactly when the env has obstacles (it has {M})")
+        if obstacles is not None:
+            spheres = np.asarray(obstacles, dtype=float)
+            if spheres.shape != (self.num_envs, M, 4) or not np.all(np.isfinite(spheres)) \
+                    or np.any(spheres[..., 3] < 0) or np.any(spheres[..., 3] >= 0.2):
+                raise InvalidParameterError(f"obstacles must be finite, shape ({self.num_envs}, {M}, 4), "
+                                            "radii in [0, 0.2) m")
+            self._obstacles.copy_to_device(np.ascontiguousarray(spheres))
+        self._goal.copy_to_device(np.ascontiguousarray(goals))
+        self._launch(2, self._no_actions, self._all)
+        return self._out(self._obs)
 
     def perturbations(self) -> dict[str, np.ndarray]:
         """Every arm's realism draws of its episode, ``{name: (N,)}`` or ``(N, k)`` for per-element ones

@@ -20,6 +20,15 @@ One thread an arm, what :class:`~soft_envs.envs.peter_arms.PeterArms` does to on
   state, at rest, and its episode terminates), the tip in the goals' frame, the sensor (latency,
   Gaussian noise on the position), the observation, the reward terms from the measured tip, and
   the autoreset of the ended arms (``SameStep``).
+
+With obstacles (``n_shapes`` > 0) each physics step is the contact's
+(:func:`soft_envs.sim.contact.arm_step_contact`, compiled for CUDA from the same source as the rest
+of the core) against the arm's spheres, which a reset takes from the task bank (with its goal) and
+turns into shape rows in the arm's base frame (``Rᵀ`` of its tilt: ``sphere_rows``); after each
+physics step the touches are counted as ``PeterArms.simulate`` counts them (a touch of an obstacle
+not touched at the step before), the deepest penetration kept and the total normal force read (an
+arm that leaves the PCC model keeps that step's, as the single env does). The observation appends
+each obstacle's centre and radius; ``success`` needs no collision this episode.
 """
 
 from __future__ import annotations
@@ -29,8 +38,10 @@ from functools import cache
 
 import numpy as np
 
+from soft_envs.collision import SPHERE
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.batched_cuda import cuda, cuda_module, device_functions
+from soft_envs.sim.contact import DIAG_NORMAL_FORCE, DIAG_PENETRATION
 
 #: ``coef`` entries of the kernel (one float64 array), by name.
 COEF = ("dt", "alpha_m", "alpha_f", "gamma", "beta", "fill_step", "vent_step", "rest_length", "fill_rate",
@@ -82,19 +93,69 @@ def plant_basis(model: Peter, topology, payload_scale: float = 1.0) -> dict[str,
 
 
 @cache
-def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history: int):  # noqa: C901
+def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history: int,  # noqa: C901
+               n_shapes: int = 0, n_points: int = 0):
     """The kernel (module docstring) for arms of ``n_modules`` modules, ``queue`` pending valve
-    commands and ``history`` sensor samples at most."""
+    commands, ``history`` sensor samples at most and ``n_shapes`` obstacles touched by a body of
+    ``n_points`` backbone points after the base (0: no contact)."""
     cuda_module()
-    from numba import float64
+    from numba import boolean, float64
     from numba.cuda.random import xoroshiro128p_normal_float64, xoroshiro128p_uniform_float64
 
     functions = device_functions()
     arm_step, evaluation_state, point_state, configuration = (
         functions["arm_step"], functions["_evaluation_state"], functions["point_state"], functions["configuration"])
     n = 3 * n_modules
-    n_obs = 12 + n
+    n_obs = 12 + n + 4 * n_shapes
     n_links = n_joints
+    n_slots, p1 = max(n_shapes, 1), n_points + 1  # (the contact's scratch sizes; unused without obstacles)
+
+    if n_shapes:
+        arm_step_contact = functions["arm_step_contact"]
+
+        @cuda.jit(device=True)
+        def physics(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, zero, first,
+                    coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
+                    touched, wrench):
+            """One physics step of one arm with the contact of its scene (``arm_step_contact``)."""
+            arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, zero, zero,
+                             False, first, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws,
+                             sws, cws, diag, touched, wrench)
+    else:
+        @cuda.jit(device=True)
+        def physics(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, zero, first,
+                    coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
+                    touched, wrench):
+            """One physics step of one arm in free space (``arm_step``; the scene's arguments unused)."""
+            arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, zero, zero, False,
+                     first, coefficients, passes, False, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws)
+
+    @cuda.jit(device=True)
+    def place_obstacles(b, obstacles, rot, shapes, touching, touches):
+        """Arm ``b``'s obstacles ``(x, y, z, r)`` (goals' frame [m]; r = 0: none) as sphere rows in its
+        base frame (``Rᵀ`` of the goals' frame, ``sphere_rows``), none touched yet."""
+        for s in range(n_shapes):
+            x, y, z, r = obstacles[b, s, 0], obstacles[b, s, 1], obstacles[b, s, 2], obstacles[b, s, 3]
+            for k in range(16):
+                shapes[b, s, k] = 0.0
+            if r > 0.0:
+                shapes[b, s, 0] = SPHERE
+                for k in range(3):
+                    shapes[b, s, 1 + k] = rot[b, 0, k] * x + rot[b, 1, k] * y + rot[b, 2, k] * z
+                    shapes[b, s, 4 + 4 * k] = 1.0
+                shapes[b, s, 13] = r
+            touching[b, s] = False
+        touches[b] = 0
+
+    @cuda.jit(device=True)
+    def tally(b, touched, diag, touching, touches, deepest):
+        """After a physics step (``PeterArms.simulate``): a touch of an obstacle not touched at the step
+        before counts once; returns the deepest penetration [m] so far this period."""
+        for s in range(n_shapes):
+            if touched[s] and not touching[b, s]:
+                touches[b] += 1
+            touching[b, s] = touched[s]
+        return max(deepest, diag[DIAG_PENETRATION])
 
     @cuda.jit(device=True)
     def tip_in_goal_frame(ints, table, sec, lref, u, w, c, rot, tilted, ws, out):
@@ -108,8 +169,9 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                     out[3 * part + k] = rot[k, 0] * x + rot[k, 1] * y + rot[k, 2] * z
 
     @cuda.jit(device=True)
-    def observe(row, tip, goal, setpoint):
-        """One arm's observation (``reach_observation``): tip, goal, goal − tip, tip velocity, set-points."""
+    def observe(row, tip, goal, setpoint, obstacles):
+        """One arm's observation (``reach_observation``): tip, goal, goal − tip, tip velocity, set-points,
+        then each obstacle's centre and radius (``PeterArms.observation``)."""
         for k in range(3):
             row[k] = tip[k]
             row[3 + k] = goal[k]
@@ -117,6 +179,9 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
             row[9 + k] = tip[3 + k]
         for i in range(n):
             row[12 + i] = setpoint[i]
+        for s in range(n_shapes):
+            for k in range(4):
+                row[12 + n + 4 * s + k] = obstacles[s, k]
 
     @cuda.jit(device=True)
     def measure(b, true, hist, count, latency, noise, rng, restart, out):
@@ -197,7 +262,9 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                leg_cos, leg_sin, u, w, a, c, rest, fresh, clock, legs, current, due, queued, gain, offset, leak,
                extension, perfect, delay, hist, count, latency, noise, rot, draws, ranges, slots, basis_m, basis_p,
                basis_i, basis_k, basis_q, goal, steps, actions, mode, reset, u0, c0, tip0, setpoint0, goals, rng, coef,
-               flags, t_low, t_span, frame_skip, obs, final_obs, reward, terminated, truncated, distance):
+               flags, t_low, t_span, frame_skip, obs, final_obs, reward, terminated, truncated, distance, shapes,
+               shape_velocity, cp, contact_radius, points, obstacles, bank, touching, touches, collisions, penetration,
+               contact_force, success):
         b = cuda.grid(1)
         if b >= u.shape[0]:
             return
@@ -228,6 +295,15 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                               cuda.local.array(n, float64), cuda.local.array(n, float64))
             rest_s, rest_e = cuda.local.array(n, float64), cuda.local.array(n, float64)
             zero, actual = cuda.local.array(n, float64), cuda.local.array(n, float64)
+            cws = (cuda.local.array((4, n), float64), cuda.local.array((n, n), float64),  # contact_workspace's
+                   cuda.local.array((p1, 3), float64), cuda.local.array((p1, 3, n), float64),
+                   cuda.local.array((p1, 3, n), float64), cuda.local.array((n_joints, 6), float64),
+                   cuda.local.array(8, float64), cuda.local.array((3, n), float64),
+                   cuda.local.array((p1, n_slots), boolean))
+            diag = cuda.local.array(4, float64)
+            touched = cuda.local.array(n_slots, boolean)
+            wrench = cuda.local.array((n_slots, 6), float64)
+            deepest, pushing = 0.0, 0.0
             setpoint = cuda.local.array(n, float64)
             now = clock[b]
             free = -1
@@ -283,9 +359,13 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                             s += legs_to_arc[b, r, j] * actual[3 * m + j]
                         rest_e[3 * m + r] = s
                     rest_e[3 * m] -= coef[9]
-                arm_step((ints, table, trig, sec, lref), mass[b], inertia[b], gravity[b], stiffness[b], rayleigh[b],
-                         u1, w1, a1, c1, rest_s, rest_e, zero, zero, False, first, coefficients, passes, False,
-                         M_s, h_s, g_s, u2, w2, a2, c2, ws, sws)
+                physics((ints, table, trig, sec, lref), mass[b], inertia[b], gravity[b], stiffness[b], rayleigh[b],
+                        u1, w1, a1, c1, rest_s, rest_e, zero, first, coefficients, passes,
+                        (shapes[b], shape_velocity, cp, contact_radius, points), M_s, h_s, g_s, u2, w2, a2, c2, ws,
+                        sws, cws, diag, touched, wrench)
+                if n_shapes:  # (before the validity check, as on the CPU: an invalid step's contact counts)
+                    deepest = tally(b, touched, diag, touching, touches, deepest)
+                    pushing = diag[DIAG_NORMAL_FORCE]
                 # validity (PeterArms.violations): finite, no leg crushed, bends <= π, rates below MAX_RATE
                 for i in range(n):
                     if not (abs(u2[i]) < HUGE and abs(w2[i]) < MAX_RATE):
@@ -330,6 +410,8 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                 t2 += true_diff * true_diff
             dist = math.sqrt(d2)
             distance[b] = math.sqrt(t2)
+            success[b] = distance[b] < coef[11] and touches[b] == 0
+            collisions[b], penetration[b], contact_force[b] = touches[b], deepest, pushing
             r_total = -coef[10] * dist
             if coef[12] > 0.0 and dist < coef[11]:
                 r_total += coef[12]
@@ -338,7 +420,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
             terminated[b] = bad
             truncated[b] = max_steps > 0 and steps[b] >= max_steps
             done = bad or truncated[b]
-            observe(obs[b], measured, goal[b], setpoint)
+            observe(obs[b], measured, goal[b], setpoint, obstacles[b])
             if done:
                 for k in range(n_obs):
                     final_obs[b, k] = obs[b, k]
@@ -374,10 +456,15 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                     u[b, i], w[b, i], a[b, i], rest[b, i], c[b, i] = u0[i], 0.0, 0.0, u0[i], c0[i]
                 for k in range(6):
                     measured[k] = tip0[k]
-            if mode != 2:
+            if mode != 2:  # a task from the bank: its goal and obstacles
                 pick = min(int(xoroshiro128p_uniform_float64(rng, b) * goals.shape[0]), goals.shape[0] - 1)
                 for k in range(3):
                     goal[b, k] = goals[pick, k]
-            observe(obs[b], measured, goal[b], setpoint0)
+                for s in range(n_shapes):
+                    for k in range(4):
+                        obstacles[b, s, k] = bank[pick, s, k]
+            if n_shapes:
+                place_obstacles(b, obstacles, rot, shapes, touching, touches)
+            observe(obs[b], measured, goal[b], setpoint0, obstacles[b])
 
     return kernel

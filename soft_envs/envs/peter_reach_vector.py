@@ -30,7 +30,7 @@ from soft_envs.envs.closed_loop import native_with_closed_loop
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
 from soft_envs.envs.peter_reach import PeterReachEnv
 from soft_envs.envs.peter_reach_config import PeterReachConfig
-from soft_envs.envs.vector_base import ArmsVectorEnv
+from soft_envs.envs.vector_base import ArmsVectorEnv, check_num_envs
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.sim import threads
 from soft_envs.sim.actuators import BatchedPneumaticLegs
@@ -44,8 +44,9 @@ class PeterReachVectorEnv(ArmsVectorEnv[PeterReachEnv]):
     """``num_envs`` PeterReach arms, soft or kinematic (module docstring).
 
     Args:
-        num_envs: number of sub-envs.
-        max_episode_steps: episode length [steps] (the registered 50; ``None``: no limit).
+        num_envs: number of sub-envs, 1 to :data:`~soft_envs.envs.vector_base.MAX_NUM_ENVS`.
+        max_episode_steps: episode length [steps] (the registered 50), 1 to
+            :data:`~soft_envs.envs.vector_base.MAX_EPISODE_LIMIT`; ``None``: no limit.
         autoreset_mode: ``"NextStep"`` (default), ``"SameStep"`` or ``"Disabled"``.
         num_threads: threads that step the arms (default: the cores this process may use; the
             results are the same for any number, :mod:`soft_envs.sim.threads`).
@@ -130,7 +131,9 @@ def make_peter_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None 
     if device != "cpu":
         raise InvalidParameterError(f"device must be 'cpu' or 'cuda'; got {device!r}")
     physics = PeterReachConfig.of(kwargs).physics
-    if physics.kinematic or (physics.physics == "soft" and physics.backend == "batched"):
+    native = physics.kinematic or (physics.physics == "soft" and physics.backend == "batched")
+    check_num_envs(num_envs, pybullet=not native)  # before any env is built
+    if native:
         return native_with_closed_loop(lambda **rest: PeterReachVectorEnv(
             num_envs, max_episode_steps=max_episode_steps, autoreset_mode=autoreset_mode, **rest), kwargs)
     kwargs.pop("num_threads", None)  # single envs: one arm each

@@ -282,7 +282,8 @@ class QuadrupedBaseEnv(SoftEnv):
         reset_noise_scale: half-width of the uniform noise on the initial joint angles [rad].
         ground_friction: lateral friction of the ground (feet: 1.0; Bullet multiplies them);
             realism's ``friction_scale`` multiplies it.
-        solver_iterations: PyBullet constraint-solver iterations.
+        solver_iterations: PyBullet constraint-solver iterations, 1 to
+            :data:`~soft_envs.envs.base.MAX_SOLVER_ITERATIONS`.
         time_step: physics time step [s]; frame_skip: physics steps per ``env.step``.
         realism: ``"ideal"`` (default), ``"realistic"`` or a dict (:data:`QUADRUPED_REALISM`).
         **kwargs: :class:`SoftEnv` keywords (``render_mode``, ``width``, ``height``,

@@ -62,7 +62,21 @@ from soft_envs.exceptions import (
     check_integer,
 )
 
+#: The most sub-envs a native vector env takes.
 MAX_NUM_ENVS = 1 << 20
+#: The most sub-envs of a ``SyncVectorEnv`` of PyBullet envs (a client each; PyBullet connects at
+#: most 1024 clients in one process).
+MAX_PYBULLET_ENVS = 1000
+#: The longest episode limit [steps] a vector env takes (``max_episode_steps``).
+MAX_EPISODE_LIMIT = 10**9
+
+
+def check_num_envs(num_envs: Any, pybullet: bool = False) -> int:
+    """``num_envs`` checked before any env is built: 1 to :data:`MAX_NUM_ENVS` (``pybullet``: sub-envs
+    that are PyBullet envs of their own, 1 to :data:`MAX_PYBULLET_ENVS`)."""
+    return check_integer("num_envs", num_envs, minimum=1, maximum=MAX_PYBULLET_ENVS if pybullet else MAX_NUM_ENVS)
+
+
 SingleEnv = TypeVar("SingleEnv", bound=SoftEnv)
 
 
@@ -117,8 +131,9 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
 
     Args:
         single: the single env built with the user's keywords (owned: closed with this env).
-        num_envs: number of sub-envs, 1 to 2**20.
-        max_episode_steps: episode length limit [steps] (``truncated``); ``None``: no limit.
+        num_envs: number of sub-envs, 1 to :data:`MAX_NUM_ENVS` (2**20).
+        max_episode_steps: episode length limit [steps] (``truncated``), 1 to
+            :data:`MAX_EPISODE_LIMIT`; ``None``: no limit.
         autoreset_mode: an :class:`~gymnasium.vector.AutoresetMode` or its value.
     """
 
@@ -128,9 +143,9 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP) -> None:
         self.single: SingleEnv = single
         try:
-            self.num_envs = check_integer("num_envs", num_envs, minimum=1, maximum=MAX_NUM_ENVS)
+            self.num_envs = check_num_envs(num_envs)
             self.max_episode_steps = None if max_episode_steps is None else \
-                check_integer("max_episode_steps", max_episode_steps, minimum=1)
+                check_integer("max_episode_steps", max_episode_steps, minimum=1, maximum=MAX_EPISODE_LIMIT)
             try:
                 mode = AutoresetMode(autoreset_mode)
             except ValueError:

@@ -110,10 +110,11 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
     """An SB3 callback that stops at the budget (``seconds`` of wall time, of which ``elapsed0``
     were used before a resume, or ``steps``), evaluates every ``eval_every`` steps
     (``evaluate(model) -> EvalResult``), checkpoints every ``checkpoint_seconds`` and when its
-    ``stop_flag`` (a :class:`StopOnSigterm`) is raised, and drives the progress bar (seconds with
-    a time budget, else steps). ``history`` lists the evaluations as ``(steps, seconds, summary)``;
-    ``live_state()`` (a dict) joins every checkpoint's state (its ``cpu_seconds``, if any, every
-    evaluation's summary and log line)."""
+    ``stop_flag`` (a :class:`StopOnSigterm`) is raised, and reports its progress
+    (:func:`soft_envs.console.progress`: a bar on a terminal, else a line every 30 s with the steps,
+    their rate, the budget used, the time left and the last evaluation). ``history`` lists the
+    evaluations as ``(steps, seconds, summary)``; ``live_state()`` (a dict) joins every checkpoint's
+    state (its ``cpu_seconds``, if any, every evaluation's summary and log line)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     from soft_envs.console import progress as progress_bar
@@ -130,10 +131,8 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
             self.deadline_start = clock.now()
             self.next_eval = (self.num_timesteps // eval_every + 1) * eval_every
             self.next_checkpoint = checkpoint_seconds
-            total = round(seconds) if seconds is not None else steps
-            initial = min(int(total or 0), round(elapsed0)) if seconds is not None else self.num_timesteps
-            self.bar = progress_bar(total=total, desc="train-rl", unit="s" if seconds is not None else "step",
-                                    enabled=progress, dynamic_ncols=True, initial=initial)
+            self.bar = progress_bar(total=steps, desc="train-rl", unit="steps", initial=self.num_timesteps,
+                                    time_budget=seconds, used=elapsed0, enabled=progress, dynamic_ncols=True)
 
         def save(self) -> None:
             if checkpoint is not None:
@@ -151,7 +150,7 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
                 cpu = (live_state() if live_state is not None else {}).get("cpu_seconds")
                 summary = result.summary() | ({} if cpu is None else {"cpu_seconds": cpu})
                 self.history.append((self.num_timesteps, used, summary))
-                self.bar.set_postfix_str(f"{self.num_timesteps} steps")
+                self.bar.set_postfix_str(f"last evaluation ({self.num_timesteps:,} steps): {result.line()}")
                 cpu_text = "" if cpu is None else f" ({cpu / 60:.1f} CPU min)"
                 log(f"{self.num_timesteps} steps, {used / 60:.1f} min{cpu_text}: {result.line()}")
             if self.stop_flag is not None and self.stop_flag.requested:
@@ -162,8 +161,7 @@ def budget_callback(seconds: float | None, steps: int | None, eval_every: int, e
                 self.next_checkpoint += float(checkpoint_seconds or 0.0)
                 self.save()
             done = seconds is not None and used >= seconds
-            position = min(round(used), self.bar.total) if seconds is not None else self.num_timesteps
-            self.bar.update(position - self.bar.n)
+            self.bar.update_to(self.num_timesteps, used=used)
             return not done
 
         def _on_training_end(self) -> None:

@@ -9,6 +9,10 @@ from pathlib import Path
 
 from soft_envs.learn.recipes import (
     ALGORITHMS,
+    MAX_BUFFER_SIZE,
+    MAX_ENVS,
+    MAX_NET_LAYERS,
+    MAX_NET_WIDTH,
     PARALLEL_LEARNERS,
     PARALLEL_MIN_ENVS,
     PARALLEL_RECIPES,
@@ -25,7 +29,8 @@ _OVERRIDES = {"algo": "algo", "gamma": "gamma", "her": "her", "standardize": "st
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``soft-envs train-rl`` options."""
-    from soft_envs.learn.train import DEFAULT_MINUTES
+    from soft_envs.jobs import MAX_WORKERS
+    from soft_envs.learn.train import DEFAULT_MINUTES, MAX_EVAL_EPISODES, MAX_SEEDS, MAX_TIMESTEPS
 
     parser.add_argument("--env", default="soft_envs/PeterReach-v0",
                         help="env id (its recipe: soft_envs.learn.recipes.RECIPES); default kinematic PeterReach")
@@ -37,10 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-clock", choices=("wall", "cpu"), default="wall",
                         help="what --minutes counts: wall time (default) or this run's CPU time (the wall time an "
                              "idle core would take, however busy the machine; both are recorded)")
-    parser.add_argument("--timesteps", type=int, help="env-step budget (whichever budget ends first)")
+    parser.add_argument("--timesteps", type=int,
+                        help=f"env-step budget (whichever budget ends first; at most {MAX_TIMESTEPS:.0e})")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", help="several runs, e.g. 0-7 (OUTPUT_seedK.zip each), in --workers processes")
-    parser.add_argument("--workers", type=int, default=2, help="processes for --seeds (default 2)")
+    parser.add_argument("--seeds", help="several runs, e.g. 0-7 (OUTPUT_seedK.zip each), in --workers processes "
+                                        f"(at most {MAX_SEEDS:,} seeds)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help=f"processes for --seeds (default 2, at most {MAX_WORKERS})")
     parser.add_argument("--ray", metavar="ADDRESS", help="run --seeds as Ray tasks ('auto', 'local' or an address)")
     parser.add_argument("--output", help="policy file (.zip; the env id and keywords go to the same name with .json)")
     parser.add_argument("--realism", help="the env's realism preset to train and test under (e.g. realistic)")
@@ -51,19 +59,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="goal-conditioned env + hindsight relabelling (HerReplayBuffer)")
     parser.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
                         help="standardise the networks' input (StandardizedInput)")
-    parser.add_argument("--net", help="hidden layers of actor and critic, e.g. 256,256")
+    parser.add_argument("--net", help="hidden layers of actor and critic, e.g. 256,256 (at most "
+                                      f"{MAX_NET_LAYERS} layers of {MAX_NET_WIDTH:,} units)")
     parser.add_argument("--learning-rate", type=float)
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--learning-starts", type=int)
-    parser.add_argument("--buffer-size", type=int, help="replay buffer capacity (off-policy)")
+    parser.add_argument("--buffer-size", type=int,
+                        help=f"replay buffer capacity (off-policy; at most {MAX_BUFFER_SIZE:.0e} transitions)")
     parser.add_argument("--train-freq", type=int)
     parser.add_argument("--gradient-steps", type=int)
     parser.add_argument("--n-envs", type=int,
-                        help=f"PPO: parallel envs; at least {PARALLEL_MIN_ENVS} on an env with a native vector env "
-                             "picks the parallel learner (rsl_rl PPO, soft_envs.learn.parallel)")
+                        help=f"PPO: parallel envs (at most {MAX_ENVS:,}); at least {PARALLEL_MIN_ENVS} on an env with "
+                             "a native vector env picks the parallel learner (rsl_rl PPO, soft_envs.learn.parallel)")
     parser.add_argument("--eval-every", type=int,
                         help="env steps between evaluations (default 10,000; the parallel learner 500,000)")
-    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--eval-episodes", type=int, default=100,
+                        help=f"held-out episodes of each evaluation (default 100, at most {MAX_EVAL_EPISODES:,})")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--env-threads", type=int,
                         help="the parallel learner: threads stepping the vector env (default: every core)")
@@ -88,7 +99,10 @@ def recipe_from_args(args: argparse.Namespace):
     changes = {field: getattr(args, option) for option, field in _OVERRIDES.items()
                if getattr(args, option, None) is not None}
     if args.net:
-        changes["net_arch"] = tuple(int(w) for w in str(args.net).split(",") if w.strip())
+        try:
+            changes["net_arch"] = tuple(int(w) for w in str(args.net).split(",") if w.strip())
+        except ValueError:
+            raise InvalidParameterError(f"--net takes widths like 256,256; got {args.net!r}") from None
     try:
         extra = json.loads(args.env_kwargs or "{}")
     except json.JSONDecodeError as exc:

@@ -41,7 +41,7 @@ from soft_envs.agents.learned import MLPPolicy
 from soft_envs.console import progress as progress_bar
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.learn import recipes
-from soft_envs.learn.train import EVAL_SEED, METRICS, TrainResult, check_budget, evaluate_policy
+from soft_envs.learn.train import EVAL_SEED, METRICS, TrainResult, check_budget, evaluate_policy, print_flushed
 from soft_envs.learn.vector_rollouts import (  # noqa: F401 (the vector env helpers, re-exported)
     activation_name,
     has_native_vector_env,
@@ -257,7 +257,7 @@ def learner_class(recipe: recipes.Recipe) -> Any:
 def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, timesteps: int | None = None, seed: int = 0,
                    eval_every: int = 500_000, eval_episodes: int = 100, threads: int = 1,
                    env_threads: int | None = None, output: str | Path | None = None, progress: bool = True,
-                   log=print, budget_clock: str = "wall", device: str = "cpu") -> TrainResult:
+                   log=print_flushed, budget_clock: str = "wall", device: str = "cpu") -> TrainResult:
     """Train ``recipe`` (``learner="rsl_rl"``) until ``minutes`` (of wall time, or with
     ``budget_clock="cpu"`` of this process's CPU time, evaluations included) or ``timesteps``
     env steps; evaluate the deterministic policy every ``eval_every`` steps on ``eval_episodes``
@@ -281,11 +281,12 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
         log(f"training {learner.NAME} on {recipe.env_id} {env_kwargs}, {recipe.n_envs} envs, seed {seed}")
 
         def evaluate():
-            return evaluate_policy(learner.policy(), env_kwargs, eval_episodes, env_id=recipe.env_id)
+            return evaluate_policy(learner.policy(), env_kwargs, eval_episodes, env_id=recipe.env_id,
+                                   progress=progress)
 
         budget = None if minutes is None else 60.0 * minutes
-        bar = progress_bar(total=round(budget) if budget else timesteps, desc="train-rl (parallel)",
-                           unit="s" if budget else "step", enabled=progress, dynamic_ncols=True)
+        bar = progress_bar(total=timesteps, desc="train-rl (parallel)", unit="steps", time_budget=budget,
+                           enabled=progress, dynamic_ncols=True)
         next_eval = eval_every
         try:
             while True:
@@ -298,7 +299,8 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
                     used = clock.now() - start
                     history.append((learner.timesteps, used, result.summary()))
                     log(f"{learner.timesteps} steps, {used / 60:.1f} min: {result.line()}")
-                bar.update((min(round(used), bar.total) if budget else learner.timesteps) - bar.n)
+                    bar.set_postfix_str(f"last evaluation ({learner.timesteps:,} steps): {result.line()}")
+                bar.update_to(learner.timesteps, used=used)
                 if (budget is not None and used >= budget) or (timesteps is not None
                                                               and learner.timesteps >= timesteps):
                     break

@@ -28,8 +28,25 @@ LEARNERS = ("sb3", "rsl_rl", "skrl")
 #: The learners over a native vector env (``skrl``: skrl's SAC, :mod:`soft_envs.learn.offpolicy`;
 #: ``batch_size`` the minibatch, ``gradient_steps`` the updates after each step of every env).
 PARALLEL_LEARNERS = ("rsl_rl", "skrl")
+#: Upper bounds of a recipe's sizes, checked by :meth:`Recipe.validate` before anything is built
+#: (SB3 allocates a replay buffer and PPO a rollout at once).
+MAX_NET_WIDTH = 65_536  # units per hidden layer
+MAX_NET_LAYERS = 64  # hidden layers
+MAX_BATCH_SIZE = 1 << 24  # samples per (mini)batch
+MAX_BUFFER_SIZE = 10**8  # transitions of the replay buffer
+MAX_ENVS = 1 << 20  # parallel envs (soft_envs.envs.vector_base.MAX_NUM_ENVS)
+MAX_ROLLOUT = 1 << 26  # transitions of one rollout, n_envs × n_steps
+MAX_UPDATE_COUNT = 100_000  # train_freq, gradient_steps, n_epochs
+MAX_SAMPLED_GOALS = 1_000  # HER's relabelled goals per real one
+MAX_STANDARDIZE_SAMPLES = 10**7  # random-action steps behind the input statistics
+MAX_LEARNING_STARTS = 10**12  # env steps before the first update (soft_envs.learn.train.MAX_TIMESTEPS)
+#: Each size field of :class:`Recipe` and its bound.
+SIZE_BOUNDS = {"batch_size": MAX_BATCH_SIZE, "buffer_size": MAX_BUFFER_SIZE, "train_freq": MAX_UPDATE_COUNT,
+               "gradient_steps": MAX_UPDATE_COUNT, "n_sampled_goal": MAX_SAMPLED_GOALS, "n_envs": MAX_ENVS,
+               "n_steps": MAX_ROLLOUT, "n_epochs": MAX_UPDATE_COUNT, "standardize_samples": MAX_STANDARDIZE_SAMPLES}
 #: The envs with a goal-conditioned (``Dict``) form.
-GOAL_CONDITIONED_ENVS = ("soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0", "soft_envs/QuadrupedPose-v0",
+GOAL_CONDITIONED_ENVS = ("soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0", "soft_envs/PCCReach-v0",
+                         "soft_envs/PCCPush-v0", "soft_envs/QuadrupedPose-v0",
                          "soft_envs/HexapodPose-v0")
 
 
@@ -52,6 +69,13 @@ class Recipe:
     (:class:`~soft_envs.learn.layers.StandardizedInput`, statistics of ``standardize_samples``
     random-action steps); ``base_gait`` makes the policy a modulation of that scripted gait
     (:mod:`soft_envs.learn.gait_residual`; ``""``: the policy sets the joint targets itself).
+
+    Sizes are bounded (:meth:`validate`): ``net_arch`` up to :data:`MAX_NET_LAYERS` layers of up to
+    :data:`MAX_NET_WIDTH` units, the counts up to their :data:`SIZE_BOUNDS` (``batch_size`` up to
+    :data:`MAX_BATCH_SIZE`, ``buffer_size`` :data:`MAX_BUFFER_SIZE`, ``n_envs`` :data:`MAX_ENVS`,
+    ``n_envs × n_steps`` :data:`MAX_ROLLOUT`, ``train_freq``, ``gradient_steps``, ``n_epochs``
+    :data:`MAX_UPDATE_COUNT`, ``n_sampled_goal`` :data:`MAX_SAMPLED_GOALS`, ``standardize_samples``
+    :data:`MAX_STANDARDIZE_SAMPLES`, ``learning_starts`` :data:`MAX_LEARNING_STARTS`).
     """
 
     env_id: str = "soft_envs/PeterReach-v0"
@@ -91,15 +115,18 @@ class Recipe:
             raise InvalidParameterError(f"algo must be one of {ALGORITHMS}; got {self.algo!r}")
         if not 0.0 <= self.gamma < 1.0:
             raise InvalidParameterError(f"gamma must be in [0, 1); got {self.gamma!r}")
-        if not self.net_arch:
-            raise InvalidParameterError("net_arch needs at least one hidden layer")
+        if not self.net_arch or len(self.net_arch) > MAX_NET_LAYERS:
+            raise InvalidParameterError(f"net_arch needs 1 to {MAX_NET_LAYERS} hidden layers; got "
+                                        f"{len(self.net_arch)}")
         for width in self.net_arch:
-            check_integer("net_arch width", width, minimum=1, maximum=65_536)
+            check_integer("net_arch width", width, minimum=1, maximum=MAX_NET_WIDTH)
         check_positive("learning_rate", self.learning_rate, 1.0)
-        for name in ("batch_size", "buffer_size", "train_freq", "gradient_steps", "n_sampled_goal", "n_envs",
-                     "n_steps", "n_epochs", "standardize_samples"):
-            check_integer(name, getattr(self, name), minimum=1)
-        check_integer("learning_starts", self.learning_starts, minimum=0)
+        for name, bound in SIZE_BOUNDS.items():
+            check_integer(name, getattr(self, name), minimum=1, maximum=bound)
+        if self.n_envs * self.n_steps > MAX_ROLLOUT:
+            raise InvalidParameterError(f"a rollout of n_envs × n_steps = {self.n_envs * self.n_steps} transitions is "
+                                        f"more than {MAX_ROLLOUT}")
+        check_integer("learning_starts", self.learning_starts, minimum=0, maximum=MAX_LEARNING_STARTS)
         if self.goal_selection_strategy not in ("future", "final", "episode"):
             raise InvalidParameterError("goal_selection_strategy must be 'future', 'final' or 'episode'; "
                                         f"got {self.goal_selection_strategy!r}")
@@ -235,6 +262,16 @@ RECIPES: dict[str, Recipe] = {
              "zero action holds the set-point (delta, 5 % of the range a step; the spiral needs about 1 %) and the "
              "observation holds the last two steps"),
     "pcc-residual": _PCC_RESIDUAL,
+    "soft_envs/PCCReach-v0": Recipe(
+        env_id="soft_envs/PCCReach-v0", her=False, gamma=0.9, net_arch=(128, 128),
+        env_kwargs={"obstacles": 3, "tracking_weight": 100.0, "action_mode": "delta", "delta_scale": 0.1},
+        note="obstacle reach: configuration set-points moved by the action (delta, 10 % of the range a step) so "
+             "that the arm's path is the policy's to shape around the three spheres it observes; distance in cm"),
+    "soft_envs/PCCPush-v0": Recipe(
+        env_id="soft_envs/PCCPush-v0", her=False, gamma=0.95, net_arch=(128, 128),
+        env_kwargs={"action_mode": "delta", "delta_scale": 0.05},
+        note="push: set-points moved by the action (delta, 5 % of the range a step: a slow tip does not set "
+             "the hanging arm swinging); the box's distance (weight 10) and the tip's to the box (shaping)"),
     "pcc-residual-parallel": Recipe(**(_PARALLEL | dict(env_id="soft_envs/PCCTrack-v0", gamma=0.9, n_envs=64,
                                                         batch_size=800)),
                                     env_kwargs=dict(_PCC_RESIDUAL.env_kwargs),

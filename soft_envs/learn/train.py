@@ -39,16 +39,21 @@ from soft_envs import clock
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError, check_integer, check_positive
 from soft_envs.learn.checkpoint import to_json_value
 from soft_envs.learn.recipes import ALGORITHMS, RECIPES, Recipe, recipe_for
+from soft_envs.sim.threads import MAX_THREADS
 
 ENV_ID = "soft_envs/PeterReach-v0"
 EVAL_SEED = 1_000_000  # first seed of the held-out evaluation episodes
 MAX_MINUTES = 24 * 60.0
+MAX_TIMESTEPS = 10**12  # the most env steps a run's budget (and eval_every) may name
+MAX_EVAL_EPISODES = 100_000  # the most held-out episodes of one evaluation
+MAX_SEEDS = 10_000  # the most seeds of one train_seeds (--seeds)
 DEFAULT_MINUTES = 10.0  # the wall-clock budget of `soft-envs train-rl`
 #: What a ``minutes`` budget counts: wall time, or the training process's CPU time
 #: (:func:`soft_envs.clock.process_time`).
 BUDGET_CLOCKS = ("wall", "cpu")
 #: The ``info`` key each env is measured by (an error [m or rad], the walk's distance [m]).
 METRICS = {"soft_envs/PeterReach-v0": "distance", "soft_envs/PCCTrack-v0": "tracking_error",
+           "soft_envs/PCCReach-v0": "distance", "soft_envs/PCCPush-v0": "object_distance",
            "soft_envs/QuadrupedWalk-v0": "x", "soft_envs/QuadrupedPose-v0": "orientation_error",
            "soft_envs/HexapodPose-v0": "position_error"}
 
@@ -191,16 +196,20 @@ def env_kwargs_for(recipe: Recipe, *, n_modules: int | None = None, realism: str
 
 
 def evaluate_policy(model, env_kwargs: dict[str, Any], episodes: int = 100, seed: int = EVAL_SEED,
-                    env_id: str = ENV_ID, base_gait: str = "") -> EvalResult:
+                    env_id: str = ENV_ID, base_gait: str = "", progress: bool = False) -> EvalResult:
     """Run ``model`` deterministically through ``env.step`` on the episodes of seeds ``seed …
-    seed + episodes − 1`` and measure them (:data:`METRICS`)."""
+    seed + episodes − 1`` and measure them (:data:`METRICS`); ``progress``: report the episodes
+    (:func:`soft_envs.console.progress`)."""
+    from soft_envs.console import progress as progress_bar
+
     metric = METRICS.get(env_id, "distance")
     env = make_env(env_id, env_kwargs, base_gait)
     recurrent = type(model).__name__ == "RecurrentPPO"
     n = int(episodes)
     final, rms, success, ended, returns = np.empty(n), np.empty(n), np.zeros(n, bool), np.zeros(n, bool), np.empty(n)
     try:
-        for k in range(n):
+        for k in progress_bar(range(n), desc=f"evaluation on {env_id.split('/')[-1]}", unit="episodes",
+                              enabled=progress, leave=False):
             obs, info = env.reset(seed=seed + k)
             state, start, done, total, squares = None, np.ones((1,), bool), False, 0.0, []
             while not done:
@@ -328,16 +337,19 @@ def make_model(recipe: Recipe, env, env_kwargs: dict[str, Any], seed: int, tenso
 
 def check_budget(minutes: float | None, timesteps: int | None, eval_every: int, eval_episodes: int, threads: int,
                  budget_clock: str) -> None:
-    """:class:`InvalidParameterError` unless these are a training run's valid budget and settings."""
+    """:class:`InvalidParameterError` unless these are a training run's valid budget and settings:
+    ``minutes`` up to :data:`MAX_MINUTES`, ``timesteps`` and ``eval_every`` up to
+    :data:`MAX_TIMESTEPS`, ``eval_episodes`` up to :data:`MAX_EVAL_EPISODES`, ``threads`` up to
+    :data:`~soft_envs.sim.threads.MAX_THREADS` — before anything is built."""
     if minutes is None and timesteps is None:
         raise InvalidParameterError("give a budget: minutes and/or timesteps")
     if minutes is not None:
         check_positive("minutes", minutes, MAX_MINUTES)
     if timesteps is not None:
-        check_integer("timesteps", timesteps, minimum=1)
-    check_integer("eval_every", eval_every, minimum=1)
-    check_integer("eval_episodes", eval_episodes, minimum=1)
-    check_integer("threads", threads, minimum=1, maximum=1024)
+        check_integer("timesteps", timesteps, minimum=1, maximum=MAX_TIMESTEPS)
+    check_integer("eval_every", eval_every, minimum=1, maximum=MAX_TIMESTEPS)
+    check_integer("eval_episodes", eval_episodes, minimum=1, maximum=MAX_EVAL_EPISODES)
+    check_integer("threads", threads, minimum=1, maximum=MAX_THREADS)
     if budget_clock not in BUDGET_CLOCKS:
         raise InvalidParameterError(f"budget_clock must be one of {BUDGET_CLOCKS}; got {budget_clock!r}")
 
@@ -345,7 +357,7 @@ def check_budget(minutes: float | None, timesteps: int | None, eval_every: int, 
 def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timesteps: int | None = None,
           seed: int = 0, n_modules: int | None = None, realism: str | None = None, eval_every: int = 10_000,
           eval_episodes: int = 100, threads: int = 1, output: str | Path | None = None,
-          env_extra: dict[str, Any] | None = None, progress: bool = True, log=print,
+          env_extra: dict[str, Any] | None = None, progress: bool = True, log=None,
           checkpoint_every: float | None = None, resume: bool = False, tensorboard: str | None = None,
           budget_clock: str = "wall") -> TrainResult:
     """Train ``recipe`` (default: SAC + HER on kinematic ``PeterReach-v0``) until ``minutes`` of
@@ -353,8 +365,12 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     however busy the machine is) or ``timesteps`` env steps (whichever comes first; at least one),
     evaluating every ``eval_every`` steps on ``eval_episodes`` held-out episodes; save to
     ``output`` if given. ``checkpoint_every`` [min] writes ``OUTPUT.ckpt/`` as it goes (and on
-    SIGTERM, which stops the run); ``resume`` continues that checkpoint to the same budget."""
+    SIGTERM, which stops the run); ``resume`` continues that checkpoint to the same budget.
+    ``progress``: report it (:func:`soft_envs.console.progress`: a bar on a terminal, else a line
+    every 30 s); ``log``: where the evaluations go (default: stdout, flushed line by line)."""
     from soft_envs.learn import checkpoint as rl_checkpoint
+
+    log = log or print_flushed
 
     recipe = (recipe or Recipe()).validate()
     check_budget(minutes, timesteps, eval_every, eval_episodes, threads, budget_clock)
@@ -384,7 +400,8 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     history = [] if state is None else [tuple(h) for h in state.get("history", [])]
 
     def evaluate(m):
-        return evaluate_policy(m, env_kwargs, eval_episodes, env_id=recipe.env_id, base_gait=recipe.base_gait)
+        return evaluate_policy(m, env_kwargs, eval_episodes, env_id=recipe.env_id, base_gait=recipe.base_gait,
+                               progress=progress)
 
     cpu0, cpu_before = _cpu_time(), float(state.get("cpu_seconds", 0.0)) if state else 0.0
     wall0, wall_before = _wall_time(), float(state.get("wall_seconds", elapsed0)) if state else 0.0
@@ -428,6 +445,11 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
     return result
 
 
+def print_flushed(*values: Any) -> None:
+    """``print`` that flushes: a run's log lines reach a log file as they are written."""
+    print(*values, flush=True)
+
+
 def _cpu_time() -> float:
     """CPU time [s] of this process and its finished children (a record of what a run got on a
     shared machine, next to its wall time; never a budget)."""
@@ -455,17 +477,23 @@ def _load_average(minutes: int = 1) -> float | None:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-7"``, ``"0,3,5"`` or ``"4"`` -> the seeds."""
+    """``"0-7"``, ``"0,3,5"`` or ``"4"`` -> the seeds (at most :data:`MAX_SEEDS`)."""
     seeds: list[int] = []
     try:
         for part in str(text).split(","):
             if "-" in part.strip()[1:]:
                 a, b = part.strip().split("-", 1) if not part.strip().startswith("-") else (part, part)
+                if int(b) - int(a) + 1 > MAX_SEEDS - len(seeds):  # before the list is made
+                    raise InvalidParameterError(f"at most {MAX_SEEDS} seeds; got {text!r}")
                 seeds += list(range(int(a), int(b) + 1))
             elif part.strip():
                 seeds.append(int(part))
+    except InvalidParameterError:
+        raise
     except ValueError as exc:
         raise InvalidParameterError(f"seeds are like 0-7 or 0,3,5; got {text!r}") from exc
+    if len(seeds) > MAX_SEEDS:
+        raise InvalidParameterError(f"at most {MAX_SEEDS} seeds; got {len(seeds)}")
     if not seeds or len(set(seeds)) != len(seeds):
         raise InvalidParameterError(f"seeds must be distinct and at least one; got {text!r}")
     return seeds
@@ -482,16 +510,29 @@ def _train_one(item: tuple[int, dict[str, Any]]) -> dict[str, Any]:
 def train_seeds(seeds: list[int], *, output: str | Path, workers: int = 2, ray_address: str | None = None,
                 **kwargs: Any) -> list[dict[str, Any]]:
     """Train one run per seed (``OUTPUT_seedK.zip``) in ``workers`` processes, or as Ray tasks at
-    ``ray_address`` (the pool of :func:`soft_envs.evaluate.evaluate`); one summary per seed."""
+    ``ray_address`` (the pool of :func:`soft_envs.evaluate.evaluate`); one summary per seed.
+    ``progress=False`` (among ``kwargs``) hides the runs' progress (:func:`soft_envs.console.progress`)."""
+    from soft_envs.console import progress as progress_bar
     from soft_envs.jobs import process_pool
 
+    show = bool(kwargs.pop("progress", True))
     base = _zip_path(output)
     items = [(seed, kwargs | {"output": base.with_name(f"{base.stem}_seed{seed}.zip")}) for seed in seeds]
-    with process_pool(int(workers), ray_address) as pool:
+    with process_pool(int(workers), ray_address) as pool, \
+            progress_bar(total=len(items), desc="train-rl seeds", unit="runs", enabled=show) as bar:
         out = []
         for item in pool.imap(_train_one, items):
             if isinstance(item, BaseException):  # Ray's pool hands a failed task back as its error
                 raise item
             out.append(item)
+            median = item.get("median_m")
+            figure = "" if median is None else f", median final {METRICS.get(_env_id(kwargs), 'distance')} {median:.4g}"
+            bar.set_postfix_str(f"last: seed {item['seed']}, {item['timesteps']:,} steps{figure}")
+            bar.update()
     return out
+
+
+def _env_id(kwargs: dict[str, Any]) -> str:
+    recipe = kwargs.get("recipe")
+    return recipe.env_id if recipe is not None else ENV_ID
 

@@ -60,14 +60,20 @@ PAPER_YOUNGS_MODULUS = 80e6  # Pa
 PAPER_POISSON_RATIO = 0.49
 ELASTOMER_DENSITY = 1100.0  # kg/m^3, printed elastomer (assumption, used only to size the cross-section)
 STIFFNESS_SOURCES = ("pressure", "material")
+#: The most segments an arm may have (a bound on its size, checked before anything is built; an env
+#: that steps the arm in PyBullet takes fewer: at most 127 joints, ``(2m + 3) N``).
+MAX_SEGMENTS = 32
+#: The most rigid links per segment.
+MAX_LINKS_PER_SEGMENT = 64
 
 
 class PCCArm(ChainBody, KinematicModel):
     """Kinematic model of an extensible multi-segment PCC arm discretised into rigid links.
 
     Args:
-        n_segments: number of segments (≥ 1).
-        links_per_segment: rigid links ``m`` per segment (the paper: 6).
+        n_segments: number of segments, 1 to :data:`MAX_SEGMENTS` (32).
+        links_per_segment: rigid links ``m`` per segment (the paper: 6), 1 to
+            :data:`MAX_LINKS_PER_SEGMENT` (64).
         segment_length: relaxed segment length ``L`` [m], one value or one per segment.
         elongation: ``|ΔL| ≤ elongation · L`` (the paper's code: 10 %).
         max_bend: ``|θ| ≤ max_bend`` [rad] (the paper's code: 140°).
@@ -104,8 +110,8 @@ class PCCArm(ChainBody, KinematicModel):
         max_pressure: float = DEFAULT_MAX_PRESSURE,
         stiffness_source: str = "pressure",
     ) -> None:
-        check_integer("n_segments", n_segments, minimum=1)
-        check_integer("links_per_segment", links_per_segment, minimum=1)
+        check_integer("n_segments", n_segments, minimum=1, maximum=MAX_SEGMENTS)
+        check_integer("links_per_segment", links_per_segment, minimum=1, maximum=MAX_LINKS_PER_SEGMENT)
         try:
             lengths = np.broadcast_to(np.asarray(segment_length, dtype=float), (int(n_segments),)).copy()
         except (TypeError, ValueError):

@@ -48,6 +48,10 @@ from soft_envs.robots.peter_single import pcc_single, tilted_single
 
 KINEMATICS = ("tilted", "pcc")
 DEFAULT_LEG_STIFFNESS = 1300.0  # N/m per leg (assumption, see Peter)
+#: The most modules an arm may have (the paper built up to 4).
+MAX_MODULES = 4
+#: The most rigid links per module arc (a bound on the body's size, checked before it is built).
+MAX_LINKS_PER_MODULE = 64
 
 # Constant skew matrices d[w]×/da and d[w]×/db for w = (−b, a, 0).
 _DW_DA = skew(np.array([0.0, 1.0, 0.0]))
@@ -58,14 +62,15 @@ class Peter(ChainBody, KinematicModel):
     """Kinematic model of a PETER arm with ``n_modules`` stacked modules.
 
     Args:
-        n_modules: 1 to 4 modules.
+        n_modules: 1 to :data:`MAX_MODULES` (4) modules.
         radius: radius of the circle the three legs stand on [m] (not given in the paper).
         gap: rigid distance between a module's top plate and the next module's bottom [m].
         leg_length_at_rest: leg length at zero inflation time [m] (paper eq. 1: 42.926 mm).
         leg_rate: leg elongation per second of inflation [m/s] (paper eq. 1: 10 mm/s).
         max_inflation_time: upper bound of every input [s] (lower bound 0).
         kinematics: ``"tilted"`` (paper) or ``"pcc"`` (the PyBullet body's kinematics).
-        links_per_module: rigid links each module's arc is discretised into in the PyBullet body.
+        links_per_module: rigid links each module's arc is discretised into in the PyBullet body,
+            1 to :data:`MAX_LINKS_PER_MODULE` (64).
         module_mass: mass of one module [kg] (body only).
         leg_stiffness: axial stiffness of one leg [N/m] about its inflated rest length (the
             soft body, :meth:`stiffness`). An assumption — the paper gives none: 1300 N/m makes
@@ -88,7 +93,7 @@ class Peter(ChainBody, KinematicModel):
         module_mass: float = 0.12,
         leg_stiffness: float = DEFAULT_LEG_STIFFNESS,
     ) -> None:
-        check_integer("n_modules", n_modules, minimum=1, maximum=4)
+        check_integer("n_modules", n_modules, minimum=1, maximum=MAX_MODULES)
         if kinematics not in KINEMATICS:
             raise InvalidParameterError(f"kinematics must be one of {KINEMATICS}; got {kinematics!r}")
         for name, value in (("radius", radius), ("leg_length_at_rest", leg_length_at_rest),
@@ -98,7 +103,7 @@ class Peter(ChainBody, KinematicModel):
         check_nonnegative(**{"gap [m]": gap})
         if radius > 1.0 or leg_length_at_rest > 1.0:
             raise InvalidParameterError("radius and leg lengths are in metres; got values above 1 m (mm given?)")
-        check_integer("links_per_module", links_per_module, minimum=1)
+        check_integer("links_per_module", links_per_module, minimum=1, maximum=MAX_LINKS_PER_MODULE)
         self.n_modules = int(n_modules)
         self.radius = float(radius)
         self.gap = float(gap)

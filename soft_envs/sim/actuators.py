@@ -326,7 +326,9 @@ class BatchedPDFeedforward:
         M, G_d = body.mass_matrix(), body.gravity_torque(u_d)
         unknown = body.payload - self.known_payload
         if np.any(unknown):
-            M, G_d = self._without_payload(unknown, u, u_d, M, G_d, body.gravity)
+            params = getattr(body, "params", None)  # (PyBullet's upright reference arm has none)
+            gravity = params.gravity if params is not None else np.tile([0.0, 0.0, -body.gravity], (u.shape[0], 1))
+            M, G_d = self._without_payload(unknown, u, u_d, M, G_d, gravity)
         tau = np.einsum("bij,bj->bi", M, u_acc) + body.coriolis() + (1 + self.stiffness_error) * \
             body.elastic_torque(u_d) + G_d
         if include_damping and self.compensate_damping:
@@ -334,15 +336,16 @@ class BatchedPDFeedforward:
         return tau
 
     def _without_payload(self, mass: np.ndarray, u: np.ndarray, u_d: np.ndarray, M: np.ndarray, G_d: np.ndarray,
-                         gravity: float) -> tuple[np.ndarray, np.ndarray]:
-        """``M`` and ``G(u_d)`` without tip point masses ``mass`` ``(B,)`` (``m JᵀJ``, ``m g ∂z/∂u``)."""
+                         gravity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``M`` and ``G(u_d)`` without tip point masses ``mass`` ``(B,)`` (``m JᵀJ``, ``−m Jᵀ g``; ``gravity``
+        ``(B, 3)`` each arm's gravity vector in its base frame [m/s²]: a hanging arm's too)."""
         rows = np.flatnonzero(mass)
         J = self._tip_jacobian(u[rows])
         J_d = self._tip_jacobian(u_d[rows])
         M, G_d = M.copy(), G_d.copy()
         m = mass[rows]
         M[rows] -= m[:, None, None] * np.einsum("bki,bkj->bij", J, J)
-        G_d[rows] -= (m * gravity)[:, None] * J_d[:, 2]
+        G_d[rows] += m[:, None] * np.einsum("bki,bk->bi", J_d, gravity[rows])
         return M, G_d
 
     def _tip_jacobian(self, u: np.ndarray) -> np.ndarray:

@@ -85,10 +85,14 @@ from soft_envs.sim.batched_types import ArmParams, ArmState, ArmTopology, _rows 
 from soft_envs.sim.integrator import (
     DEFAULT_CORRECTOR_PASSES,
     DEFAULT_SPECTRAL_RADIUS,
+    MAX_CORRECTOR_PASSES,
     AlphaParameters,
 )
 from soft_envs.sim.scene import ArmScene, ContactParameters
 from soft_envs.sim.sections import SectionMap
+
+#: The most arms one batch takes (the GPU env's bound too; each arm's state is a few kB).
+MAX_ARMS = 1 << 24
 
 
 class BatchedSoftArm:
@@ -99,11 +103,12 @@ class BatchedSoftArm:
             :meth:`set_link_dynamics`).
         sections: the section map.
         stiffness: ``K``'s diagonal, ``(n,)`` or ``(B, n)`` (axial [N/m], bending [N m/rad]).
-        n_arms: ``B``.
+        n_arms: ``B``, 1 to :data:`MAX_ARMS` (2**24).
         gravity: standard gravity [m/s²] along the world's −z.
         rayleigh_mass, rayleigh_stiffness: ``α`` [1/s], ``β`` [s] (numbers or ``(B,)``).
         base_orientation: quaternion ``(x, y, z, w)``, ``(4,)`` or ``(B, 4)`` (default upright).
-        spectral_radius, corrector_passes: the integrator's ``ρ∞`` and corrector passes
+        spectral_radius, corrector_passes: the integrator's ``ρ∞`` and corrector passes (0 to
+            :data:`~soft_envs.sim.integrator.MAX_CORRECTOR_PASSES`)
             (:func:`~soft_envs.sim.integrator.generalized_alpha_step`, as ``SoftArmBody``).
         num_threads: threads that step the batch (default: the cores this process may use;
             results are identical for any number).
@@ -119,10 +124,10 @@ class BatchedSoftArm:
                  base_orientation: np.ndarray = (0.0, 0.0, 0.0, 1.0),
                  spectral_radius: float = DEFAULT_SPECTRAL_RADIUS,
                  corrector_passes: int = DEFAULT_CORRECTOR_PASSES, num_threads: int | None = None) -> None:
-        if int(n_arms) != n_arms or n_arms < 1:
-            raise InvalidParameterError(f"n_arms must be a positive integer; got {n_arms!r}")
+        check_integer("n_arms", n_arms, minimum=1, maximum=MAX_ARMS)
         self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
-        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
+        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0,
+                                              maximum=MAX_CORRECTOR_PASSES)
         #: Threads that step the batch (:func:`step`; default: the cores this process may use).
         self.num_threads = threads.check_threads(num_threads)
         if not (math.isfinite(gravity) and gravity >= 0):

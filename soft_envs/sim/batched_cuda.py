@@ -1,5 +1,6 @@
 """The batched soft-arm core on a GPU: the per-arm functions of :mod:`soft_envs.sim.batched_kernels`
-and :mod:`soft_envs.sim.batched_integrator`, compiled for CUDA from their own Python source.
+and :mod:`soft_envs.sim.batched_integrator`, and the contact's of :mod:`soft_envs.sim.contact` and
+:mod:`soft_envs.collision`, compiled for CUDA from their own Python source.
 
 One source, two targets. Every per-arm function of the CPU core is an ``@njit`` function whose
 Python source (``py_func``) uses scalar arithmetic and small arrays only. :func:`device_functions`
@@ -33,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs import collision
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.sim import batched_integrator, batched_kernels
+from soft_envs.sim import batched_integrator, batched_kernels, contact
 from soft_envs.sim.batched_arm import ArmState, BatchedSoftArm
 
 try:  # the module only (no GPU or CUDA toolkit needed to import it); a module global, so the simulator can swap it
@@ -42,12 +44,25 @@ try:  # the module only (no GPU or CUDA toolkit needed to import it); a module g
 except ImportError:  # pragma: no cover - a numba without its CUDA target
     cuda = None  # type: ignore[assignment]
 
-#: The per-arm functions compiled for the device, by module (every callee of ``arm_step`` and
-#: ``point_state``; the batch drivers and the ``np.empty`` workspaces stay CPU-only).
+#: The contact's functions that stay CPU-only: its batch drivers and its ``np.empty`` workspace.
+CONTACT_HOST_ONLY = ("contact_workspace", "batch_step_contact", "_step_arms", "batch_contact", "batch_backbone")
+
+
+def _own_functions(module, host_only: tuple[str, ...]) -> tuple[str, ...]:
+    """The numba functions ``module`` defines, but ``host_only``, in the order it defines them."""
+    return tuple(name for name, value in vars(module).items() if name not in host_only
+                 and getattr(getattr(value, "py_func", None), "__module__", None) == module.__name__)
+
+
+#: The per-arm functions compiled for the device, by module (every callee of ``arm_step``,
+#: ``point_state`` and the contact's ``arm_step_contact``, which the GPU env steps with obstacles;
+#: the batch drivers and the ``np.empty`` workspaces stay CPU-only).
 DEVICE_FUNCTIONS: dict[Any, tuple[str, ...]] = {
     batched_kernels: ("_wrap", "_sinc", "configuration", "evaluation_point", "section_jacobian", "rigid_terms",
                       "point_state", "_rates", "_evaluation_map", "_evaluation_state", "arm_terms", "terms_of_arm"),
     batched_integrator: ("cholesky_solve", "_force", "prepare", "predict", "solve_pass", "arm_step"),
+    collision: collision.KERNEL_FUNCTIONS,
+    contact: _own_functions(contact, CONTACT_HOST_ONLY),
 }
 
 #: Threads per block of the kernels (one arm a thread; measured on an H200, ``bench batched``).

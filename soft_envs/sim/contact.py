@@ -67,6 +67,8 @@ DIAG_CONTACTS, DIAG_PENETRATION, DIAG_NORMAL_FORCE, DIAG_SPRING_ENERGY = 0, 1, 2
 #: Newton iterations on the contact per pass of the step, and when they stop: the end state moved by
 #: at most this [m or rad] in the last one.
 CONTACT_ITERATIONS, CONTACT_TOLERANCE = 4, 1e-10
+#: The most shape slots a scene holds per arm.
+MAX_SHAPES = 64
 
 
 @njit(**_NO_NRT)
@@ -148,7 +150,7 @@ def smooth_point_jacobians(Jc, jac, per, PJ):
 
 @njit(**_NO_NRT)
 def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
-                   record, diag, touched, wrench, near):
+                   record, diag, touched, wrench, near, held):
     """The contact's generalised force ``force`` ``(n,)`` of one arm at backbone points ``P`` with
     Jacobians ``PJ`` and rate ``w`` against ``shapes`` ``(S, 16)`` moving at ``shape_velocity``
     ``(S, 6)`` (linear [m/s], angular [rad/s] about the shape's origin); ``cp`` = (k [N/m],
@@ -156,7 +158,11 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
     (``weights`` = ``(w_u, w_v)``). With ``record``, ``diag``, ``touched`` ``(S,)`` and ``wrench``
     ``(S, 6)`` (the force on each shape and its moment about the shape's origin) are written.
     ``out`` ``(8,)`` and ``Jp`` ``(3, n)`` scratch. Without ``near`` (no shape within reach, :func:`_near`)
-    only the zeros are written."""
+    only the zeros are written. ``held`` ``(p + 1, ≥ S)``: the (segment, shape) pairs that pushed at an
+    earlier evaluation of this step; one that pushes now is marked, and one no longer pushing keeps its
+    normal stiffness and damping in ``matrix`` (no force), so that Newton's iterations do not cycle
+    between a state that penetrates and a state the force lifted just clear (the free step from there
+    penetrating again: the step then ended inside the shape, up to a few mm deep on the light PCC arm)."""
     n = w.shape[0]
     k, damping, mu, vs = cp[0], cp[1], cp[2], cp[3]
     wu, wv = weights[0], weights[1]
@@ -178,19 +184,21 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
         a, b = P[seg], P[seg + 1]
         for s in range(shapes.shape[0]):
             row = shapes[s]
-            if row[0] == EMPTY or shape_bound_distance(a, b, row) >= radius:
+            kept = with_matrix and held[seg, s]
+            if row[0] == EMPTY or (shape_bound_distance(a, b, row) >= radius and not kept):
                 continue
             segment_shape_distance(a, b, row, out)
             depth = radius - out[0]
-            if depth <= 0.0:
-                continue
             t = out[1]
-            if seg > 0 and t <= 0.0:  # the shared point, the previous segment's contact (as deep or deeper)
-                continue
+            if (depth <= 0.0 and not kept) or (seg > 0 and t <= 0.0):
+                continue  # (t = 0: the shared point, the previous segment's contact, as deep or deeper)
             nx, ny, nz = out[5], out[6], out[7]
             for r in range(3):
                 for i in range(n):
                     Jp[r, i] = (1.0 - t) * PJ[seg, r, i] + t * PJ[seg + 1, r, i]
+            if depth <= 0.0:  # clear now, pushing before: its normal stiffness and damping stay in the matrix
+                _add_normal(matrix, Jp, nx, ny, nz, wu * k + wv * damping, n)
+                continue
             vx = vy = vz = 0.0
             for i in range(n):
                 vx += Jp[0, i] * w[i]
@@ -203,6 +211,8 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
             vz -= sv[2] + sv[3] * ly - sv[4] * lx
             vn = nx * vx + ny * vy + nz * vz
             fn = k * depth - damping * vn
+            if fn <= 0.0 and kept:
+                _add_normal(matrix, Jp, nx, ny, nz, wu * k + wv * damping, n)
             if record:
                 diag[DIAG_CONTACTS] += 1.0
                 diag[DIAG_PENETRATION] = max(diag[DIAG_PENETRATION], depth)
@@ -210,6 +220,7 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
                 touched[s] = True
             if fn <= 0.0:
                 continue
+            held[seg, s] = True
             tx, ty, tz = vx - vn * nx, vy - vn * ny, vz - vn * nz
             slope = mu * fn / math.sqrt(tx * tx + ty * ty + tz * tz + vs * vs)
             fx, fy, fz = fn * nx - slope * tx, fn * ny - slope * ty, fn * nz - slope * tz
@@ -234,13 +245,24 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
                 wrench[s, 5] -= lx * fy - ly * fx
 
 
+@njit(**_NO_NRT)
+def _add_normal(matrix, Jp, nx, ny, nz, weight, n):
+    """``matrix += weight Jpᵀ n nᵀ Jp`` (a contact's normal stiffness and damping, weighted)."""
+    for i in range(n):
+        gi = nx * Jp[0, i] + ny * Jp[1, i] + nz * Jp[2, i]
+        for j in range(n):
+            matrix[i, j] += weight * gi * (nx * Jp[0, j] + ny * Jp[1, j] + nz * Jp[2, j])
+
+
 @njit(**_JIT)
 def contact_workspace(n_points, n, nc, K):
     """Scratch of one arm's contact (:func:`arm_contact`): four vectors of ``n``, the matrix ``(n, n)``,
     ``P`` ``(p + 1, 3)``, ``Jc`` ``(p + 1, 3, 3N)``, ``PJ`` ``(p + 1, 3, n)``, the joints' axes ``(K, 6)``,
-    the distance's output ``(8,)`` and ``Jp`` ``(3, n)``."""
+    the distance's output ``(8,)``, ``Jp`` ``(3, n)`` and the pairs held this step ``(p + 1, MAX_SHAPES)``
+    (:func:`contact_forces`)."""
     return (np.empty((4, n)), np.empty((n, n)), np.empty((n_points + 1, 3)), np.empty((n_points + 1, 3, nc)),
-            np.empty((n_points + 1, 3, n)), np.empty((K, 6)), np.empty(8), np.empty((3, n)))
+            np.empty((n_points + 1, 3, n)), np.empty((K, 6)), np.empty(8), np.empty((3, n)),
+            np.zeros((n_points + 1, MAX_SHAPES), dtype=np.bool_))
 
 
 @njit(**_NO_NRT)
@@ -254,13 +276,13 @@ def arm_contact(topology, scene, u, w, c, weights, with_matrix, record, force, w
     shapes, shape_velocity, cp, radius, points = scene
     matrix, P, Jc, PJ, axes, out, Jp = cws[1], cws[2], cws[3], cws[4], cws[5], cws[6], cws[7]
     backbone_points(ints, table, c, points, axes, P)
-    near = _near(P, shapes, radius)
+    near = _near(P, shapes, radius) or (with_matrix and _any(cws[8]))  # (a held pair stays in the matrix)
     if near and not reuse:  # (no shape within reach of a capsule: no force, no Jacobian needed)
         backbone_jacobian(ints, table, points, axes, P, Jc)
         _evaluation_state(sec, lref, u, w, c, ws)
         smooth_point_jacobians(Jc, ws[6], 2 if sec[0] != 0 else 3, PJ)
     contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force, matrix, with_matrix, out, Jp,
-                   record, diag, touched, wrench, near)
+                   record, diag, touched, wrench, near, cws[8])
     return near or reuse
 
 
@@ -271,6 +293,16 @@ def _near(P, shapes, radius):
     for seg in range(P.shape[0] - 1):
         for s in range(shapes.shape[0]):
             if shapes[s, 0] != EMPTY and shape_bound_distance(P[seg], P[seg + 1], shapes[s]) < radius:
+                return True
+    return False
+
+
+@njit(**_INLINE)
+def _any(flags):
+    """Whether any entry of the boolean array ``flags`` ``(p, S)`` is set."""
+    for i in range(flags.shape[0]):
+        for s in range(flags.shape[1]):
+            if flags[i, s]:
                 return True
     return False
 
@@ -287,6 +319,10 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
     M_e, A, vec = sws
     g_e, h_e = vec[9], vec[10]
     n = u.shape[0]
+    held = cws[8]
+    for i in range(held.shape[0]):  # no pair has pushed yet this step
+        for s in range(held.shape[1]):
+            held[i, s] = False
     terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
     prepare(u, w, a, k, rayleigh, rest_s, tau_s, cancel, fresh, coefficients, passes, M_s, h_s, A, vec)
     for i in range(n):  # linearised first at (û, ŵ): a_{n+1} = 0

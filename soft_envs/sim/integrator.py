@@ -52,6 +52,8 @@ from soft_envs.exceptions import InvalidParameterError
 
 DEFAULT_SPECTRAL_RADIUS = 0.9  # ρ∞ (soft_arm's module docstring says why)
 DEFAULT_CORRECTOR_PASSES = 1  # the step's order is two from one pass on
+#: The most corrector passes a soft-arm body takes (each costs a solve; two reach the scheme's accuracy).
+MAX_CORRECTOR_PASSES = 10
 
 #: ``terms(u, u̇) -> (M, h, G)``: the mass matrix ``(..., n, n)``, the bias ``h = C(u, u̇) u̇ + G(u)``
 #: and the gravity torque ``G`` ``(..., n)`` at a state (configuration and rate ``(..., n)``).

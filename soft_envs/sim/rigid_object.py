@@ -170,6 +170,8 @@ DEFAULT_TIME_CONSTANT = 0.008  # s, τ
 DEFAULT_DAMPING_RATIO = 1.0  # ζ
 DEFAULT_STICTION_SPEED = 1e-5  # m/s, v_s
 DEFAULT_PASSES = 4  # Newton passes per step (the stopping step of a slide needs 4 at 1/120 s)
+MAX_PASSES = 50  # the most Newton passes per step
+MAX_BOXES = 1 << 20  # the most boxes one batch takes
 
 
 
@@ -264,15 +266,15 @@ class BatchedBoxes:
     ``[10:13]`` [rad/s], all in the world frame; :attr:`position`, :attr:`orientation`,
     :attr:`velocity`, :attr:`angular_velocity` are views of it. ``table_height`` ``(n,)`` [m]
     (writable view). A new batch rests every box flat at the origin of its table, at its resting
-    depth."""
+    depth. ``n``: 1 to :data:`MAX_BOXES`; ``passes``: Newton passes per step, 1 to :data:`MAX_PASSES`."""
 
     def __init__(self, n: int, params: BoxParameters | None = None, *, table_height=None,
                  passes: int = DEFAULT_PASSES) -> None:
-        self.n = check_integer("n", n, minimum=1)
+        self.n = check_integer("n", n, minimum=1, maximum=MAX_BOXES)
         self.params = BoxParameters() if params is None else params
         if not isinstance(self.params, BoxParameters):
             raise InvalidParameterError(f"params must be a BoxParameters; got {type(params).__name__}")
-        self.passes = check_integer("passes", passes, minimum=1, maximum=50)
+        self.passes = check_integer("passes", passes, minimum=1, maximum=MAX_PASSES)
         self.parameters = np.tile(self.params.row(), (self.n, 1))
         if table_height is not None:
             self.parameters[:, P_TABLE] = _batch_array(table_height, "table_height", (self.n,), InvalidParameterError)

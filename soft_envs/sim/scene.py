@@ -36,9 +36,7 @@ from soft_envs.collision import EMPTY, SHAPE_WIDTH
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_positive
 from soft_envs.robots.chain import Chain
 from soft_envs.sim.batched_types import _rows
-
-#: The most shape slots a scene holds per arm.
-MAX_SHAPES = 64
+from soft_envs.sim.contact import MAX_SHAPES
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,12 @@ from soft_envs.robots.chain import Chain
 from soft_envs.sim.batched_integrator import single_correct, single_predict
 from soft_envs.sim.batched_kernels import arm_section_map
 from soft_envs.sim.bullet import STANDARD_GRAVITY, connect, disconnect, pybullet
-from soft_envs.sim.integrator import DEFAULT_CORRECTOR_PASSES, DEFAULT_SPECTRAL_RADIUS, AlphaParameters
+from soft_envs.sim.integrator import (
+    DEFAULT_CORRECTOR_PASSES,
+    DEFAULT_SPECTRAL_RADIUS,
+    MAX_CORRECTOR_PASSES,
+    AlphaParameters,
+)
 from soft_envs.sim.sections import SectionMap, spinless_sections
 from soft_envs.sim.single_core import BACKENDS, SingleArmCore
 from soft_envs.sim.urdf import load_chain
@@ -149,7 +154,8 @@ class SoftArmBody:
             raise InvalidParameterError(f"backend must be one of {BACKENDS}; got {backend!r}")
         self.backend = backend
         self.alpha_parameters = AlphaParameters.from_spectral_radius(spectral_radius)
-        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0, maximum=10)
+        self.corrector_passes = check_integer("corrector_passes", corrector_passes, minimum=0,
+                                              maximum=MAX_CORRECTOR_PASSES)
         check_nonnegative(gravity=gravity, rayleigh_mass=rayleigh_mass, rayleigh_stiffness=rayleigh_stiffness)
         stiffness = np.asarray(stiffness, dtype=float)
         if stiffness.shape != (sections.n,) or not np.all(np.isfinite(stiffness)) or np.any(stiffness <= 0):

@@ -19,6 +19,8 @@ from soft_envs.exceptions import check_integer
 
 #: The fewest arms one thread is given: below this a thread's start costs more than its share.
 MIN_ARMS_PER_THREAD = 32
+#: The most threads a batch (or a learner's torch) is stepped on.
+MAX_THREADS = 1024
 
 
 def available_cores() -> int:
@@ -30,10 +32,10 @@ def available_cores() -> int:
 
 
 def check_threads(num_threads: int | None) -> int:
-    """``num_threads`` checked (``None``: :func:`available_cores`)."""
+    """``num_threads`` checked, 1 to :data:`MAX_THREADS` (``None``: :func:`available_cores`)."""
     if num_threads is None:
         return available_cores()
-    return check_integer("num_threads", num_threads, minimum=1, maximum=1024)
+    return check_integer("num_threads", num_threads, minimum=1, maximum=MAX_THREADS)
 
 
 @cache

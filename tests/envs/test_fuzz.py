@@ -6,7 +6,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 import soft_envs
@@ -208,3 +209,93 @@ def test_a_count_keyword_has_an_upper_bound():
     # HexapodPose n_steps=10**6 was accepted: minutes to construct, ~90 s a step
     with pytest.raises(InvalidParameterError, match="n_steps must be an integer from 2 to"):
         gym.make("soft_envs/HexapodPose-v0", n_steps=10**6)
+
+
+# ------------------------------------------------------------------------------ sizes and rates
+def _size_keywords() -> list[tuple[str, str, int]]:
+    """``(env id, keyword, its documented upper bound)`` of every size keyword of the envs."""
+    from soft_envs.envs.base import MAX_FRAME_SKIP, MAX_IMAGE_SIZE, MAX_SOLVER_ITERATIONS
+    from soft_envs.envs.closed_loop import MAX_HISTORY
+    from soft_envs.envs.hexapod_pose import MAX_ROD_STEPS
+    from soft_envs.envs.obstacle_course import MAX_OBSTACLES
+    from soft_envs.robots.pcc_arm import MAX_LINKS_PER_SEGMENT, MAX_SEGMENTS
+    from soft_envs.robots.peter import MAX_LINKS_PER_MODULE, MAX_MODULES
+
+    common = [("frame_skip", MAX_FRAME_SKIP), ("width", MAX_IMAGE_SIZE), ("height", MAX_IMAGE_SIZE)]
+    return ([("soft_envs/PCCTrack-v0", k, b) for k, b in [("n_segments", MAX_SEGMENTS),
+                                                           ("links_per_segment", MAX_LINKS_PER_SEGMENT)] + common]
+            + [("soft_envs/PeterReach-v0", k, b) for k, b in [
+                ("n_modules", MAX_MODULES), ("links_per_module", MAX_LINKS_PER_MODULE), ("obstacles", MAX_OBSTACLES),
+                ("history", MAX_HISTORY), ("solver_iterations", MAX_SOLVER_ITERATIONS)] + common]
+            + [("soft_envs/QuadrupedWalk-v0", "solver_iterations", MAX_SOLVER_ITERATIONS),
+               ("soft_envs/HexapodPose-v0", "n_steps", MAX_ROD_STEPS)])
+
+
+SIZE_KEYWORDS = _size_keywords()
+
+
+@given(case=st.sampled_from(SIZE_KEYWORDS), excess=st.one_of(st.integers(1, 10), st.integers(10, 10**18)))
+@settings(max_examples=80, derandomize=True, database=None, deadline=None)
+def test_a_size_keyword_beyond_its_bound_is_refused_before_anything_is_built(case, excess):
+    # PCCTrack n_segments=10**6 built its model and chain for tens of seconds before the joint count refused it
+    env_id, keyword, bound = case
+    before = connected_clients()
+    with pytest.raises(InvalidParameterError, match=rf"{keyword}.* (to|at most) {bound}\b"):
+        gym.make(env_id, **{keyword: bound + excess})
+    assert connected_clients() == before
+
+
+@pytest.mark.parametrize("keyword", ["n_segments", "links_per_segment"])
+def test_an_absurd_arm_size_is_refused_before_the_arm_is_built(keyword, monkeypatch):
+    from soft_envs.robots.pcc_arm import PCCArm
+
+    def built(*args, **kwargs):
+        raise AssertionError("the arm's body was built before its size was checked")
+
+    monkeypatch.setattr(PCCArm, "chain", built)
+    with pytest.raises(InvalidParameterError, match=keyword):
+        gym.make("soft_envs/PCCTrack-v0", **{keyword: 10**6})
+
+
+@pytest.mark.parametrize("env_id", ["soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0"])
+@pytest.mark.parametrize("keyword", ["num_envs", "max_episode_steps"])
+def test_an_absurd_vector_size_is_refused(env_id, keyword):
+    from soft_envs.envs.vector_base import MAX_EPISODE_LIMIT, MAX_NUM_ENVS
+
+    bound = {"num_envs": MAX_NUM_ENVS, "max_episode_steps": MAX_EPISODE_LIMIT}[keyword]
+    sizes = {"num_envs": 2} | {keyword: 10 * bound}
+    with pytest.raises(InvalidParameterError, match=rf"{keyword} must be an integer from 1 to {bound}\b"):
+        gym.make_vec(env_id, vectorization_mode="vector_entry_point", **sizes)
+
+
+def test_a_sync_vector_env_of_pybullet_envs_is_bounded_by_pybullets_clients():
+    from soft_envs.envs.vector_base import MAX_PYBULLET_ENVS
+
+    before = connected_clients()
+    with pytest.raises(InvalidParameterError, match=f"num_envs must be an integer from 1 to {MAX_PYBULLET_ENVS}"):
+        gym.make_vec("soft_envs/PeterReach-v0", num_envs=MAX_PYBULLET_ENVS + 1, vectorization_mode="vector_entry_point",
+                     physics="stiff")
+    assert connected_clients() == before
+
+
+@pytest.mark.parametrize("env_id, kwargs", [
+    ("soft_envs/PeterReach-v0", {"kinematic": True, "time_step": 1.0, "frame_skip": 3}),
+    ("soft_envs/PCCTrack-v0", {"time_step": 0.5, "frame_skip": 2, "controller_period": 0.5}),
+    ("soft_envs/QuadrupedPose-v0", {"time_step": 1.0, "frame_skip": 1}),
+    ("soft_envs/HexapodPose-v0", {"time_step": 1.0, "frame_skip": 2}),
+])
+def test_a_control_period_of_a_second_or_more_keeps_render_fps_a_positive_integer(env_id, kwargs):
+    # int(round(1 / dt)) was 0 for dt >= 2 s: RecordVideo wrote 0-fps videos, HumanRendering's clock.tick(0)
+    env = gym.make(env_id, **kwargs)
+    fps = env.unwrapped.metadata["render_fps"]
+    assert env.unwrapped.dt >= 1.0 and isinstance(fps, int) and fps == 1  # gymnasium.utils.play wants an int
+    env.close()
+
+
+def test_render_fps_is_the_control_rate_rounded_and_at_least_one():
+    from soft_envs.envs.base import render_fps
+
+    assert [render_fps(dt) for dt in (0.05, 1 / 60, 0.1, 0.7, 1.0, 2.0, 1e4)] == [20, 60, 10, 1, 1, 1, 1]
+    envs = gym.make_vec("soft_envs/PeterReach-v0", num_envs=2, kinematic=True, time_step=1.0, frame_skip=3)
+    assert envs.metadata["render_fps"] == 1
+    envs.close()

@@ -81,7 +81,7 @@ def test_a_goal_reached_through_a_collision_is_no_success():
     arms = env.arms
     arms.tip[0] = arms.goal[0]  # at the goal ...
     assert env._extra_info()["is_success"]
-    arms.collisions[0] = 1  # ... after a touch
+    arms.tally.collisions[0] = 1  # ... after a touch
     assert not env._extra_info()["is_success"]
     env.close()
 
@@ -103,7 +103,7 @@ def test_bad_obstacle_keywords_raise(kwargs):
 
 
 def test_pictures_show_the_obstacles_as_visual_spheres():
-    from soft_envs.envs.peter_reach import OBSTACLE_RGBA, TOUCHED_RGBA
+    from soft_envs.envs.obstacle_markers import OBSTACLE_RGBA, TOUCHED_RGBA
     from soft_envs.sim.bullet import render_rgb
 
     env = gym.make(PETER, obstacles=3, render_mode="rgb_array", width=160, height=120).unwrapped
@@ -112,19 +112,19 @@ def test_pictures_show_the_obstacles_as_visual_spheres():
         frame = env.render()
         client, obstacles = env.render_client, env.arms.obstacles[0]
         drawn = [k for k in range(3) if obstacles[k, 3] > 0]
-        assert [k for k, _ in env.obstacle_markers] == drawn
-        for k, body in env.obstacle_markers:
+        assert [k for k, _ in env.obstacle_markers.bodies] == drawn
+        for k, body in env.obstacle_markers.bodies:
             np.testing.assert_allclose(client.getBasePositionAndOrientation(body)[0], obstacles[k, :3], atol=1e-9)
             shape = client.getVisualShapeData(body)[0]
             assert shape[2] == client.GEOM_SPHERE and shape[3][0] == pytest.approx(obstacles[k, 3], rel=1e-6)
             np.testing.assert_allclose(shape[7], OBSTACLE_RGBA, atol=1e-6)
             assert client.getCollisionShapeData(body, -1) == ()  # drawn only
     assert client.getNumBodies() == 2 + len(drawn)  # the arm, the goal marker and the spheres
-    for _, body in env.obstacle_markers:  # without them the picture differs
+    for _, body in env.obstacle_markers.bodies:  # without them the picture differs
         client.resetBasePositionAndOrientation(body, [0.0, 0.0, -1.0], [0, 0, 0, 1])
     bare = render_rgb(client, width=160, height=120, **env._camera())
     assert np.count_nonzero(np.any(bare != frame, axis=-1)) > 20
-    k, body = env.obstacle_markers[0]
+    k, body = env.obstacle_markers.bodies[0]
     env.arms.touching[0, k] = True  # tinted while touched
     env.render()
     np.testing.assert_allclose(client.getVisualShapeData(body)[0][7], TOUCHED_RGBA, atol=1e-6)

@@ -22,6 +22,8 @@ from soft_envs.exceptions import InvalidActionError, InvalidParameterError
 
 PETER = "soft_envs/PeterReach-v0"
 PCC = "soft_envs/PCCTrack-v0"
+PCC_REACH = "soft_envs/PCCReach-v0"
+PCC_PUSH = "soft_envs/PCCPush-v0"
 
 # (id, keywords) of every variant with a native vector form.
 VECTOR_CASES = [
@@ -49,6 +51,11 @@ VECTOR_CASES = [
                            random_start=False, payload=0.005), id="pcc-planar-direct"),
     pytest.param(PCC, dict(physics="stiff", start_straight=True), id="pcc-stiff"),
     pytest.param(PCC, dict(action_type="residual", realism="realistic"), id="pcc-residual-realistic"),
+    pytest.param(PCC_REACH, dict(obstacles=3), id="pcc-reach-obstacles"),
+    pytest.param(PCC_REACH, dict(obstacles=2, realism="realistic", goal_conditioned=True, action_type="pressure"),
+                 id="pcc-reach-obstacles-realistic"),
+    pytest.param(PCC_PUSH, dict(), id="pcc-push"),
+    pytest.param(PCC_PUSH, dict(realism="realistic", goal_conditioned=True), id="pcc-push-realistic-goal"),
 ]
 N_ENVS = 3
 EPISODE = 6  # steps: short, so that every sub-env autoresets twice

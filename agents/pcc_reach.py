@@ -1,0 +1,127 @@
+"""Obstacle-aware reaching with the PCC arm (``PCCReach-v0``): the goal's configuration planned around
+the obstacles, and reached along a route that keeps the body clear, paced at the command ramp.
+
+:class:`PCCObstacleReachAgent` is :class:`~soft_envs.agents.reach.ObstacleReachAgent` on the PCC arm:
+the plan is the seed's SQP with the collision distances as inequality constraints
+(:func:`~soft_envs.agents.ik.sqp`, ``obstacles=``; :class:`PCCTRRObstacleReachAgent`: TRR with its
+barrier), the route is planned and paced in the smooth coordinates ``u``
+(:class:`~soft_envs.agents.ik.smooth_view.SmoothView`), where the env's command ramp moves the
+set-point straight (:mod:`soft_envs.envs.pcc_ramp`: the bending part by at most its range times
+``dt / command_ramp_time`` per control period), so that the arm, whose law tracks the set-point,
+follows the checked route. With ``feedback=True`` the plan's aim moves by the measured miss once the
+arm has settled (as ``trr-feedback``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from soft_envs.agents.ik.result import IKResult
+from soft_envs.agents.ik.smooth_view import SmoothView
+from soft_envs.agents.ik.trust_region import trr
+from soft_envs.agents.reach import SQPObstacleReachAgent
+from soft_envs.robots.base import KinematicModel
+from soft_envs.robots.pcc_arm import PCCArm
+
+#: The agent's pace: this fraction of the command ramp's (module docstring); the arm follows a slower
+#: set-point more closely (its bending modes ring less), so the checked route holds for the body.
+PACE = 0.25
+#: The plan's clearance [m] from the obstacles: the soft arm settles up to ~2 mm off the nominal
+#: model's configuration before the feedback corrects it (sag, the law's error), measured on ``PCCReach-v0``.
+CLEARANCE = 4e-3
+#: The distance [m] the route keeps beyond the plan's clearance: the arm's lag behind its set-point and
+#: its sag under gravity, which the nominal model does not see.
+PATH_MARGIN = 2e-3
+#: Other end configurations tried where the plan's route is blocked.
+ALTERNATIVES = 6
+#: The route's configurations are checked at most this far apart in each smooth coordinate [rad of
+#: bend, or m of elongation]: a segment's bend moving 0.05 rad moves the tip of a 65 mm segment ~3 mm.
+ROUTE_SPACING = 0.05
+
+
+def ramp_steps(env, model: PCCArm) -> tuple[np.ndarray, np.ndarray] | None:
+    """The set-point's largest change per control period in ``u`` (both directions) under ``env``'s
+    command ramp (the elongation, which the ramp leaves free, its whole range), or ``None`` without one."""
+    ramp = float(getattr(env, "command_ramp_time", 0.0))
+    if ramp <= 0.0:
+        return None
+    step = (model.smooth_upper - model.smooth_lower) * min(1.0, float(env.dt) / ramp)
+    return step, step
+
+
+def paced_steps(env, model: PCCArm, fraction: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`ramp_steps` times ``fraction``: the pace an agent keeps below the ramp's."""
+    steps = ramp_steps(env, model)
+    return None if steps is None else (fraction * steps[0], fraction * steps[1])
+
+
+class PCCObstacleReachAgent(SQPObstacleReachAgent):
+    """SQP around the obstacles, a route in ``u`` at the command ramp's pace (module docstring).
+
+    Args:
+        env: a ``PCCReach-v0`` env (wrapped or not) with ``action_type="configuration"``.
+        model: the PCC model to plan on (default the env's).
+        **options: :class:`~soft_envs.agents.reach.ObstacleReachAgent`'s keywords (``clearance``,
+            ``path_margin``, ``feedback``, ...; ``step`` defaults to the command ramp's) and the solver's.
+    """
+
+    model: PCCArm
+    route_clear: bool
+    last_result: IKResult | None
+    _solution: np.ndarray | None
+    _route: list[np.ndarray]
+
+    def __init__(self, env, model: PCCArm | None = None, **options) -> None:
+        unwrapped = env.unwrapped
+        model = model if model is not None else unwrapped.model
+        self.view = SmoothView(model)
+        if "step" not in options:
+            options["step"] = paced_steps(unwrapped, model, PACE)
+            options.setdefault("paced", options["step"] is not None)
+        options.setdefault("spacing", ROUTE_SPACING)
+        options.setdefault("path_margin", PATH_MARGIN)
+        options.setdefault("clearance", CLEARANCE)
+        super().__init__(env, model, **options)
+        self._start: np.ndarray | None = None
+
+    @property
+    def route_model(self) -> KinematicModel:
+        return self.view
+
+    def to_route(self, q: np.ndarray) -> np.ndarray:
+        return self.model.to_smooth(q)
+
+    def from_route(self, x: np.ndarray) -> np.ndarray:
+        return self.model.from_smooth(self.model.project_smooth(x), reference=self._solution)
+
+    def _plan(self, aim: np.ndarray, *, local: bool = False) -> None:
+        """The plan, and where its route is blocked, other end configurations (solves from the model's
+        random configurations, up to :data:`ALTERNATIVES`) until one has a clear route."""
+        super()._plan(aim, local=local)
+        if self.route_clear or local or self.step_limits is None:
+            return
+        first = (self.last_result, self._solution, self._route)
+        rng = np.random.default_rng(int(self.trr_options.get("seed", 0)))
+        for _ in range(ALTERNATIVES):
+            self._solution = self.model.sample(rng)
+            super()._plan(aim, local=True)
+            if self.route_clear and self.last_result is not None and self.last_result.success:
+                return
+        self.last_result, self._solution, self._route = first
+        self.route_clear = False
+
+    def reset(self, obs=None, info=None) -> None:
+        """A new episode; the set-point the reset holds comes from ``info["setpoint"]`` (the straight arm
+        without it)."""
+        super().reset(obs, info)
+        self._start = None if info is None or "setpoint" not in info else np.asarray(info["setpoint"], dtype=float)
+
+    def _observed_setpoint(self, obs) -> np.ndarray:
+        start = np.zeros(self.model.n_dof) if self._start is None else self._start
+        return self.to_route(start)
+
+
+class PCCTRRObstacleReachAgent(PCCObstacleReachAgent):
+    """:class:`PCCObstacleReachAgent` planning with TRR and its barrier (``trr(obstacles=)``)."""
+
+    solver = staticmethod(trr)
