@@ -33,6 +33,17 @@ from soft_envs.exceptions import InvalidParameterError, check_positive
 from soft_envs.geometry import quaternion_to_matrix
 
 PHASES = ("approach", "descend", "push", "back", "retreat")
+#: Control steps in a phase before a tip at rest near its target counts as arrived.
+SETTLE_STEPS = 10
+#: The hanging arm's reach [m] from its axis at the box's mid-height (the nominal model's, by SQP): the
+#: targets are kept within it.
+REACH = 0.08
+
+
+def within_reach(point: np.ndarray) -> np.ndarray:
+    """``point`` [m, world] moved towards the arm's axis to at most :data:`REACH` from it."""
+    radius = float(np.linalg.norm(point[:2]))
+    return point if radius <= REACH else np.append(point[:2] * (REACH / radius), point[2])
 #: The IK's time budget per control step [s] (its solves take ~1 ms; an unreachable aim gets the period).
 STEP_BUDGET = 0.05
 
@@ -91,12 +102,14 @@ class ScriptedPushAgent:
         self._press = self.press  # [m]: how far into the box the tip aims now
         self._aim: np.ndarray | None = None  # [m, world]: the aim, moving to the target at ``tip_speed``
         self._lift = np.zeros(3)  # [m, world]: where the retreat goes
+        self._phase_steps = 0  # control steps in the phase so far
 
     def reset(self, obs=None, info=None) -> None:
         """A new episode: the approach, the IK started from the reset's set-point (``info["setpoint"]``)."""
         self.phase = PHASES[0]
         self.last_result = None
         self._correction, self._press, self._aim = np.zeros(3), self.press, None
+        self._phase_steps = 0
         self._solution = None if info is None or "setpoint" not in info else np.asarray(info["setpoint"], float)
 
     def target(self, obs) -> np.ndarray:
@@ -108,24 +121,27 @@ class ScriptedPushAgent:
         direction = line / distance if distance > 1e-9 else np.array([1.0, 0.0])
         start = np.append(box[:2] - self.behind * direction, box[2])
         above = start + np.array([0.0, 0.0, self.half + self.model.body_radius + self.hover])
+        speed = float(np.linalg.norm(obs[15:18]))
+        phase = self.phase
         if self.phase == "retreat" and distance > float(self.env.success_threshold) \
-                and np.linalg.norm(tip - self._lift) < self.arrive:
+                and self._arrived(tip, self._lift, speed):
             self.phase = "approach"  # (the box slid or was knocked off its goal: push it again)
-        if self.phase == "back" and np.linalg.norm(tip - self._lift) < self.arrive:
+        if self.phase == "back" and self._arrived(tip, self._lift, speed):
             # behind the box on the new line already: straight to the push's start; else over the box
             self.phase = "descend" if (tip[:2] - box[:2]) @ direction < -self.behind + self.arrive else "approach"
         if self.phase == "push" and (distance < self.done or self._off_line(tip, box, direction)):
             # done, or the tip slipped off the box's back: back off along the line, off the box
             self.phase = "retreat" if distance < self.done else "back"
-            self._lift = np.append(tip[:2] - self.back_off * direction, tip[2])
-        if self.phase == "approach" and np.linalg.norm(tip - above) < self.arrive:
+            self._lift = within_reach(np.append(tip[:2] - self.back_off * direction, tip[2]))
+        if self.phase == "approach" and self._arrived(tip, within_reach(above), speed):
             self.phase = "descend"
-        if self.phase == "descend" and np.linalg.norm(tip - start) < self.arrive:
+        if self.phase == "descend" and self._arrived(tip, within_reach(start), speed):
             self.phase = "push"
+        self._phase_steps = self._phase_steps + 1 if self.phase == phase else 0
         if self.phase == "approach":
-            return above
+            return within_reach(above)
         if self.phase == "descend":
-            return start
+            return within_reach(start)
         if self.phase == "push":  # the press grows while the box lags the push speed (the arm is soft:
             # its force grows with how far its set-point is beyond the box's face)
             # (slower near the goal: the box slides on after the push, ~v²/(2 μ g))
@@ -135,6 +151,16 @@ class ScriptedPushAgent:
                                         self.press, self.max_press))
             return np.append(box[:2] - (self.behind - self.standoff - self._press) * direction, box[2])
         return self._lift  # retreat or back: back along the push line, off the box
+
+    def _arrived(self, tip: np.ndarray, target: np.ndarray, speed: float) -> bool:
+        """Whether the tip has arrived at a phase's ``target``: within ``arrive`` of it, or come to rest
+        (slower than ``settle_speed``) near it after :data:`SETTLE_STEPS` steps of the phase with the aim
+        there (the soft arm may rest a few mm off its aim: its sag, a contact)."""
+        if np.linalg.norm(tip - target) < self.arrive:
+            return True
+        aimed = self._aim is not None and np.linalg.norm(self._aim - target) < 1e-9
+        return bool(aimed and self._phase_steps >= SETTLE_STEPS and speed < self.settle_speed
+                    and np.linalg.norm(tip - target) < 4 * self.arrive)
 
     def _off_line(self, tip: np.ndarray, box: np.ndarray, direction: np.ndarray) -> bool:
         """Whether the tip has left the box's back: its axis more than half the box's size plus the body's

@@ -14,6 +14,8 @@ from soft_envs.exceptions import InvalidParameterError
 ROBOT_TRACES = {
     "soft_envs/PeterReach-v0": ({}, slice(0, 3)),  # the tip; goals are drawn, starts are at rest
     "soft_envs/PCCTrack-v0": ({"random_start": False}, slice(None)),
+    "soft_envs/PCCReach-v0": ({}, slice(0, 3)),  # the tip: the arm starts straight, goals are drawn
+    "soft_envs/PCCPush-v0": ({}, slice(0, 3)),  # the tip (three steps: it does not reach the box)
     "soft_envs/QuadrupedWalk-v0": ({"reset_noise_scale": 0.0}, slice(None)),
     "soft_envs/QuadrupedPose-v0": ({"reset_noise_scale": 0.0}, slice(0, 39)),  # without the goal
     "soft_envs/HexapodPose-v0": ({}, np.r_[0:7, 20:38]),  # platform pose and rod forces
