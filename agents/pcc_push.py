@@ -38,14 +38,14 @@ SETTLE_STEPS = 10
 #: The hanging arm's reach [m] from its axis at the box's mid-height (the nominal model's, by SQP): the
 #: targets are kept within it.
 REACH = 0.08
+#: The IK's time budget per control step [s] (its solves take ~1 ms; an unreachable aim gets the period).
+STEP_BUDGET = 0.05
 
 
 def within_reach(point: np.ndarray) -> np.ndarray:
     """``point`` [m, world] moved towards the arm's axis to at most :data:`REACH` from it."""
     radius = float(np.linalg.norm(point[:2]))
     return point if radius <= REACH else np.append(point[:2] * (REACH / radius), point[2])
-#: The IK's time budget per control step [s] (its solves take ~1 ms; an unreachable aim gets the period).
-STEP_BUDGET = 0.05
 
 
 class ScriptedPushAgent:
@@ -61,6 +61,8 @@ class ScriptedPushAgent:
             times the box's distance to its goal where that is less (slowing down near the goal).
         aim_gain, max_correction, settle_speed: the free tip's aim moves by ``aim_gain`` times its miss
             once it moves slower than ``settle_speed`` [m/s], by at most ``max_correction`` [m] in all.
+        side_gain: while pushing, the aim moves by this times the tip's offset beside the line through
+            the box's centre (default 0: off; 0.2 halved the success on 40 seeds).
         tip_speed: how fast the aim moves to a phase's target [m/s].
         back_off: the retreat's distance back along the push line [m].
         arrive: the tip within this of a phase's target ends the phase [m].

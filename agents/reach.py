@@ -126,7 +126,9 @@ class ObstacleReachAgent(TRRReachAgent):
     the straight segment, else one waypoint around the obstacle), and commands, each control period,
     the next set-points along it within one period's motion of the legs (``step``: filling
     ``leg_rate`` and venting ``vent_rate`` [m/s], as inflation times; :attr:`step_limits`), so the
-    legs, which move at those rates, follow the checked route within a step. ``path_margin`` covers
+    legs, which move at those rates, follow the checked route within a step. A start already closer than
+    ``clearance + path_margin`` lets the route come a path margin closer than the start (not below half the
+    clearance), so that it can leave. ``path_margin`` covers
     what the nominal model does not see: the legs lagging a step and the soft body's motion and sag.
     Without a route clear by the solver's ``timeout`` it steps straight at the plan. Without the rates
     (``step=None`` on an env that does not give them, or ``paced=False``) it commands the plan at

@@ -19,6 +19,7 @@ from soft_envs.envs.pcc_reach import PCCReachEnv
 from soft_envs.envs.pcc_reach_config import PCCReachConfig
 from soft_envs.envs.pcc_track import PCCTrackEnv
 from soft_envs.envs.pcc_track_vector import PCCTrackVectorEnv
+from soft_envs.envs.vector_base import check_num_envs
 
 ENV_ID = "soft_envs/PCCReach-v0"
 MAX_EPISODE_STEPS = ENVIRONMENTS[ENV_ID][1]
@@ -43,6 +44,7 @@ def make_pcc_reach_vector(num_envs: int = 1, *, max_episode_steps: int | None = 
     """The ``vector_entry_point`` of ``soft_envs/PCCReach-v0``: the native vector env, else
     (``backend="pybullet"``) a ``SyncVectorEnv`` of single envs."""
     if PCCReachConfig.of(kwargs).physics.backend != "batched":
+        num_envs = check_num_envs(num_envs, pybullet=True)  # (before a PyBullet env is built)
         kwargs.pop("num_threads", None)
         make = [lambda: gym.make(ENV_ID, max_episode_steps=max_episode_steps, **kwargs)] * int(num_envs)
         return gym.vector.SyncVectorEnv(make, autoreset_mode=AutoresetMode(autoreset_mode))

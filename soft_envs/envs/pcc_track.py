@@ -140,8 +140,9 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     """Track a trajectory with a PCC arm (see the module docstring for spaces, rewards and physics).
 
     Args:
-        n_segments: segments of the arm (at most 127 joints in all: ``(2m + 3) N``).
-        links_per_segment: rigid links per segment.
+        n_segments: segments of the arm, 1 to :data:`~soft_envs.robots.pcc_arm.MAX_SEGMENTS` (and at most
+            127 joints in all: ``(2m + 3) N``).
+        links_per_segment: rigid links per segment, 1 to :data:`~soft_envs.robots.pcc_arm.MAX_LINKS_PER_SEGMENT`.
         segment_length: relaxed segment length [m].
         trajectory: a name of :data:`soft_envs.trajectories.TRAJECTORIES`.
         time_scale: slow the trajectory down by this factor.

@@ -27,7 +27,7 @@ from soft_envs.envs.closed_loop import native_with_closed_loop
 from soft_envs.envs.pcc_arms import soft_arms
 from soft_envs.envs.pcc_track import PCCTrackEnv
 from soft_envs.envs.pcc_track_config import PCCTrackConfig
-from soft_envs.envs.vector_base import ArmsVectorEnv
+from soft_envs.envs.vector_base import ArmsVectorEnv, check_num_envs
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.sim import threads
 from soft_envs.sim.batched_bodies import BatchedPCCBody
@@ -92,6 +92,7 @@ def make_pcc_track_vector(num_envs: int = 1, *, max_episode_steps: int | None = 
     """The ``vector_entry_point`` of ``soft_envs/PCCTrack-v0``: the native vector env, else
     (``backend="pybullet"``) a ``SyncVectorEnv`` of single envs."""
     if PCCTrackConfig.of(kwargs).physics.backend != "batched":
+        num_envs = check_num_envs(num_envs, pybullet=True)  # (before a PyBullet env is built)
         kwargs.pop("num_threads", None)  # single envs: one arm each
         make = [lambda: gym.make(ENV_ID, max_episode_steps=max_episode_steps, **kwargs)] * int(num_envs)
         return gym.vector.SyncVectorEnv(make, autoreset_mode=AutoresetMode(autoreset_mode))

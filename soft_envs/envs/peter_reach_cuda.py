@@ -54,6 +54,9 @@ from soft_envs.geometry import STANDARD_GRAVITY
 from soft_envs.sim import batched_cuda
 from soft_envs.sim.batched_cuda import CudaSoftArms, cuda_module
 
+#: The most goals (or tasks) a bank holds: 2**24, each a few floats on the device.
+MAX_GOAL_BANK = 1 << 24
+
 
 class PeterReachCudaVectorEnv(VectorEnv):
     """``num_envs`` soft PETER arms reaching goals, stepped on a GPU (module docstring).
@@ -61,7 +64,8 @@ class PeterReachCudaVectorEnv(VectorEnv):
     Args:
         num_envs: arms.
         max_episode_steps: episode length [steps] (the registered 50; ``None``: no limit).
-        goal_bank_size: goals (with ``obstacles``: tasks, a goal and its obstacles) drawn at construction,
+        goal_bank_size: goals (with ``obstacles``: tasks, a goal and its obstacles) drawn at construction
+            (1 to :data:`MAX_GOAL_BANK`),
             from which each reset picks one (default 65,536; 4,096 with obstacles).
         seed: the goal bank's and the device generators' seed (``reset(seed=)`` reseeds both).
         output: ``"torch"`` (tensors on the GPU, no copy) or ``"numpy"`` (copies, e.g. on numba's
@@ -93,7 +97,7 @@ class PeterReachCudaVectorEnv(VectorEnv):
         self.n_obstacles = int(single.obstacles)
         default_bank = 4096 if self.n_obstacles else 65536
         self.goal_bank_size = check_integer("goal_bank_size", default_bank if goal_bank_size is None
-                                            else goal_bank_size, minimum=1)
+                                            else goal_bank_size, minimum=1, maximum=MAX_GOAL_BANK)
         self.config, self.model, self.realism = single.config, single.model, single.realism
         self.time_step, self.frame_skip = single.time_step, single.frame_skip
         self.realistic = not single.realism.is_ideal()
