@@ -4,11 +4,9 @@ and the CPU vector env; on a GPU ``soft-envs bench batched --device cuda`` check
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -165,25 +163,17 @@ print(json.dumps(out))
 """
 
 
-def _simulated(script: str) -> dict:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, env=env,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def test_the_gpu_step_is_the_cpu_core_to_1e_9():
+def test_the_gpu_step_is_the_cpu_core_to_1e_9(on_cuda_simulator):
     """PETER and PCC arms: torques at both ends, new rest lengths, damping cancelled, inactive arms
     (differences relative to each quantity's largest entry, or absolute below 1)."""
-    for kind, diffs in _simulated(CORE).items():
+    for kind, diffs in on_cuda_simulator(CORE).items():
         assert diffs.pop("fresh"), kind
         diffs.pop("a_max")
         assert max(diffs.values()) < 1e-9, (kind, diffs)
 
 
-def test_the_gpu_env_steps_as_the_cpu_vector_env():
-    out = _simulated(ENV)
+def test_the_gpu_env_steps_as_the_cpu_vector_env(on_cuda_simulator):
+    out = on_cuda_simulator(ENV)
     assert out["type"] == "PeterReachCudaVectorEnv"
     assert out["reset_obs"] < 1e-6
     assert [row["done"] for row in out["steps"]] == [False, True, False]
@@ -194,12 +184,12 @@ def test_the_gpu_env_steps_as_the_cpu_vector_env():
     assert out["errors"] == ["InvalidParameterError"] * 4
 
 
-def test_the_gpu_env_with_realism_steps_as_the_cpu_vector_env():
+def test_the_gpu_env_with_realism_steps_as_the_cpu_vector_env(on_cuda_simulator):
     """The same perturbations (the CPU env's draws: leg gains, offsets, leaks, valve delays, sensor
     latency, base tilt, radius, mass, stiffness, payload) give the same episodes; instant legs and a
     valve delay too. The device's own draws lie in the ranges and spread over them; the sensor's noise
     has its standard deviation."""
-    out = _simulated(REALISM)
+    out = on_cuda_simulator(REALISM)
     for case in ("realistic", "instant, delayed"):
         row = out[case]
         assert row["reset_obs"] < 1e-6 and row["flags"], (case, row)

@@ -4,12 +4,6 @@ contact step (:func:`soft_envs.sim.contact.arm_step_contact`) compiled for CUDA 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
-
 from numba.core.dispatcher import Dispatcher
 
 from soft_envs.sim.batched_cuda import DEVICE_FUNCTIONS
@@ -91,15 +85,7 @@ print(json.dumps(out))
 """
 
 
-def _simulated(script: str) -> dict:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, env=env,
-                          timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def test_the_gpu_env_with_obstacles_steps_as_the_cpu_vector_env():
+def test_the_gpu_env_with_obstacles_steps_as_the_cpu_vector_env(on_cuda_simulator):
     """Three arms pushed into spheres (two present for arm 0, one and an empty slot for arm 1, two for
     arm 2), ideal over an episode of six steps and realistic (the CPU env's robots: tilted bases, leg
     offsets, ...) over three, each ending in truncation: the same observations (obstacles appended),
@@ -107,7 +93,7 @@ def test_the_gpu_env_with_obstacles_steps_as_the_cpu_vector_env():
     CPU vector env (measured: states to ~1e-16, forces to ~2e-12 N of up to 15 N, penetrations to
     ~1e-17 m). The device's own reset draws its tasks from the bank of ObstacleCourse's draws (clear of
     the start's body, observed)."""
-    out = _simulated(OBSTACLES)
+    out = on_cuda_simulator(OBSTACLES)
     bank = out["bank"]
     assert bank["present"] > 0 and bank["seen"] < 1e-7 and bank["clearance"] >= 0.003 - 1e-9, bank
     for case, T in (("ideal", 6), ("realistic", 3)):
