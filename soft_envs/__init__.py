@@ -17,15 +17,8 @@ if not _os.path.isdir(_os.path.join(_HERE, "agents")):
     if _os.path.isfile(_os.path.join(_ROOT, "agents", "__init__.py")) and _ROOT not in __path__:
         __path__.append(_ROOT)
 
-# numba's on-disk caches (the kernels' ``cache=True``) go to the user's cache folder, never into the
-# package's own folders, where they would outlive an uninstall and shadow the next install (issue 33).
-if "NUMBA_CACHE_DIR" not in _os.environ:
-    _os.environ["NUMBA_CACHE_DIR"] = _os.path.join(
-        _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "soft_envs", "numba")
-    import sys as _sys
-
-    if "numba" in _sys.modules:  # imported before us: numba read its configuration already
-        _sys.modules["numba"].config.CACHE_DIR = _os.environ["NUMBA_CACHE_DIR"]
+# numba's on-disk caches of the package's kernels: soft_envs.kernel_cache (by content, in the user's
+# cache folder or the install location's ``_kernels/`` that ``soft-envs compile`` prepares).
 
 # PyBullet is imported where it is used (soft_envs.sim.bullet): the batched soft-arm core and its
 # vector envs' physics import without it (issue 32).

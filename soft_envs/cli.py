@@ -245,6 +245,22 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from soft_envs import prepare
+    from soft_envs.exceptions import InvalidParameterError
+
+    if args.clean:
+        removed = prepare.clean(user=args.user)
+        print("removed " + ", ".join(removed) if removed else "no compiled kernels to remove")
+        return 0
+    try:
+        left, _ = prepare.compile_kernels(user=args.user, jobs=args.jobs)
+    except InvalidParameterError as exc:
+        print(f"compile: {exc}", file=sys.stderr)
+        return 2
+    return 1 if left else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from soft_envs import __version__
 
@@ -270,6 +286,17 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--goals", nargs="+", metavar="STEM",
                    help="bench learned: only these goals; with --update the others' rows are kept from the file")
     b.set_defaults(func=_cmd_bench)
+
+    c = sub.add_parser("compile", help="compile the kernels once into the install location, so that every later "
+                                       "process starts in about a second (whatever its HOME and cache folders)")
+    c.add_argument("--user", action="store_true",
+                   help="into your cache folder instead ($NUMBA_CACHE_DIR/soft_envs, else ~/.cache/soft_envs/numba)")
+    c.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="child processes at a time (default: 2, or 1 on one core)")
+    c.add_argument("--clean", action="store_true",
+                   help="remove the install location's compiled kernels (with --user: the cache folder's too); "
+                        "run it before `pip uninstall`")
+    c.set_defaults(func=_cmd_compile)
 
     d = sub.add_parser("demo", help="run a controller in an environment (GUI, or a GIF/MP4 headless)")
     d.add_argument("name", nargs="?", default="peter")

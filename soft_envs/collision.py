@@ -40,6 +40,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
+from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache: soft_envs.kernel_cache)
 from soft_envs.exceptions import InvalidParameterError, as_real_array, check_integer, check_positive
 from soft_envs.geometry import check_unit_quaternion, matrix_to_quaternion, quaternion_to_matrix
 

@@ -21,6 +21,7 @@ LAYER = {
     "exceptions": "base",
     "console": "base",
     "clock": "base",
+    "kernel_cache": "base",  # where numba caches the kernels (numba only)
     "geometry": "geometry",
     "collision": "geometry",
     "robots": "robots",
@@ -36,6 +37,7 @@ LAYER = {
     "jobs": "top",  # results files, worker processes that may die, signals (evaluate uses it)
     "learn": "top",  # training, recipes, checkpoints, the SB3 adapter, the parallel learner, gait modulation
     "cli": "top",
+    "prepare": "top",  # soft-envs compile: every env's first step in child processes
     "report": "top",  # markdown tables and figures of the harness
     "": "top",  # soft_envs/__init__.py registers the environments
 }

@@ -31,15 +31,20 @@ def test_the_wheel_holds_every_data_file(tmp_path):
         assert inside in names, f"{inside} is not in the wheel"
 
 
-def test_numba_caches_go_to_the_users_cache_not_the_package(tmp_path):
-    """numba's ``cache=True`` files in the package's folders would outlive an uninstall and shadow the
-    next install: ``import soft_envs`` points them at the user's cache folder."""
-    code = ("import os, soft_envs, numba; from soft_envs.sim.batched_kernels import batch_configuration; "
-            "print(os.environ['NUMBA_CACHE_DIR']); print(numba.config.CACHE_DIR)")
-    env = {k: v for k, v in __import__("os").environ.items() if k != "NUMBA_CACHE_DIR"}
+def test_kernels_go_to_the_users_cache_unless_the_install_location_is_prepared(tmp_path):
+    """Without ``soft-envs compile`` no process writes into the package's folders (files there would
+    outlive an uninstall): the kernels are cached in the user's cache folder, by package-relative
+    folder; other packages' numba caches keep numba's own settings."""
+    code = ("import sys, pathlib, numba; from soft_envs import kernel_cache; "
+            "kernel_cache.PACKAGE_TIER = pathlib.Path(sys.argv[1]); "
+            "from soft_envs.sim.batched_kernels import batch_configuration as k; "
+            "print(k._cache._impl.locator.get_cache_path()); print(repr(numba.config.CACHE_DIR))")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("NUMBA_CACHE_DIR", "SOFT_ENVS_KERNEL_CACHE")}
     env["XDG_CACHE_HOME"] = str(tmp_path)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "not_prepared")], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    folders = done.stdout.split()
-    assert folders == [str(tmp_path / "soft_envs" / "numba")] * 2
-    assert not Path(folders[0]).is_relative_to(ROOT / "soft_envs")
+    folder, numba_default = done.stdout.split()
+    assert folder == str(tmp_path / "soft_envs" / "numba" / "sim")
+    assert numba_default == "''"
+    assert not (tmp_path / "not_prepared").exists()

@@ -43,6 +43,7 @@ BENCHES: dict[str, str] = {
     "vector": "soft_envs.bench.vector",
     "learner": "soft_envs.bench.learner",
     "contact": "soft_envs.bench.contact",
+    "startup": "soft_envs.bench.startup",
 }
 
 

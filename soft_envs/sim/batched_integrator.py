@@ -41,6 +41,7 @@ import math
 import numpy as np
 from numba import njit
 
+from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache: soft_envs.kernel_cache)
 from soft_envs.sim.batched_kernels import _INLINE, _JIT, _NO_NRT, configuration, terms_of_arm, workspace
 
 

@@ -37,6 +37,7 @@ import math
 import numpy as np
 from numba import njit
 
+from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache: soft_envs.kernel_cache)
 from soft_envs.sim.sections import _SMALL_HALF, MIN_BEND  # one source for the section map's constants
 
 REVOLUTE_Z, REVOLUTE_Y, PRISMATIC_Z = 0, 1, 2

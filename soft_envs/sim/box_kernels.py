@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache: soft_envs.kernel_cache)
 from soft_envs.sim.batched_kernels import _INLINE, _JIT
 
 #: numba's stubs type every keyword of ``njit``; the shared option dicts (``_JIT``, ``_INLINE``) are untyped.

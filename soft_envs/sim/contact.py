@@ -46,6 +46,7 @@ import math
 import numpy as np
 from numba import njit
 
+from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache: soft_envs.kernel_cache)
 from soft_envs.collision import EMPTY, segment_shape_distance, shape_bound_distance
 from soft_envs.sim.batched_integrator import hold, prepare, solve_pass, step_workspace
 from soft_envs.sim.batched_kernels import (

@@ -29,6 +29,8 @@ import numpy as np
 
 try:
     from numba import njit
+
+    from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache)
 except ImportError:  # pragma: no cover - numba is a dependency; the numpy path stays complete
     njit = None
 
