@@ -10,7 +10,10 @@ fresh interpreter: the process's resident set (``/proc/self/statm``) before buil
 sub-envs and after 100 steps, per sub-env, and its growth between vector steps 1,000 and 10,000 (autoresets every 50
 steps). The machine's load average is printed with the table: other jobs share the cores. Then,
 not pinned, the soft envs at ``N = 1024`` with one thread and with every core of the process
-(``num_threads``, :mod:`soft_envs.sim.threads`).
+(``num_threads``, :mod:`soft_envs.sim.threads`), next to the batched core alone stepping the same
+arms at the same frame skip (:func:`paired_rates`: ``frame_skip`` calls of ``body.step`` per
+env-step, the physics without the env's logic), both from one process, windows of the two
+alternating, the best window of each.
 """
 
 from __future__ import annotations
@@ -122,6 +125,38 @@ def vector_rate(case: Case, n: int, seconds: float, seed: int, **extra: Any) -> 
     return steps * n / elapsed
 
 
+def paired_rates(case: Case, n: int, seed: int, num_threads: int, rounds: int = 5,
+                 steps: int = 8) -> tuple[float, float]:
+    """(env-steps/s of ``gym.make_vec(id, num_envs=n, num_threads=...)``, env-steps/s of its batched core
+    alone at the same frame skip): ``rounds`` windows of ``steps`` vector steps (random action batches,
+    autoresets) alternating with windows of ``steps × frame_skip`` calls of ``body.step`` (zero torque,
+    from the env's state, which is put back after), the best window of each — the estimate of idle
+    cores (other work on the machine slows a window, never speeds it up)."""
+    envs = gym.make_vec(case.env_id, num_envs=n, num_threads=num_threads, **case.kwargs)
+    envs.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    space = envs.single_action_space
+    actions = [rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype) for _ in range(steps)]
+    env = envs.unwrapped
+    body, frame_skip, dt = env.body, env.single.frame_skip, env.single.time_step
+    zero = np.zeros((n, body.n_dof))
+    envs.step(actions[0])  # warm-up
+    vector = core = np.inf
+    for _ in range(rounds):
+        start = clock.now()
+        for batch in actions:
+            envs.step(batch)
+        vector = min(vector, clock.now() - start)
+        state = body.state
+        start = clock.now()
+        for _ in range(steps * frame_skip):
+            body.step(dt, zero)
+        core = min(core, clock.now() - start)
+        body.state = state  # (the env's arms go on from where they were)
+    envs.close()
+    return steps * n / vector, steps * n / core
+
+
 def memory(case: Case, n: int, steps: int, seed: int) -> tuple[int, int | None]:
     """(resident bytes the vector env of ``n`` sub-envs added after 100 steps, RSS growth [bytes]
     between step 1,000 and step ``steps``, ``None`` for fewer steps)."""
@@ -201,9 +236,11 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     thread_rows = []
     cores = threads.available_cores()
     for case in (c for c in CASES if not c.kwargs.get("kinematic")):  # the arms' physics is what threads split
-        by_threads = {nt: vector_rate(case, THREADS_N, seconds, seed, num_threads=nt) for nt in sorted({1, cores})}
-        thread_rows += [[case.label, THREADS_N, nt, f"{rate:,.0f}", f"{rate / by_threads[1]:.2f}"]
-                        for nt, rate in by_threads.items()]
+        by_threads = {nt: paired_rates(case, THREADS_N, seed, nt, rounds=7 if full else 3)
+                      for nt in sorted({1, cores})}
+        one, core_one = by_threads[1]
+        thread_rows += [[case.label, THREADS_N, nt, f"{rate:,.0f}", f"{rate / one:.2f}", f"{core:,.0f}",
+                         f"{core / core_one:.2f}", f"{rate / core:.2f}"] for nt, (rate, core) in by_threads.items()]
     load_text = "" if load is None else \
         f" Load average at the start: {load[0]:.1f} (1 min), {load[1]:.1f} (5 min) on {os.cpu_count()} cores."
     text = (f"One process, {pinning}; {seconds:g} s per measurement; random actions (uniform in the box), "
@@ -219,8 +256,11 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     text += markdown_table(["env", "RSS at N = 1 [MB]", "N", "RSS at N [MB]", "per added sub-env [kB]", "N'",
                             f"RSS growth, steps 1,000–{MEMORY_STEPS:,} [kB]"], memory_rows)
     text += (f"\n\nThreads (`num_threads=`, default: the cores this process may use; not pinned), N = {THREADS_N}, "
-             "in the same run:\n\n" + markdown_table(["env", "N", "threads", "env-steps/s", "× one thread"],
-                                                      thread_rows))
+             "in the same run, next to the batched core alone stepping the same arms at the same frame skip "
+             "(`frame_skip` calls of `body.step` an env-step: the physics without the env's logic); one process "
+             f"per row, {7 if full else 3} windows of 8 env-steps of each, alternating, the best of each:\n\n"
+             + markdown_table(["env", "N", "threads", "env-steps/s", "× one thread", "core alone, env-steps/s",
+                               "core × one thread", "vector ÷ core"], thread_rows))
     if plot_dir is not None:
         text += f"\n\n![env-steps per second against N]({_plot(rates, baselines, plot_dir)})"
     return text

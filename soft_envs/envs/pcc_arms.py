@@ -12,8 +12,12 @@ single env is ``n = 1`` of it, the native vector env (:mod:`soft_envs.envs.pcc_t
 
 The body (``body=``): the batched soft-arm core (:class:`~soft_envs.sim.batched_bodies.BatchedPCCBody`,
 both envs' default) or one PyBullet arm with PyBullet's terms
-(:class:`~soft_envs.sim.arm_rows.PCCBodyRows`, ``backend="pybullet"``, the reference). Arrays are
-``(n, …)``, SI units, the arm's base frame.
+(:class:`~soft_envs.sim.arm_rows.PCCBodyRows`, ``backend="pybullet"``, the reference). On the batched
+core, :meth:`PCCArms.simulate`'s physics steps run compiled, block of arms by block in the core's threads
+(:mod:`soft_envs.sim.arm_period`, :func:`~soft_envs.sim.period_kernels.pcc_actuate`: the law, the
+chambers), equal to the numpy loop to rounding; the numpy loop stays for PyBullet's arm, a scene, a task's
+per-step hooks (the push's box) and a tip payload the law does not know. Arrays are ``(n, …)``, SI
+units, the arm's base frame.
 """
 
 from __future__ import annotations
@@ -22,13 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from soft_envs.envs.pcc_parts import ResidualAim, track_observation
+from soft_envs.envs.pcc_parts import ResidualAim
 from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
 from soft_envs.envs.vector_parts import BatchedSensor, store_tips
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.sim.actuators import BatchedPDFeedforward, BatchedPressureRegulator
-from soft_envs.sim.batched_bodies import BatchedPCCBody
+from soft_envs.sim.arm_period import PeriodArrays, StateViews, run_period
+from soft_envs.sim.batched_bodies import MAX_PCC_RATE, BatchedPCCBody
+from soft_envs.sim.batched_kernels import batch_terms, pcc_validity
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.period_kernels import pcc_actuate, pcc_observation, pcc_scratch
 
 
 def soft_arms(env: Any, n_arms: int, num_threads: int | None = None) -> BatchedPCCBody:
@@ -82,6 +89,26 @@ class PCCArms:
         self.sensor = BatchedSensor(n, 6, int(round(latency / env.dt)))
         self._new_masses = not (realism.is_ideal("mass_error") and realism.is_ideal("payload"))
         self.aims = [ResidualAim(model, env.trajectory) for _ in range(n)] if env.action_type == "residual" else []
+        self._period_tips: tuple[Any, np.ndarray] | None = None  # (the body's state, its tips (n, 6))
+        #: Run the periods compiled where :attr:`compiled` allows (False: the numpy loop; equal to rounding).
+        self.compiled_periods = True
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the next period runs compiled, block by block in the core's threads
+        (:mod:`soft_envs.sim.arm_period`): the batched core without a scene, no per-step hook of a task
+        (:meth:`per_step_hooks`) and no tip payload the law does not know (else the numpy loop of
+        :meth:`simulate`)."""
+        body = self.body
+        if not (self.compiled_periods and isinstance(body, BatchedPCCBody)) or body.scene is not None \
+                or self.per_step_hooks():
+            return False
+        return not (self.env.setpoint_driven and np.any(body.payload - self.controller.known_payload))
+
+    def per_step_hooks(self) -> bool:
+        """Whether :meth:`external_torque` or :meth:`after_physics_step` act at every physics step (a task
+        that has them overrides this; none here)."""
+        return False
 
     # ------------------------------------------------------------------ reset
     def reset(self, rows: np.ndarray, tasks: list, perturbations: dict[str, np.ndarray],
@@ -90,6 +117,7 @@ class PCCArms:
         rest on its start (the straight arm with ``start_straight``), held there by its command;
         ``perturbations`` (``{name: (len(rows), …)}``) applied."""
         env, body, regulator = self.env, self.body, self.regulator
+        self._period_tips = None
         if self.realistic:
             self._apply_realism(rows, perturbations, realism_rngs)
         starts = self.start_configurations(tasks)
@@ -216,6 +244,12 @@ class PCCArms:
         goes back to its last valid state, at rest, and stays there (:attr:`stop_reason`)."""
         env, body, regulator = self.env, self.body, self.regulator
         dt = env.time_step
+        self._period_tips = None
+        if self.compiled:
+            self._simulate_blocks(n_steps)
+            self.time += n_steps * dt
+            self.advance_goal()
+            return
         u_from = u_to = None
         if env.setpoint_driven:
             u_from, u_to = self.model.to_smooth(self.previous_setpoint), self.model.to_smooth(self.setpoint)
@@ -258,6 +292,55 @@ class PCCArms:
         self.time += n_steps * dt
         self.advance_goal()
 
+    def _simulate_blocks(self, n_steps: int) -> None:
+        """:meth:`simulate`'s physics steps compiled, block by block in the core's threads (:func:`run_period`;
+        :func:`~soft_envs.sim.period_kernels.pcc_actuate` the law and the chambers)."""
+        env, body, regulator, model = self.env, self.body, self.regulator, self.model
+        n, n_dof, dt = self.n_arms, model.n_dof, env.time_step
+        driven = env.setpoint_driven
+        if driven:
+            u_from, u_to = (np.ascontiguousarray(model.to_smooth(x)) for x in (self.previous_setpoint, self.setpoint))
+        else:
+            u_from = u_to = np.zeros((n, n_dof))
+        self.saturated[:] = False
+        law = self.controller
+        flags = [env.steps_per_control, driven, env.action_type == "pressure", regulator is not None,
+                 self.plant_pressure_maps is not None, bool(np.any(body.params.rayleigh[:, 0])),
+                 bool(law.compensate_damping), 0]
+        lengths = np.ascontiguousarray(model.segment_lengths, dtype=float)
+        if regulator is not None:
+            lagged = regulator.time_constant > 0.0
+            decay = np.exp(-dt / np.where(lagged, regulator.time_constant, 1.0))
+            maps = self.plant_pressure_maps if self.plant_pressure_maps is not None else np.zeros((1, 1, 1))
+            chambers = (np.ascontiguousarray(env.pressure_inverse, dtype=float),
+                        np.ascontiguousarray(env.pressure_map, dtype=float), maps, float(regulator.max_pressure),
+                        lagged, decay)
+            flags[7] = regulator.setpoint.reserve(n_steps)
+            dead = (*regulator.setpoint.queue, regulator.delay)
+            regulator.pressures = np.ascontiguousarray(regulator.pressures, dtype=float)
+            regulator.saturated = np.array(regulator.saturated, dtype=np.bool_)
+            pressures, held_saturation = regulator.pressures, regulator.saturated
+        else:
+            chambers = (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1, 1)), 0.0, np.zeros(n, dtype=np.bool_),
+                        np.zeros(n))
+            dead = (np.zeros((n, n_dof)), np.zeros((n, 1, n_dof)), np.full((n, 1), np.inf), np.zeros((n, 1), np.int64),
+                    np.zeros(n))
+            pressures, held_saturation = np.zeros((n, n_dof)), np.zeros(n, dtype=np.bool_)
+        active = self.stop_code == 0
+        arrays = PeriodArrays.zeros(n, n_dof, moving_rest=False, start=True)
+        per_arm = (u_from, u_to, self.command_value, self.tau, pressures, held_saturation, self.saturated,
+                   arrays.torque_start, arrays.torque_end, active, self.physics_steps)
+        coefficients = (float(law.kp), float(law.kv), 1.0 + float(law.stiffness_error), lengths)
+        period = _LawPeriod(body, per_arm, tuple(flags), coefficients, chambers, dead, arrays, n_steps,
+                            env.steps_per_control)
+        result = run_period(body, n_steps, dt, active, arrays, period.block, counts=self.physics_steps)
+        if regulator is not None:
+            regulator.setpoint.took(n_steps)
+        for i in np.flatnonzero(result.codes).tolist():
+            self.stop_reason[i] = body.violation_reason(int(result.codes[i]), result.violation[i])
+            self.stop_code[i] = result.codes[i]
+        self._period_tips = (body.state, result.tips)
+
     def _chamber_torque(self, pressures: np.ndarray) -> np.ndarray:
         """Generalised forces ``(n, n_dof)`` of chamber pressures ``(n, n_dof)`` [Pa] through each arm's map."""
         if self.plant_pressure_maps is None:
@@ -267,7 +350,11 @@ class PCCArms:
     # ------------------------------------------------------------------ readings
     def read_tips(self, rows, reset: bool = False) -> None:
         """True tips of ``rows`` and their measurements; ``reset``: the sensor starts over."""
-        tip, velocity = (x[rows] for x in self.body.tip_state())
+        cached = self._period_tips
+        if cached is not None and cached[0] is self.body.state:  # (read at the period's end, in its blocks)
+            tip, velocity = cached[1][rows, :3], cached[1][rows, 3:]
+        else:
+            tip, velocity = (x[rows] for x in self.body.tip_state())
         store_tips(self, rows, tip, velocity, reset)
 
     def observation(self, rows, on_clip=None):
@@ -275,11 +362,18 @@ class PCCArms:
         entries clipped into the space)."""
         self.read_tips(rows)
         env, state = self.env, self.body.state
-        u, w = state.u[rows], state.w[rows]
-        return track_observation(self.measured_tip[rows], self.goal[rows], self.measured_velocity[rows],
-                                 self.controller.state(u), self.controller.state_rate(u, w),
-                                 2 * np.pi * self.time[rows] / env.trajectory.period, env.observation_high,
-                                 env.goal_conditioned, on_clip=on_clip)
+        phase = 2 * np.pi * self.time[rows] / env.trajectory.period
+        parts = [np.ascontiguousarray(x[rows], dtype=float) for x in (self.measured_tip, self.goal,
+                                                                      self.measured_velocity, state.u, state.w)]
+        high = np.ascontiguousarray(env.observation_high, dtype=float)
+        obs = np.empty((parts[0].shape[0], high.shape[0]), dtype=np.float32)  # (track_observation, compiled)
+        count = pcc_observation(*parts, np.ascontiguousarray(self.model.segment_lengths, dtype=float), np.sin(phase),
+                                np.cos(phase), high, obs)
+        if on_clip is not None:
+            on_clip(int(count))
+        if env.goal_conditioned:
+            return {"observation": obs[..., 9:], "achieved_goal": obs[..., 0:3], "desired_goal": obs[..., 3:6]}
+        return obs
 
     def reward_terms(self) -> dict[str, np.ndarray]:
         """The task's reward terms of every arm ``{name: (n,)}``, from the measured tips."""
@@ -317,3 +411,53 @@ class PCCArms:
     def commands(self, rows) -> np.ndarray:
         """The commands held by ``rows``, in model units (the previous action of a first step)."""
         return self.setpoint[rows] if self.env.action_type == "configuration" else self.command_value[rows]
+
+
+class _LawPeriod:
+    """What a compiled period of PCC arms needs (:meth:`PCCArms._simulate_blocks`): the per-arm arrays
+    :func:`~soft_envs.sim.period_kernels.pcc_actuate` reads and advances, its flags and constants."""
+
+    def __init__(self, body: BatchedPCCBody, per_arm: tuple, flags: tuple, coefficients: tuple, chambers: tuple,
+                 dead: tuple, arrays: PeriodArrays, n_steps: int, steps_per_control: int) -> None:
+        self.body, self.per_arm, self.flags, self.coefficients = body, per_arm, flags, coefficients
+        self.chambers, self.dead, self.arrays = chambers, dead, arrays
+        self.n_steps, self.steps_per_control = n_steps, steps_per_control
+        self.half_lengths = 0.5 * body.model.segment_lengths
+
+    def block(self, rows: slice) -> _LawBlock:
+        return _LawBlock(self, rows)
+
+
+class _LawBlock:
+    """The rows ``rows`` of a :class:`_LawPeriod` (:class:`~soft_envs.sim.arm_period.Block`)."""
+
+    def __init__(self, period: _LawPeriod, rows: slice) -> None:
+        params = period.body.params
+        self.period = period
+        self.arm = tuple(x[rows] for x in period.per_arm)
+        self.params = (params.mass[rows], params.inertia[rows], params.gravity[rows], params.stiffness[rows],
+                       params.rayleigh[rows])
+        inverse, pmap, maps, bound, lagged, decay = period.chambers
+        self.chambers = (inverse, pmap, maps[rows] if period.flags[4] else maps, bound, lagged[rows], decay[rows])
+        self.dead = tuple(x[rows] for x in period.dead)
+        self.terms = tuple(x[rows] for x in period.arrays.start_terms)
+        self.scratch = pcc_scratch(period.body.topology.arrays, rows.stop - rows.start)
+
+    def before(self, k: int, state: StateViews) -> None:
+        """The start terms at ``state``, then the law (on its ticks) and the chambers of step ``k``."""
+        period, topology = self.period, self.period.body.topology.arrays
+        u_from, u_to, command, tau, pressures, held, saturated, tau_s, tau_e, active, steps = self.arm
+        batch_terms(*topology, *self.params[:3], state[0], state[1], state[3], True, active, *self.terms)
+        flags = (*period.flags[:7], period.flags[7] + k)
+        s = min((k + period.steps_per_control) / period.n_steps, 1.0)  # (the set-point at the law's hold's end)
+        pcc_actuate(topology, self.params, (state[0], state[1], state[3], state[4], state[5]), active, steps, flags,
+                    (s, *period.coefficients), u_from, u_to, command, tau, self.chambers, self.dead, pressures,
+                    (held, saturated), self.terms, tau_s, tau_e, self.scratch)
+
+    def check(self, state: StateViews, active: np.ndarray) -> np.ndarray:
+        """:func:`~soft_envs.sim.batched_kernels.pcc_validity` of the stepped arms (the inactive ones' are not read)."""
+        return pcc_validity(state[0], state[1], self.period.body.model.per_segment, self.period.half_lengths,
+                            MAX_PCC_RATE)
+
+    def idle(self, k: int, state: StateViews) -> None:
+        """(Nothing of a stopped PCC arm moves.)"""

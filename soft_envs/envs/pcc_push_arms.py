@@ -107,6 +107,10 @@ class PCCPushArms(PCCArms):
         super().simulate(n_steps)
         self._read_object()
 
+    def per_step_hooks(self) -> bool:
+        """The box moves with the arm at every physics step (its reaction, its step): the numpy loop."""
+        return True
+
     def external_torque(self) -> np.ndarray:
         """The box's carried-over reaction (:attr:`~soft_envs.sim.arm_objects.ArmBoxCoupling.reaction`: the
         impulse the box took beyond what the arm's step assumed, passed back so momentum is exchanged)."""

@@ -18,6 +18,11 @@ The body it drives (``body=``):
 * ``kinematic=True``: none — the tip is :meth:`Peter.forward_arms` of the commands (ideal) or of
   the legs' true state on each arm's own leg radius (under realism).
 
+On the batched core without obstacles, :meth:`PeterArms.simulate`'s loop over the physics steps of
+a period runs compiled, block of arms by block in the core's threads (:mod:`soft_envs.sim.arm_period`,
+:func:`~soft_envs.sim.period_kernels.peter_legs`), with the numpy loop's numbers to the bit (the
+numpy loop stays: PyBullet's arm, obstacles, ``compiled_periods=False``).
+
 Arrays are ``(n, …)``, SI units; the tip is in the goals' frame (the arm's base turned by its
 drawn tilt), the measured tip is what the sensor reports.
 """
@@ -35,9 +40,11 @@ from soft_envs.envs.vector_parts import BatchedSensor, store_tips
 from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.actuators import BatchedPneumaticLegs
+from soft_envs.sim.arm_period import PeriodArrays, StateViews, run_period
 from soft_envs.sim.batched_bodies import BatchedSoftPeter
 from soft_envs.sim.batched_kernels import peter_validity
 from soft_envs.sim.bullet import STANDARD_GRAVITY
+from soft_envs.sim.period_kernels import peter_legs
 
 MAX_RATE = 1e3  # [m/s, rad/s]: beyond it the arm is driven beyond its model
 SINGULAR = "the arm's mass matrix became singular: it collapsed beyond the PCC model"
@@ -93,6 +100,15 @@ class PeterArms:
         #: The contacts with the obstacles this episode (``info``'s ``collisions``, ``penetration``, ...).
         self.tally = ContactTally(n, count)
         self.scene = body.add_scene(count) if count and self.soft else None
+        #: Run the periods compiled where :attr:`compiled` allows (False: the numpy loop; the same numbers).
+        self.compiled_periods = True
+        self._period_tips: tuple[Any, np.ndarray] | None = None  # (the body's state, its tips (n, 6))
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the periods run compiled, block by block in the core's threads (:mod:`soft_envs.sim.arm_period`):
+        the batched core without obstacles (else the numpy loop of :meth:`simulate`, the same numbers)."""
+        return self.compiled_periods and isinstance(self.body, BatchedSoftPeter) and self.scene is None
 
     @property
     def touching(self) -> np.ndarray:
@@ -105,6 +121,7 @@ class PeterArms:
         """New episodes for ``rows``: goals the nominal tips of ``tasks`` (inflation times [s]), the
         arms at rest at zero inflation, ``perturbations`` (``{name: (len(rows), …)}``) applied."""
         body, legs = self.body, self.legs
+        self._period_tips = None
         self.inflation_times[rows] = 0.0
         times, obstacles = split_task(tasks, self.model.n_dof)
         self.goal[rows] = self.model.forward_arms(times)
@@ -182,6 +199,10 @@ class PeterArms:
                 legs.advance(n_steps * dt, self.clock)
                 self.clock += n_steps * dt
             return
+        self._period_tips = None
+        if self.compiled:
+            self._simulate_blocks(n_steps)
+            return
         zero = np.zeros((self.n_arms, body.n_dof))
         scene = self.scene
         if scene is not None:
@@ -206,6 +227,18 @@ class PeterArms:
                 self.stop_reason[stopped] = [reasons[i] for i in stopped.tolist()]
                 body.restore(stopped, last_valid, at_rest=True)
 
+    def _simulate_blocks(self, n_steps: int) -> None:
+        """:meth:`simulate`'s loop compiled, block by block in the core's threads (:func:`run_period`)."""
+        body, legs = self.body, self.legs
+        arrays = PeriodArrays.zeros(self.n_arms, body.n_dof, moving_rest=True, start=False)
+        period = _LegsPeriod(legs, body, arrays.rest_end, self._leg_directions, 0.5 * self.model.leg_length_at_rest,
+                             self.env.time_step)
+        result = run_period(body, n_steps, self.env.time_step, ~self.stopped, arrays, period.block)
+        for i in np.flatnonzero(result.codes).tolist():
+            self.stopped[i] = True
+            self.stop_reason[i] = self._reason(i, int(result.codes[i]), result.violation[i])
+        self._period_tips = (body.state, result.tips)
+
     def violations(self, rows: np.ndarray) -> dict[int, str]:
         """``{arm: why}`` for the arms of the bool mask ``rows`` whose state is outside the PCC model's
         validity. Valid: finite; every leg longer than half its length at zero inflation (a heavier
@@ -215,25 +248,27 @@ class PeterArms:
         if not self.soft:
             return {}
         body, half = self.body, 0.5 * self.model.leg_length_at_rest
-        model, u = self.model, body.state.u
+        u = body.state.u
         code = peter_validity(u, body.state.w, np.ascontiguousarray(rows, dtype=np.bool_), body.reference_length,
                               np.ascontiguousarray(body.radius, dtype=float), *self._leg_directions, half, MAX_RATE)
-        if not code.any():
-            return {}
-        reasons = {}
-        for i in np.flatnonzero(code).tolist():
-            if code[i] == 1:
-                reasons[i] = "the state is not finite"
-            elif code[i] == 2:
-                shortest, full = 1e3 * float(body.leg_lengths()[i].min()), 1e3 * model.leg_length_at_rest
-                reasons[i] = (f"a leg crushed to {shortest:.1f} mm (< half its {full:.1f} mm): the load is "
-                              "more than the legs carry, beyond the PCC model")
-            elif code[i] == 3:
-                bend = float(np.hypot(u[i, 1::3], u[i, 2::3]).max())
-                reasons[i] = f"a module bent by {np.degrees(bend):.0f}° > 180°: beyond the PCC model"
-            else:
-                reasons[i] = "a rate above 1e3 /s: the arm is driven beyond its model"
-        return reasons
+        return {i: self._reason(i, int(code[i]), u[i]) for i in np.flatnonzero(code).tolist()}
+
+    def _reason(self, i: int, code: int, u: np.ndarray) -> str:
+        """The ``termination_reason`` of arm ``i`` for its validity ``code`` at the state ``u`` ``(n,)``."""
+        if code == 1:
+            return "the state is not finite"
+        if code == 2:
+            body = self.body  # (the batched core's legs of u; PyBullet's single arm: its own, at u)
+            legs = body.legs_of_arc(u[None], [i])[0] if isinstance(body, BatchedSoftPeter) else body.leg_lengths()[i]
+            shortest = 1e3 * float(legs.min())
+            full = 1e3 * self.model.leg_length_at_rest
+            return (f"a leg crushed to {shortest:.1f} mm (< half its {full:.1f} mm): the load is "
+                    "more than the legs carry, beyond the PCC model")
+        if code == 3:
+            bend = float(np.hypot(u[1::3], u[2::3]).max())
+            return f"a module bent by {np.degrees(bend):.0f}° > 180°: beyond the PCC model"
+        return "a rate above 1e3 /s: the arm is driven beyond its model"
+
     def terminated(self) -> np.ndarray:
         """``(n,)``: the arms stopped outside the PCC model (their episodes end)."""
         return self.stopped.copy()
@@ -250,7 +285,10 @@ class PeterArms:
     def read_tips(self, rows, reset: bool = False) -> None:
         """True tips of ``rows`` (:attr:`tip`, :attr:`tip_velocity`) and their measurements
         (:attr:`measured_tip`, :attr:`measured_velocity`); ``reset``: the sensor starts over."""
-        if self.body is not None:
+        cached = self._period_tips
+        if cached is not None and self.body is not None and cached[0] is self.body.state:
+            tip, velocity = cached[1][rows, :3], cached[1][rows, 3:]  # (read at the period's end, in its blocks)
+        elif self.body is not None:
             tip, velocity = (x[rows] for x in self.body.tip_state())
         elif not self.realistic:
             self.tip[rows] = self.measured_tip[rows] = self.model.forward_arms(self.inflation_times[rows])
@@ -298,3 +336,45 @@ class PeterArms:
             info["termination_reason"] = self.stop_reason[rows].copy()
             info["_termination_reason"] = stopped.copy()
         return info
+
+
+class _LegsPeriod:
+    """What a compiled period of PETER's arms needs (:meth:`PeterArms._simulate_blocks`): the legs' arrays,
+    advanced in place by :func:`~soft_envs.sim.period_kernels.peter_legs`, and the validity's constants."""
+
+    def __init__(self, legs: BatchedPneumaticLegs, body: BatchedSoftPeter, rest_end: np.ndarray,
+                 directions: tuple[np.ndarray, np.ndarray], half: float, dt: float) -> None:
+        self.body, self.rest_end, self.directions, self.half = body, rest_end, directions, half
+        self.radius = np.ascontiguousarray(body.radius, dtype=float)
+        self.per_arm = (legs.lengths, legs.extension, *legs.command_delay.queue, legs.vent_rate, legs.gain,
+                        legs.offset, legs.leak_rate, legs.perfect, body.legs_to_arc)
+        self.constants = (legs.fill_rate, legs.rest_length, body.reference_length, legs.instant,
+                          bool(legs.perfect.all()), dt)
+
+    def block(self, rows: slice) -> _LegsBlock:
+        return _LegsBlock(self, rows)
+
+
+class _LegsBlock:
+    """The rows ``rows`` of a :class:`_LegsPeriod` (:class:`~soft_envs.sim.arm_period.Block`)."""
+
+    def __init__(self, period: _LegsPeriod, rows: slice) -> None:
+        lengths, extension, *queue, vent, gain, offset, leak, perfect, to_arc = (x[rows] for x in period.per_arm)
+        self.period = period
+        self.legs = (lengths, extension, tuple(queue))
+        self.rest = (vent, gain, offset, leak, perfect, to_arc, *period.constants)
+        self.rest_end, self.radius = period.rest_end[rows], period.radius[rows]
+
+    def before(self, k: int, state: StateViews) -> None:
+        """The legs advanced over step ``k`` (from each arm's time) and their rest configuration."""
+        peter_legs(*self.legs, state[5], *self.rest, self.rest_end)
+
+    def check(self, state: StateViews, active: np.ndarray) -> np.ndarray:
+        """:func:`~soft_envs.sim.batched_kernels.peter_validity` of the stepped ``active`` arms."""
+        period = self.period
+        return peter_validity(state[0], state[1], active, period.body.reference_length, self.radius,
+                              *period.directions, period.half, MAX_RATE)
+
+    def idle(self, k: int, state: StateViews) -> None:
+        """The stopped arms' legs go on moving while the batch steps (as in the numpy loop)."""
+        peter_legs(*self.legs, state[5], *self.rest, np.empty_like(self.rest_end))

@@ -1,4 +1,4 @@
-"""The base of the native vector environments: ``N`` sub-envs of one env advanced by batched numpy calls.
+"""The base of the native vector environments: ``N`` sub-envs of one env advanced by batched calls.
 
 :class:`SoftVectorEnv` is a Gymnasium 1.x :class:`~gymnasium.vector.VectorEnv` built around one
 instance of the single env, its *prototype*, constructed with the user's keywords: it validates
@@ -15,7 +15,8 @@ action (the ``action_rate`` term). Subclasses fill the hooks (IsaacLab's names w
   initial state from their draws (``tasks``: the prototype's ``draw_task`` results; the
   perturbations are already in :attr:`perturbations`, the generators in :attr:`realism_rngs`);
 * ``_apply_actions(actions)`` and ``_simulate()`` — every sub-env steps (clipped ``(N, n)``
-  actions);
+  actions; the soft arms' periods run compiled, block of arms by block in the core's threads:
+  :mod:`soft_envs.sim.arm_period`);
 * ``_observe(rows)`` — the observations of ``rows`` (measuring: sensors advance);
 * ``_reward_terms(actions)`` — the task's ``{name: (N,)}`` (the base appends ``action_rate``);
 * ``_terminated()`` — ``(N,)`` bool; ``_extra_info(rows)`` — ``{name: (len(rows), …)}``;

@@ -101,6 +101,24 @@ class BatchedDeadTime:
         self._count += 1
         self._order[later, slot] = self._count
 
+    @property
+    def queue(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays the compiled periods (:mod:`soft_envs.sim.period_kernels`) advance in place: the
+        acting commands ``(B, n)``, the pending ones ``(B, q, n)``, when they are due ``(B, q)`` [s] (``inf``:
+        a free slot) and the order they were given in ``(B, q)``."""
+        return self.current, self._values, self._due, self._order
+
+    def reserve(self, commands: int) -> int:
+        """Room for ``commands`` more pending commands of every arm (the queue grown as :meth:`give`
+        grows it); returns the order the first of them takes (the next ones: +1 each, :meth:`took`)."""
+        while self._due.shape[1] - int(np.isfinite(self._due).sum(axis=1).max(initial=0)) < commands:
+            self._grow()
+        return self._count + 1
+
+    def took(self, commands: int) -> None:
+        """``commands`` orders were given out since :meth:`reserve`."""
+        self._count += int(commands)
+
     def _grow(self) -> None:
         B, q, n = self._values.shape
         self._values = np.concatenate((self._values, np.zeros((B, q, n))), axis=1)
@@ -171,6 +189,12 @@ class BatchedPneumaticLegs:
     @property
     def delay(self) -> np.ndarray:
         return self.command_delay.delay
+
+    @property
+    def extension(self) -> np.ndarray:
+        """The imperfect legs' extension beyond ``rest_length + offset`` ``(B, 3N)`` [m] (their true
+        rest lengths; advanced in place by the compiled periods, :mod:`soft_envs.sim.period_kernels`)."""
+        return self._extension
 
     @property
     def actual_lengths(self) -> np.ndarray:

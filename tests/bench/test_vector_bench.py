@@ -20,6 +20,12 @@ def test_vector_bench_is_registered_and_its_parts_run():
         assert "core" in pinning or "not pinned" in pinning
 
 
+def test_the_threads_table_pairs_the_vector_env_with_its_core():
+    case = next(c for c in vector.CASES if c.env_id == vector.PCC)
+    rate, core = vector.paired_rates(case, 4, seed=0, num_threads=1, rounds=1, steps=2)
+    assert rate > 0 and core > 0
+
+
 @pytest.mark.parametrize("case", vector.CASES, ids=lambda c: c.label)
 def test_every_case_is_a_native_vector_env(case):
     import gymnasium as gym
