@@ -435,8 +435,9 @@ class _LawBlock:
         params = period.body.params
         self.period = period
         self.arm = tuple(x[rows] for x in period.per_arm)
-        self.params = (params.mass[rows], params.inertia[rows], params.gravity[rows], params.stiffness[rows],
-                       params.rayleigh[rows])
+        # (writeable, as the vector env's: a single env's read-only views would compile a second specialization)
+        self.params = tuple(np.require(x[rows], requirements=("C", "W")) for x in
+                            (params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh))
         inverse, pmap, maps, bound, lagged, decay = period.chambers
         self.chambers = (inverse, pmap, maps[rows] if period.flags[4] else maps, bound, lagged[rows], decay[rows])
         self.dead = tuple(x[rows] for x in period.dead)
