@@ -33,10 +33,9 @@ from numba import njit
 from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache: soft_envs.kernel_cache)
 from soft_envs.sim.batched_kernels import (
     _NO_NRT,
-    PRISMATIC_Z,
-    REVOLUTE_Z,
     _evaluation_map,
     batch_configuration,
+    rigid_terms,
     workspace,
 )
 
@@ -193,7 +192,7 @@ def pcc_actuate(topology, params, state, active, steps, flags, law, u_from, u_to
         if setpoint_driven:
             commanded = active[b] and steps[b] % spc == 0
             if commanded:
-                gravity_of_arm(topology, mass[b], gravity[b], u_d[b], rates, c_d[b], g_d, ws)
+                gravity_of_arm(topology, mass[b], inertia[b], gravity[b], u_d[b], rates, c_d[b], g_d, ws)
                 _pd_law(u[b], w[b], u_d[b], rest[b], stiffness[b], rayleigh[b], M[b], h[b], g[b], g_d, s, kp, kv,
                         stiffness_factor, lengths, per, any_alpha, damping, q_acc, u_acc, tau[b])
         elif active[b]:
@@ -303,70 +302,19 @@ def _pd_law(u, w, u_d, rest, k, rayleigh, M, h, g, g_d, s, kp, kv, stiffness_fac
 
 
 @njit(**_CORE)
-def gravity_of_arm(topology, mass, gravity, u, zeros, c, g, ws):
-    """``G(u)`` of one arm into ``g`` ``(n,)``: :func:`~soft_envs.sim.batched_kernels.arm_terms`'s ``g`` alone
-    (its arithmetic and the core's compile options; ``c`` the ``c̃`` of ``u``, ``zeros`` ``(n,)`` the
-    rates, ``ws`` a :func:`~soft_envs.sim.batched_kernels.workspace`) — the configuration terms without
-    the inertias, velocities and mass matrix: what the law needs at its set-point each physics step."""
+def gravity_of_arm(topology, mass, inertia, gravity, u, zeros, c, g, ws):
+    """``G(u)`` of one arm into ``g`` ``(n,)``: :func:`~soft_envs.sim.batched_kernels.rigid_terms`'s
+    configuration pass alone (no velocities, no mass matrix) projected through the section map —
+    what the law needs at its set-point each physics step. ``c`` the ``c̃`` of ``u``, ``zeros``
+    ``(n,)`` the rates, ``ws`` a :func:`~soft_envs.sim.batched_kernels.workspace`."""
     ints, table, trig, sec, lref = topology
     per = 2 if sec[0] != 0 else 3
-    ce, acc, gc, jac, S, link, cs = ws[1], ws[3], ws[5], ws[6], ws[8], ws[9], ws[12]
+    ce, cd, acc, hc, gc, jac = ws[1], ws[2], ws[3], ws[4], ws[5], ws[6]
     _evaluation_map(sec, lref, u, zeros, c, ws[0], ce, jac, acc)
-    for t in range(trig.shape[0]):  # (rigid_terms' joint angles)
-        half = int(trig[t, 2])
-        if half >= 0:
-            co, sn = cs[half, 0], cs[half, 1]
-            cs[t, 0], cs[t, 1] = 1.0 - 2.0 * sn * sn, 2.0 * sn * co
-        else:
-            angle = trig[t, 1] * ce[int(trig[t, 0])]
-            cs[t, 0], cs[t, 1] = math.cos(angle), math.sin(angle)
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
-    px = py = pz = 0.0
-    K = ints.shape[0]
-    for j in range(K):  # forward: frames, motion axes, each link's mass and first moment (rigid_terms')
-        kind, slot, t = ints[j, 0], ints[j, 1], ints[j, 2]
-        coef = table[j, 1]
-        off = table[j, 0]
-        px, py, pz = px + off * r02, py + off * r12, pz + off * r22
-        co = sn = 0.0
-        if kind != PRISMATIC_Z:
-            co = cs[t, 0]
-            sn = cs[t, 1] if coef == trig[t, 1] else -cs[t, 1]
-        if kind == REVOLUTE_Z:
-            ex, ey, ez = r02, r12, r22
-            r00, r01 = co * r00 + sn * r01, co * r01 - sn * r00
-            r10, r11 = co * r10 + sn * r11, co * r11 - sn * r10
-            r20, r21 = co * r20 + sn * r21, co * r21 - sn * r20
-        elif kind != PRISMATIC_Z:
-            ex, ey, ez = r01, r11, r21
-            r00, r02 = co * r00 - sn * r02, sn * r00 + co * r02
-            r10, r12 = co * r10 - sn * r12, sn * r10 + co * r12
-            r20, r22 = co * r20 - sn * r22, sn * r20 + co * r22
-        else:
-            ex, ey, ez = r02, r12, r22
-            q = coef * ce[slot]
-            px, py, pz = px + q * r02, py + q * r12, pz + q * r22
-        if kind == PRISMATIC_Z:
-            S[j, 0] = S[j, 1] = S[j, 2] = 0.0
-            S[j, 3], S[j, 4], S[j, 5] = ex, ey, ez
-        else:
-            S[j, 0], S[j, 1], S[j, 2] = ex, ey, ez
-            S[j, 3], S[j, 4], S[j, 5] = py * ez - pz * ey, pz * ex - px * ez, px * ey - py * ex
-        m = mass[j]
-        lx, ly, lz = table[j, 2], table[j, 3], table[j, 4]
-        link[j, 6] = m
-        link[j, 7] = m * (px + r00 * lx + r01 * ly + r02 * lz)
-        link[j, 8] = m * (py + r10 * lx + r11 * ly + r12 * lz)
-        link[j, 9] = m * (pz + r20 * lx + r21 * ly + r22 * lz)
-    for k in range(gc.shape[0]):
-        gc[k] = 0.0
-    gx, gy, gz = gravity[0], gravity[1], gravity[2]
-    m = hx = hy = hz = 0.0
-    for j in range(K - 1, -1, -1):  # backward: composite masses and moments, G_j = S_j · I_c,j (0, −g)
-        m, hx, hy, hz = m + link[j, 6], hx + link[j, 7], hy + link[j, 8], hz + link[j, 9]
-        gn_x, gn_y, gn_z = -(hy * gz - hz * gy), -(hz * gx - hx * gz), -(hx * gy - hy * gx)
-        tg = S[j, 0] * gn_x + S[j, 1] * gn_y + S[j, 2] * gn_z - m * (S[j, 3] * gx + S[j, 4] * gy + S[j, 5] * gz)
-        gc[ints[j, 1]] += table[j, 1] * tg
+    for k in range(cd.shape[0]):
+        cd[k] = 0.0
+    rigid_terms(ints, table, trig, mass, inertia, gravity, ce, cd, acc, False, False, ws[7], hc, gc, ws[8], ws[9],
+                ws[10], ws[12])
     for i in range(lref.shape[0]):
         for p in range(per):
             sg = 0.0
