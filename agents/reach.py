@@ -1,5 +1,6 @@
-"""IK controllers acting in goal-reaching environments (``PeterReach-v0``) through ``step``: TRR, and
-TRR or SQP around the env's obstacles (:class:`ObstacleReachAgent`, :class:`SQPObstacleReachAgent`)."""
+"""Controllers acting in goal-reaching environments (``PeterReach-v0``) through ``step``: TRR, TRR or
+SQP around the env's obstacles (:class:`ObstacleReachAgent`, :class:`SQPObstacleReachAgent`), and the
+proportional law in task space (:class:`TaskFeedbackAgent`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,39 @@ from soft_envs.robots.base import KinematicModel
 #: The default distance [m] a paced agent's route keeps beyond the plan's clearance (the legs' lag,
 #: the soft body's motion and sag that the nominal model does not see).
 DEFAULT_PATH_MARGIN = 1e-3
+
+
+#: The task-space proportional law's default gain [per control period]: on realistic soft PETER
+#: (valve delay, sensor latency) 0.2-0.25 puts the most goals within 1 mm; 0.4 rings (86 %).
+TASK_FEEDBACK_GAIN = 0.2
+
+
+class TaskFeedbackAgent:
+    """The proportional law on the measured tip in task space: ``a = clip(k (goal − tip) / task_step,
+    −1, 1)`` for an env with ``action_mode="task"`` (the action moves the tip's set-point by
+    ``task_step · a`` [m] in the base frame). It reads ``goal − tip`` from the observation
+    (``obs[6:9]`` [m], measured) and ``task_step`` [m] from the env: no model, no plan — the classical
+    rival of a policy in the same action space.
+
+    Args:
+        env: a reaching env made with ``action_mode="task"``.
+        gain: ``k``, the fraction of the measured error the set-point moves a control period (0, 1].
+    """
+
+    def __init__(self, env, gain: float = TASK_FEEDBACK_GAIN) -> None:
+        base = env.unwrapped
+        if getattr(base, "action_mode", None) != "task":
+            raise InvalidParameterError("TaskFeedbackAgent needs an env made with action_mode='task'")
+        self.gain = check_positive("gain", gain, 1.0)
+        self.task_step = float(base.task_step)
+
+    def reset(self, obs=None, info=None) -> None:
+        """(Nothing to forget: the law is memoryless.)"""
+
+    def act(self, obs) -> np.ndarray:
+        """The task action ``(3,)`` float32 of a flat observation."""
+        error = np.asarray(obs, dtype=np.float64)[6:9]
+        return np.clip(self.gain * error / self.task_step, -1.0, 1.0).astype(np.float32)
 
 
 class TRRReachAgent:

@@ -3,9 +3,10 @@
 A controller follows the agents' protocol (``reset(obs, info)``, ``act(obs)``, acting only
 through ``env.step``): the IK agents open or closed loop, the network and the hybrid, the learning
 controllers (:data:`LEARNING_CONTROLLERS`), PD + feed-forward, the quadruped's gait and body-pose
-controllers, the hexapod's Jacobian agent, a saved Stable-Baselines3 policy (``sb3:ALGO:PATH``,
-:class:`SB3Policy`) and a numpy policy (``policy:PATH.npz`` or a task's shipped ``learned``,
-:class:`NumpyPolicy`). Which controllers suit which task is :data:`soft_envs.evaluate.TASKS`.
+controllers, the hexapod's Jacobian agent, the proportional law in task space (``task-feedback``),
+a saved Stable-Baselines3 policy (``sb3:ALGO:PATH``, :class:`SB3Policy`) and a numpy policy
+(``policy:PATH.npz`` or a task's shipped ``learned``, :class:`NumpyPolicy`). Which controllers suit
+which task is :data:`soft_envs.evaluate.TASKS`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from soft_envs.exceptions import InvalidParameterError
 #: The controllers :func:`build_controller` knows by name (``NAME:N`` too for the learning ones).
 CONTROLLERS = ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid", "trr-calibrated", "nn-finetuned", "pd-ff",
                "pd-ff-feedback", "trot", "body-pose", "hexapod-jacobian", "hexapod-jacobian-low-gain", "learned",
-               "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback", "scripted-push")
+               "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback", "scripted-push",
+               "task-feedback")
 
 
 #: Controllers that learn on the episode's robot before acting (:mod:`soft_envs.agents.on_robot`):
@@ -67,6 +69,10 @@ def build_controller(name: str, env, task: str = "") -> Any:
         else:
             agent = SQPObstacleReachAgent if sqp else ObstacleReachAgent
         return agent(env, feedback=name.endswith("-feedback"))
+    if name == "task-feedback":
+        from soft_envs.agents.reach import TaskFeedbackAgent
+
+        return TaskFeedbackAgent(env)
     if name == "scripted-push":
         from soft_envs.agents.pcc_push import ScriptedPushAgent
 
@@ -102,7 +108,9 @@ def build_controller(name: str, env, task: str = "") -> Any:
 
 def env_keywords(name: str, task: str = "") -> dict[str, Any]:
     """The env keywords the controller ``name`` needs for its observations (a saved policy's
-    observation form, from its file; ``{}`` for the others)."""
+    observation form, from its file; the task-space action of ``task-feedback``; ``{}`` for the others)."""
+    if name == "task-feedback":
+        return {"action_mode": "task"}
     if name.startswith("sb3:"):
         return SB3Policy.env_keywords(name)
     if name.startswith("policy:") or name == "learned":
@@ -131,8 +139,8 @@ class SB3Policy:
     acts through that gait.
     """
 
-    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "task_step", "action_type",
-                            "residual_limit")
+    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "task_step", "task_feedback",
+                            "action_type", "residual_limit")
 
     def __init__(self, policy, env=None, base_gait: str = "") -> None:
         self.policy = policy

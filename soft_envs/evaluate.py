@@ -99,7 +99,7 @@ def _with_learned(task: Task) -> Task:
 
 TASKS: dict[str, Task] = {task.name: _with_learned(task) for task in (
     Task("peter-2", "soft_envs/PeterReach-v0", (("n_modules", 2),), "distance", "m",
-         ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid", "trr-calibrated", "nn-finetuned")),
+         ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid", "trr-calibrated", "nn-finetuned", "task-feedback")),
     # The analytic arm (no PyBullet) that `soft-envs train-rl` trains on: the IK controllers and
     # the learned policies (sb3:ALGO:PATH) side by side.
     Task("peter-2-kinematic", "soft_envs/PeterReach-v0", (("n_modules", 2), ("kinematic", True)), "distance", "m",

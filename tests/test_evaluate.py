@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from soft_envs.cli import main
+from soft_envs.controllers import build_controller
 from soft_envs.evaluate import (
     LEARN_SAMPLES,
     TASKS,
@@ -150,3 +152,14 @@ def test_gait_figures_survive_a_results_file_and_make_a_gait_table():
     assert "| quadruped-walk | trot | ideal | 2 | 2 | 2.5 | 9.8 | 10.5 | — |" in table
     reach = ev.EpisodeResult("peter-2", "trr", "ideal", 0, True, 1e-4, 0.5, 10, 1.0)
     assert ev.gait_table(ev.Evaluation([reach])) == ""
+
+
+def test_the_task_space_law_reaches_realistic_goals_in_the_task_action_it_asks_for():
+    """``task-feedback`` needs ``action_mode="task"`` (its env keywords) and closes the loop on the
+    measured tip of realistic arms without a model."""
+    jobs = jobs_for(["peter-2"], ["task-feedback"], presets=("realistic",), episodes=2, seed=0)
+    episodes = [run_episode(j) for j in jobs]
+    assert all(e.env_kwargs["action_mode"] == "task" for e in episodes)
+    assert all(e.metric < 1e-3 for e in episodes)
+    with pytest.raises(InvalidParameterError, match="action_mode='task'"):
+        build_controller("task-feedback", gym.make("soft_envs/PeterReach-v0", kinematic=True))

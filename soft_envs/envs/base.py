@@ -46,8 +46,9 @@ observation gains the current normalised command ``a_abs``, entries in ``[−1, 
 history repeats the reset's observation and command. ``action_mode="task"`` (envs with a
 ``command_jacobian``, e.g. ``PeterReach-v0``) makes the action a displacement of the tip,
 ``task_step · a`` [m], which the nominal model's damped least-squares Jacobian turns into the
-change of the command (:mod:`soft_envs.envs.closed_loop`); ``action_space`` is then the task's box
-and :attr:`SoftEnv.command_space` the command's. The same options are wrappers
+change of the command within its box (:mod:`soft_envs.envs.closed_loop`), and ``task_feedback=k``
+makes that action a residual on the proportional law ``k (goal − measured tip) / task_step``;
+``action_space`` is then the task's box and :attr:`SoftEnv.command_space` the command's. The same options are wrappers
 (:mod:`soft_envs.envs.closed_loop`: ``ClosedLoop``, ``ClosedLoopVector``, one arithmetic), which the
 native vector envs take them through.
 
@@ -72,7 +73,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from soft_envs.envs.closed_loop import TASK_STEP, History, check_options, check_task_env
+from soft_envs.envs.closed_loop import TASK_STEP, History, check_feedback, check_options, check_task_env
 from soft_envs.envs.env_goals import checked_reset_options
 from soft_envs.envs.env_spaces import LoopSpaces
 from soft_envs.exceptions import (
@@ -127,6 +128,9 @@ class SoftEnv(LoopSpaces):
         history: previous observations and commands appended to the observation (0 to
             :data:`~soft_envs.envs.closed_loop.MAX_HISTORY`, 64).
         task_step: tip displacement of a task action of 1 [m] (``action_mode="task"``; default 2 mm).
+        task_feedback: gain ``k`` in ``[0, 1]`` of the proportional law a task action is a residual on,
+            ``clip(a + k (goal − measured tip) / task_step, −1, 1)`` (``action_mode="task"`` on envs with
+            ``task_error``; default 0: the action alone).
         use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
             the subclass, not a user keyword.
 
@@ -174,6 +178,7 @@ class SoftEnv(LoopSpaces):
         delta_scale: float = 0.1,
         history: int = 0,
         task_step: float = TASK_STEP,
+        task_feedback: float = 0.0,
         use_physics: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -187,8 +192,9 @@ class SoftEnv(LoopSpaces):
         self.action_rate_weight = float(action_rate_weight)
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
+        self.task_feedback = check_feedback(self.action_mode, task_feedback)
         if self.action_mode == "task":
-            check_task_env(self)
+            check_task_env(self, self.task_feedback)
         self._history: History | None = None  # the observations and commands history=k appends
         self.realism = Realism(self._realism_table(), realism, env=type(self).__name__)
         self.perturbations: dict[str, Any] = self.realism.ideal_values(self.realism_sizes())

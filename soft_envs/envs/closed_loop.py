@@ -10,12 +10,15 @@ any Gymnasium vector env of soft_envs envs), with the options that let a policy 
   ``Δx = task_step · a`` [m] in the nominal model's base frame, ``a`` in ``[−1, 1]`` per axis; the
   command changes by the damped least-squares solution ``Δc = Jᵀ (J Jᵀ + λ² I)⁻¹ Δx`` of the env's
   ``command_jacobian`` ``J = ∂x/∂c`` at the current normalised command ``c`` (the nominal model:
-  what a controller knows, not the robot a realism draw made), ``λ =`` :data:`TASK_DAMPING`, and
-  ``a_abs = clip(c + Δc, low, high)`` as in delta mode (the observation gains ``a_abs`` the same
-  way). This is the relative differential-IK action of Isaac Lab's manipulation tasks: the
-  policy learns a feedback in the task's own coordinates (near a linear map of the measured
-  error) instead of the arm's inverse kinematics; the action space is ``Box(−1, 1, (m,))``
-  for ``J`` of ``m`` rows;
+  what a controller knows, not the robot a realism draw made), ``λ =`` :data:`TASK_DAMPING`, on
+  the commands free to move: one the solution would take out of its box is held at its bound and
+  the others take its share of ``Δx`` (:func:`task_command_change`), so ``a_abs = c + Δc`` stays
+  in the box (the observation gains ``a_abs`` as in delta mode). This is the relative
+  differential-IK action of Isaac Lab's manipulation tasks: the policy learns a feedback in the
+  task's own coordinates (near a linear map of the measured error) instead of the arm's inverse
+  kinematics; the action space is ``Box(−1, 1, (m,))`` for ``J`` of ``m`` rows;
+  ``task_feedback=k`` makes the action a residual on the proportional law on the measured error
+  ``e`` (the env's ``task_error()``): ``a ← clip(a + k e / task_step, −1, 1)``;
 * ``history=k``: the observation gains the previous ``k`` observations and the ``k`` previous
   commands, oldest last; at a reset the history repeats the reset's observation and command.
 
@@ -41,6 +44,9 @@ from gymnasium.vector.utils import batch_space
 from soft_envs.exceptions import InvalidParameterError, as_real_array, check_integer, check_positive
 
 ACTION_MODES = ("absolute", "delta", "task")
+#: The keywords of the options that close the loop (every env takes them; the native vector envs through
+#: :class:`ClosedLoopVector`).
+LOOP_KEYWORDS = ("action_mode", "delta_scale", "history", "task_step", "task_feedback")
 MAX_HISTORY = 64
 #: Default ``task_step`` [m]: a task action of 1 moves the tip 2 mm in a control period (soft PETER's 0.1 s:
 #: 20 mm/s, about what legs filling at 10 mm/s give the tip; the arm's own rate limit acts beyond it).
@@ -50,6 +56,9 @@ MAX_TASK_STEP = 0.1  # [m]
 #: unit of command moves the point less than about 1 mm are damped rather than inverted (soft PETER's
 #: Jacobian has singular values of 8-21 mm per unit over 20,000 random set-points: a 1-2 % damping).
 TASK_DAMPING = 1e-3
+#: Largest ``task_feedback`` gain: the set-point moved by the whole measured error a period (on soft PETER the
+#: valves' delay makes the loop ring from about 0.4).
+MAX_TASK_FEEDBACK = 1.0
 
 
 def check_options(action_mode: str, delta_scale: float, history: int,
@@ -62,12 +71,35 @@ def check_options(action_mode: str, delta_scale: float, history: int,
             check_positive("task_step [m]", task_step, MAX_TASK_STEP))
 
 
-def check_task_env(env: Any) -> Any:
-    """``env``'s ``command_jacobian``; a ``ValueError`` for an env without one (no task-space action)."""
+def check_feedback(action_mode: str, task_feedback: float) -> float:
+    """``task_feedback`` checked: a gain in ``[0, MAX_TASK_FEEDBACK]``, nonzero only with ``action_mode="task"``."""
+    if isinstance(task_feedback, bool) or not isinstance(task_feedback, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(task_feedback) <= MAX_TASK_FEEDBACK:
+        raise InvalidParameterError(f"task_feedback must be a gain in [0, {MAX_TASK_FEEDBACK}]; got {task_feedback!r}")
+    if task_feedback and action_mode != "task":
+        raise InvalidParameterError(f"task_feedback needs action_mode='task'; got action_mode={action_mode!r}")
+    return float(task_feedback)
+
+
+def task_feedback_action(env: Any, gain: float, task_step: float) -> np.ndarray | None:
+    """The proportional law's task action ``gain · (goal − measured tip) / task_step`` ``(N, m)`` of
+    ``env`` (its ``task_error()``, the measured error in the task's coordinates [m]), or ``None`` for
+    a gain of 0: what ``task_feedback`` adds to the policy's action."""
+    if not gain:
+        return None
+    return gain * np.asarray(env.task_error(), dtype=np.float64) / task_step
+
+
+def check_task_env(env: Any, task_feedback: float = 0.0) -> Any:
+    """``env``'s ``command_jacobian``; a ``ValueError`` for an env without one (no task-space action), or
+    without ``task_error`` where ``task_feedback`` asks for it."""
     jacobian = getattr(env, "command_jacobian", None)
     if jacobian is None:
         raise InvalidParameterError(f"{type(env).__name__} has no task-space action (action_mode='task' needs "
                                     "the env's command_jacobian: PeterReach-v0 has one)")
+    if task_feedback and getattr(env, "task_error", None) is None:
+        raise InvalidParameterError(f"{type(env).__name__} has no measured task error (task_feedback needs the "
+                                    "env's task_error: PeterReach-v0 has one)")
     return jacobian
 
 
@@ -81,21 +113,57 @@ def task_space(env: Any) -> gym.spaces.Box:
     return gym.spaces.Box(-1.0, 1.0, shape=(rows,), dtype=np.float32)
 
 
-def task_command_change(jacobian: np.ndarray, displacement: np.ndarray) -> np.ndarray:
+def task_command_change(jacobian: np.ndarray, displacement: np.ndarray, command: np.ndarray | None = None,
+                        low: np.ndarray | None = None, high: np.ndarray | None = None) -> np.ndarray:
     """``Δc = Jᵀ (J Jᵀ + λ² I)⁻¹ Δx`` per row: ``jacobian`` ``(N, m, n)`` [m per unit command],
-    ``displacement`` ``(N, m)`` [m] → ``(N, n)`` (``λ =`` :data:`TASK_DAMPING`)."""
+    ``displacement`` ``(N, m)`` [m] → ``(N, n)`` (``λ =`` :data:`TASK_DAMPING`).
+
+    With the current ``command`` ``(N, n)`` and its box ``low``, ``high`` ``(n,)`` (all three) the change keeps
+    ``c + Δc`` in the box by an active set, as a differential IK with joint limits does: a command
+    the solution would take out of its box is held at its bound and the rest of ``Δx`` is solved
+    again with the others (at most ``n`` passes). Clipping the unbounded solution instead would lose
+    the bound command's share of ``Δx`` at every step, and a task-space feedback would stall with
+    one leg at its limit while the others could still move the tip."""
     jacobian = np.asarray(jacobian, dtype=np.float64)
+    displacement = np.asarray(displacement, dtype=np.float64)
+    if command is None or low is None or high is None:
+        return _damped_least_squares(jacobian, displacement)
+    command = np.asarray(command, dtype=np.float64)
+    low_b, high_b = np.broadcast_to(low, command.shape), np.broadcast_to(high, command.shape)
+    free = np.ones(command.shape, dtype=bool)
+    change = np.zeros(command.shape)
+    for _ in range(command.shape[1]):
+        held = np.where(free, 0.0, change)
+        solved = _damped_least_squares(jacobian * free[:, None, :],
+                                       displacement - np.einsum("nmi,ni->nm", jacobian, held))
+        change = np.where(free, solved, change)
+        target = command + change
+        out = free & ((target > high_b) | (target < low_b))
+        if not out.any():
+            break
+        change = np.where(out, np.clip(target, low_b, high_b) - command, change)
+        free &= ~out
+    return change
+
+
+def _damped_least_squares(jacobian: np.ndarray, displacement: np.ndarray) -> np.ndarray:
+    """``Jᵀ (J Jᵀ + λ² I)⁻¹ Δx`` per row (``λ =`` :data:`TASK_DAMPING`)."""
     gram = jacobian @ np.swapaxes(jacobian, 1, 2) + TASK_DAMPING ** 2 * np.eye(jacobian.shape[1])
-    return np.einsum("nmi,nm->ni", jacobian, np.linalg.solve(gram, np.asarray(displacement, float)[..., None])[..., 0])
+    return np.einsum("nmi,nm->ni", jacobian, np.linalg.solve(gram, displacement[..., None])[..., 0])
 
 
 def next_commands(action: np.ndarray, previous: np.ndarray, command_box: gym.spaces.Box, action_mode: str,
-                  delta_scale: float, task_step: float, jacobian: Any = None) -> np.ndarray:
+                  delta_scale: float, task_step: float, jacobian: Any = None,
+                  feedback: np.ndarray | None = None) -> np.ndarray:
     """The commands ``(N, n)`` a delta or task action batch (clipped into its box) leads to from
     ``previous`` ``(N, n)``, clipped into ``command_box``; ``jacobian``: the env's ``command_jacobian``
-    (task mode)."""
+    (task mode); ``feedback`` ``(N, m)``: the proportional law's task action the action is a residual
+    on (:func:`task_feedback_action`; the sum clipped into ``[−1, 1]``)."""
     if action_mode == "task":
-        change = task_command_change(jacobian(previous), task_step * action)
+        if feedback is not None:
+            action = np.clip(action + feedback, -1.0, 1.0)
+        change = task_command_change(jacobian(previous), task_step * action, previous,
+                                     command_box.low.astype(np.float64), command_box.high.astype(np.float64))
     else:
         change = delta_scale * action
     return np.clip(previous + change, command_box.low, command_box.high)  # (float64, as the env computes it)
@@ -164,8 +232,9 @@ def _delta_action(action: Any, previous: np.ndarray, box: gym.spaces.Box, comman
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError(f"action has NaN/inf: {arr}")
     clipped = np.clip(arr, box.low, box.high)
+    feedback = task_feedback_action(loop.env.unwrapped, loop.task_feedback, loop.task_step)
     absolute = next_commands(clipped, previous, command_box, loop.action_mode, loop.delta_scale, loop.task_step,
-                             jacobian)
+                             jacobian, feedback)
     return absolute, (clipped != arr).reshape(arr.shape[0], -1).any(axis=1)
 
 
@@ -179,18 +248,23 @@ class ClosedLoop(gym.Wrapper):
         delta_scale: a delta action of 1 moves the normalised command by this much.
         history: previous observations and commands appended (0 to 64).
         task_step: a task action of 1 moves the tip by this much [m] (default :data:`TASK_STEP`).
+        task_feedback: the gain ``k`` of a proportional law the task action is a residual on: the
+            tip moves by ``task_step · clip(a + k (goal − measured tip) / task_step, −1, 1)``
+            (``action_mode="task"``, envs with ``task_error``; 0: none).
     """
 
     def __init__(self, env: gym.Env, *, action_mode: str = "delta", delta_scale: float = 0.1, history: int = 0,
-                 task_step: float = TASK_STEP):
+                 task_step: float = TASK_STEP, task_feedback: float = 0.0):
         super().__init__(env)
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
+        self.task_feedback = check_feedback(self.action_mode, task_feedback)
         self.delta = self.action_mode != "absolute"  # the command is carried over and observed
         if not isinstance(env.action_space, gym.spaces.Box):
             raise InvalidParameterError("ClosedLoop needs a Box action space")
         self._command_box: gym.spaces.Box = env.action_space
         if self.action_mode == "task":
+            check_task_env(env.unwrapped, self.task_feedback)
             self.action_space = task_space(env.unwrapped)
         self.observation_space = extended_space(env.observation_space, env.action_space, self.delta, self.history)
         self._memory: History | None = None
@@ -242,20 +316,22 @@ class ClosedLoopVector(VectorWrapper):
             (the native vector envs; ``command_jacobian`` too for ``action_mode="task"``) — or, for
             Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``, of single envs each wrapped in
             :class:`ClosedLoop` instead.
-        action_mode, delta_scale, history, task_step: as :class:`ClosedLoop`.
+        action_mode, delta_scale, history, task_step, task_feedback: as :class:`ClosedLoop`.
     """
 
     def __init__(self, env: gym.vector.VectorEnv, *, action_mode: str = "delta", delta_scale: float = 0.1,
-                 history: int = 0, task_step: float = TASK_STEP):
+                 history: int = 0, task_step: float = TASK_STEP, task_feedback: float = 0.0):
         super().__init__(env)
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
+        self.task_feedback = check_feedback(self.action_mode, task_feedback)
         self.delta = self.action_mode != "absolute"  # the command is carried over and observed
         if not hasattr(env.unwrapped, "previous_action"):
             raise InvalidParameterError("ClosedLoopVector needs a vector env with previous_action (a native "
                                         "soft_envs vector env); wrap each single env in ClosedLoop instead")
         self._command_box: gym.spaces.Box = env.single_action_space  # type: ignore[assignment]
         if self.action_mode == "task":
+            check_task_env(env.unwrapped, self.task_feedback)
             self.single_action_space = task_space(env.unwrapped)
             self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.single_observation_space = extended_space(env.single_observation_space, env.single_action_space,
@@ -320,13 +396,13 @@ class ClosedLoopVector(VectorWrapper):
 
 def native_with_closed_loop(make_native, kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
     """``make_native(**kwargs)`` without the closed-loop keywords (``action_mode``, ``delta_scale``,
-    ``history``, ``task_step``), wrapped in :class:`ClosedLoopVector` with them when they ask for
-    anything: what a soft arm's ``vector_entry_point`` returns."""
-    options = {name: kwargs.pop(name) for name in ("action_mode", "delta_scale", "history", "task_step")
-               if name in kwargs}
+    ``history``, ``task_step``, ``task_feedback``), wrapped in :class:`ClosedLoopVector` with them when
+    they ask for anything: what a soft arm's ``vector_entry_point`` returns."""
+    options = {name: kwargs.pop(name) for name in LOOP_KEYWORDS if name in kwargs}
     options.setdefault("action_mode", "absolute")
     check_options(options["action_mode"], options.get("delta_scale", 0.1), options.get("history", 0),
                   options.get("task_step", TASK_STEP))
+    check_feedback(options["action_mode"], options.get("task_feedback", 0.0))
     envs = make_native(**kwargs)
     if options["action_mode"] == "absolute" and not options.get("history", 0):
         return envs

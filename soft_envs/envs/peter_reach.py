@@ -397,6 +397,11 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         low, high = self._action_bounds()
         return self.model.jacobian(self._action_to_model(commands)) * (0.5 * (high - low))
 
+    def task_error(self) -> np.ndarray:
+        """``goal − measured tip`` ``(1, 3)`` [m], the base frame: the error a task-space feedback sees
+        (``task_feedback``)."""
+        return self.arms.goal[:1] - self.arms.measured_tip[:1]
+
     def _apply_action(self, action: np.ndarray) -> None:
         self.arms.command(self.action_to_model(action)[None])
 

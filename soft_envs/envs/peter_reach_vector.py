@@ -93,6 +93,10 @@ class PeterReachVectorEnv(ArmsVectorEnv[PeterReachEnv]):
     def measured_tip(self) -> np.ndarray:
         return self.arms.measured_tip
 
+    def task_error(self) -> np.ndarray:
+        """Every sub-env's ``goal − measured tip`` ``(N, 3)`` [m], the base frame (``task_feedback``)."""
+        return self.arms.goal - self.arms.measured_tip
+
     @property
     def inflation_times(self) -> np.ndarray:
         """Every sub-env's commanded set-points ``(N, 3N)`` [s]."""

@@ -210,6 +210,13 @@ class ParallelPPO:
                                   privileged, device)
         with contextlib.redirect_stdout(io.StringIO()):  # (it prints the configuration and the networks)
             self.alg = PPO.construct_algorithm(self.env.get_observations(), self.env, rsl_config(recipe), device)
+        if recipe.zero_output:  # the actor's mean starts at 0: a residual policy starts as the law it corrects
+            import torch
+
+            last = [m for m in self.alg.get_policy().mlp if isinstance(m, torch.nn.Linear)][-1]
+            with torch.no_grad():
+                last.weight.zero_()
+                last.bias.zero_()
         self.timesteps = 0
         self.iterations = 0
         self.collect_seconds = 0.0  # [s] wall time in rollouts (env steps and the actor's sampling)

@@ -64,7 +64,9 @@ class Recipe:
     the hidden layers' of the parallel learners' networks (one of ``ACTIVATIONS`` of
     :mod:`soft_envs.agents.learned.policy`, what a numpy policy runs);
     ``privileged_critic`` gives rsl_rl's critic the vector env's privileged observation beside the
-    policy's (an asymmetric actor-critic: the critic sees the robot the episode drew); ``env_kwargs``
+    policy's (an asymmetric actor-critic: the critic sees the robot the episode drew);
+    ``zero_output`` starts rsl_rl's actor with a zero output layer (a residual policy starts as the
+    law it corrects: its mean action is 0 until it learns otherwise); ``env_kwargs``
     are ``gym.make`` keywords; ``standardize`` standardises the networks' input
     (:class:`~soft_envs.learn.layers.StandardizedInput`, statistics of ``standardize_samples``
     random-action steps); ``base_gait`` makes the policy a modulation of that scripted gait
@@ -107,6 +109,7 @@ class Recipe:
     init_std: float = 1.0
     activation: str = "elu"
     privileged_critic: bool = False
+    zero_output: bool = False
     note: str = ""
 
     def validate(self) -> Recipe:
@@ -246,6 +249,17 @@ RECIPES: dict[str, Recipe] = {
              "1: 89 %), an initial std of 0.15: 79 %; with delta actions on "
              "the set-points instead: 29 % (53 % after 20 CPU-min); with those, 64 ReLU units a layer 6 %, an "
              "initial std of 0.15 0 %, a privileged critic 4 %"),
+    "peter-soft-realistic-residual": Recipe(
+        **(_PARALLEL | {"gamma": 0.9, "init_std": 0.1, "zero_output": True}),
+        env_kwargs={"n_modules": 2, "kinematic": False, "realism": "realistic", "action_mode": "task", "history": 2,
+                    "success_reward": 1.0, "task_feedback": 0.2},
+        note="peter-soft-realistic-parallel as a residual on the proportional law on the measured tip (task_feedback "
+             "0.2), the actor's output starting at zero (the law itself) with an std of 0.1. 10 CPU-min, seed 0, 200 "
+             "held-out goals (seeds from 3,000,000): within 1 mm 97.0 % (payload pinned at 0.5 kg: 97.5 %), mean 0.36 "
+             "mm, p95 0.59 mm; the law alone 97.0 % (97.5 %), 0.28 mm, 0.42 mm: the residual keeps the law's success "
+             "and loses its precision. The goals both miss end with four of the six legs at full inflation and "
+             "their error growing as the legs leak. Without the zero output and with an std of 0.2: 97.0 %, mean "
+             "0.45 mm"),
     "peter-soft-realistic-success": _PETER_SOFT_REALISTIC.replace(
         env_kwargs={"success_reward": 1.0},
         note="peter-soft-realistic with a bonus of 1 a step within 1 mm of the measured tip: the distance "

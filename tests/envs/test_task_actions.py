@@ -84,3 +84,66 @@ def test_task_mode_refusals():
     with pytest.raises(ValueError, match="shape"):
         env.step(np.zeros(6, dtype=np.float32))  # a set-point action in task mode
     env.close()
+
+
+def test_a_task_action_keeps_the_commands_in_their_box_and_moves_the_free_ones_instead():
+    """One command at its upper bound, the displacement asking for more of it: the bound one is held
+    and the other two take its share (clipping the unbounded solution would lose it)."""
+    jacobian = np.array([[[0.02, 0.01, 0.0], [0.0, 0.0, 0.02]]])  # m per unit; commands 0 and 1 both move x
+    command = np.array([[1.0, 0.0, 0.0]])
+    displacement = np.array([[1e-3, 0.0]])
+    change = task_command_change(jacobian, displacement, command, -np.ones(3), np.ones(3))[0]
+    assert change[0] == 0.0 and change[2] == pytest.approx(0.0, abs=1e-12)
+    assert jacobian[0] @ change == pytest.approx(displacement[0], abs=1e-5)  # the damping's share only
+    clipped = (np.clip(command + task_command_change(jacobian, displacement), -1.0, 1.0) - command)[0]
+    assert np.linalg.norm(jacobian[0] @ clipped - displacement[0]) > 10 * np.linalg.norm(
+        jacobian[0] @ change - displacement[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(command=st.lists(st.floats(-1.0, 1.0), min_size=6, max_size=6).map(np.array),
+       direction=st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3).map(np.array))
+def test_a_bounded_task_change_stays_in_the_box_and_equals_the_plain_one_inside_it(command, direction):
+    env = gym.make(PETER, kinematic=True, action_mode="task").unwrapped
+    jacobian = env.command_jacobian(command[None])
+    plain = task_command_change(jacobian, 2e-3 * direction[None])
+    bounded = task_command_change(jacobian, 2e-3 * direction[None], command[None], -np.ones(6), np.ones(6))
+    assert np.all(np.abs(command + bounded) <= 1.0 + 1e-12)
+    if np.all(np.abs(command + plain) <= 1.0):
+        np.testing.assert_array_equal(bounded, plain)
+    env.close()
+
+
+def test_task_feedback_makes_the_action_a_residual_on_the_proportional_law():
+    """A zero action with ``task_feedback=k`` commands what the law ``clip(k e / task_step)`` commands
+    as the action itself, single and vector env alike (the error ``e`` measured, realistic arms)."""
+    law = gym.make(PETER, realism="realistic", action_mode="task")
+    residual = gym.make(PETER, realism="realistic", action_mode="task", task_feedback=0.2)
+    law.reset(seed=3)
+    residual.reset(seed=3)
+    for _ in range(5):  # (the error in float64: the observation's float32 rounds it by ~1e-9 m)
+        law.step(np.clip(0.2 * law.unwrapped.task_error()[0] / 0.002, -1.0, 1.0))
+        residual.step(np.zeros(3, dtype=np.float32))
+        np.testing.assert_allclose(residual.unwrapped.previous_action, law.unwrapped.previous_action, atol=1e-12)
+    law.close()
+    residual.close()
+    envs = gym.make_vec(PETER, num_envs=4, realism="realistic", action_mode="task", task_feedback=0.2)
+    envs.reset(seed=3)
+    commands = envs.unwrapped.previous_action.copy()
+    error = envs.unwrapped.task_error().copy()
+    envs.step(np.zeros((4, 3), dtype=np.float32))
+    jacobian = envs.unwrapped.command_jacobian(commands)
+    expected = commands + task_command_change(jacobian, 0.002 * np.clip(0.2 * error / 0.002, -1, 1), commands,
+                                              -np.ones(6), np.ones(6))
+    np.testing.assert_allclose(envs.unwrapped.previous_action, expected, atol=1e-12)
+    envs.close()
+
+
+@pytest.mark.parametrize("kwargs", [{"task_feedback": 0.2}, {"action_mode": "task", "task_feedback": -0.1},
+                                    {"action_mode": "task", "task_feedback": 1.5},
+                                    {"action_mode": "task", "task_feedback": "0.2"}])
+def test_task_feedback_refusals(kwargs):
+    with pytest.raises(InvalidParameterError, match="task_feedback"):
+        gym.make(PETER, kinematic=True, **kwargs)
+    with pytest.raises(InvalidParameterError, match="task_feedback"):
+        gym.make_vec(PETER, num_envs=2, kinematic=True, **kwargs)

@@ -57,6 +57,17 @@ def test_the_numpy_policy_is_the_actors_deterministic_output(activation):
     learner.close()
 
 
+def test_a_zero_output_actor_starts_as_the_law_it_corrects():
+    """``zero_output``: before any update the deterministic action is 0 for every observation — on a
+    ``task_feedback`` env, the proportional law itself."""
+    recipe = SMALL.replace(zero_output=True, env_kwargs={"kinematic": True, "action_mode": "task",
+                                                        "task_feedback": 0.2})
+    learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
+    obs = np.random.default_rng(1).normal(0.0, 1.0, (5, learner.obs_mean.shape[0])) + learner.obs_mean
+    np.testing.assert_array_equal(learner.policy().act(obs), np.zeros((5, 3)))
+    learner.close()
+
+
 def test_a_privileged_critic_reads_what_the_simulator_knows_and_the_actor_does_not():
     recipe = SMALL.replace(privileged_critic=True, env_kwargs={"kinematic": False, "realism": "realistic"})
     learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
