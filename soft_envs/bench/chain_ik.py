@@ -2,29 +2,37 @@
 
 Targets are the end-effector poses (forward kinematics) of uniformly random joint configurations
 within the limits (seeded). On the same targets: our pseudo-inverse, damped least squares and
-transpose iterations (:func:`~soft_envs.agents.ik.jacobian.jacobian_ik`), the batched solver
+transpose iterations (:func:`~soft_envs.agents.ik.jacobian.jacobian_ik`), the compiled
+Levenberg–Marquardt solver (:func:`~soft_envs.agents.ik.chain_lm.chain_ik`), the batched solver
 (:func:`~soft_envs.agents.ik.jacobian_batch.jacobian_ik_batch`), and
 ``pybullet.calculateInverseKinematics`` called once, and looped to convergence (reset the joints
 to its answer and call again, as its maintainers advise). With ``peers=True``
 (``soft-envs bench ik --peers``) the C++ and Python solvers of :mod:`soft_envs.bench.ik_peers`
-run on the same targets too; TRAC-IK's published figures are shown for reference. Errors of every
+run on the same targets too; TRAC-IK's published figures are shown for reference. A section of its
+own (:func:`compiled_tables`) puts ``chain_ik`` and ``chain_ik_batch`` next to roboticstoolbox's
+C++ ``ik_LM`` (when installed), both held to 1e-6 m / 1e-6 rad and the joint limits. Errors of every
 solver are measured with our forward kinematics, which the tests check against PyBullet's
 ``getLinkState`` to 1e-12 m.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
+from soft_envs.agents.ik.chain_lm import chain_ik, chain_ik_batch
 from soft_envs.agents.ik.jacobian import ik_step, jacobian_ik
 from soft_envs.agents.ik.jacobian_batch import jacobian_ik_batch
 from soft_envs.bench import ik_peers, markdown_table, pyplot, save_figure
 from soft_envs.console import progress
 from soft_envs.robots.bullet_chain import BulletChain
 
-TITLE = "Jacobian IK (pinv / DLS / transpose) on KUKA iiwa and Franka Panda, vs pybullet and TRAC-IK"
+TITLE = ("Jacobian IK (pinv / DLS / transpose, compiled LM) on KUKA iiwa and Franka Panda, vs pybullet, "
+         "roboticstoolbox and TRAC-IK")
 
 # (urdf inside pybullet_data, end link, TRAC-IK success, TRAC-IK time [ms]) — SPEC section 5.
 ROBOTS = {
@@ -94,6 +102,19 @@ def run_ours(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, metho
     return sols, secs
 
 
+def run_compiled(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, seed: int = 0,
+                 desc: str = "chain_ik") -> tuple[np.ndarray, np.ndarray]:
+    """Solve every target with the compiled ``chain_ik`` (defaults); ``(solutions, seconds)``, each
+    time the wall time of the whole call."""
+    chain_ik(chain, positions[0], quats[0])  # the kernels compile (or load) outside the timing
+    sols, secs = np.empty((len(positions), chain.n_dof)), np.empty(len(positions))
+    for i in progress(range(len(positions)), desc=desc, leave=False):
+        t0 = time.perf_counter()
+        sols[i] = chain_ik(chain, positions[i], quats[i], seed=seed).solution
+        secs[i] = time.perf_counter() - t0
+    return sols, secs
+
+
 def run_pybullet(chain: BulletChain, positions: np.ndarray, quats: np.ndarray, looped: bool,
                  max_calls: int = 100) -> tuple[np.ndarray, np.ndarray]:
     """``calculateInverseKinematics`` from the middle of the limits (our first start too), once or
@@ -153,6 +174,10 @@ def comparison(n_targets: int, n_transpose: int, seed: int, plot_dir: str | None
             reference = reference or float(np.median(secs))
             rows.append(row)
             success[(robot, method)], times[(robot, method)] = ok, secs
+        sols, secs = run_compiled(chain, positions, quats, desc=f"{robot} chain_ik")
+        row, ok = _row(robot, "ours, compiled LM `chain_ik`", chain, sols, secs, positions, quats, reference)
+        rows.append(row)
+        success[(robot, "chain_ik")], times[(robot, "chain_ik")] = ok, secs
         batch = jacobian_ik_batch(chain, positions, quats)
         row, ok = _row(robot, "ours, `jacobian_ik_batch` (time: batch ÷ targets)", chain, batch.solutions,
                        np.full(n_targets, batch.seconds / n_targets), positions, quats, reference)
@@ -200,6 +225,109 @@ def batch_table(n_targets: int, seed: int) -> str:
     return markdown_table(["robot", "targets", "poses/s (batch)", "success", "max pos err [m]", "max ori err [rad]",
                            "targets that restarted", "poses/s (one at a time, first 200)", "batch ÷ one at a time"],
                           rows)
+
+
+LM_TOL = 1e-6  # m and rad: what the compiled-LM section asks of both solvers
+
+
+def _lm_row(robot: str, solver: str, chain: BulletChain, sols: list[np.ndarray], secs: np.ndarray,
+            positions: np.ndarray, quats: np.ndarray) -> tuple[list, dict]:
+    """A row of the compiled-LM table from ``rounds`` rounds (``sols``: each round's solutions,
+    ``secs (2, rounds, n)``: wall and thread CPU times [s]): every figure the median over the
+    rounds; also the figures by name."""
+    scores = []
+    for q in sols:
+        pos_err, ori_err = _errors(chain, q, positions, quats)
+        within = np.all((q >= chain.lower) & (q <= chain.upper), axis=1) | ~np.all(np.isfinite(q), axis=1)
+        scores.append(((pos_err < LM_TOL) & (ori_err < LM_TOL) & within, pos_err, ori_err, ~within))
+    median_ms, p99_ms = np.median(secs, axis=2) * 1e3, np.percentile(secs, 99, axis=2) * 1e3  # (2, rounds)
+    figures = {"success": float(np.median([ok.mean() for ok, *_ in scores])),
+               "median_ms": float(np.median(median_ms[0])), "p99_ms": float(np.median(p99_ms[0])),
+               "median_cpu_ms": float(np.median(median_ms[1])), "p99_cpu_ms": float(np.median(p99_ms[1])),
+               "rate": float(np.median(secs.shape[2] / secs[0].sum(axis=1)))}
+    row = [robot, solver, secs.shape[2], f"{figures['success'] * 100:.2f} %",
+           f"{max(e.max() for _, e, _, _ in scores):.1e}", f"{max(e.max() for _, _, e, _ in scores):.1e}",
+           int(max(v.sum() for *_, v in scores))]
+    for k, name in enumerate(("", "_cpu")):
+        median, p99 = figures[f"median{name}_ms"], figures[f"p99{name}_ms"]
+        row += [f"{median:.4f} ({median_ms[k].min():.4f}–{median_ms[k].max():.4f})",
+                f"{p99:.3f} ({p99_ms[k].min():.3f}–{p99_ms[k].max():.3f})", f"{p99 / median:.1f}"]
+    return row + [f"{figures['rate']:,.0f}"], figures
+
+
+def _timed(call: Callable[[], object]) -> tuple[object, float, float]:
+    """``call()``'s result, wall time and CPU time of this thread [s]."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    out = call()
+    return out, time.perf_counter() - wall, time.thread_time() - cpu
+
+
+def compiled_tables(n_targets: int, seed: int, rounds: int = 3, batch_targets: int = 2000) -> tuple[str, dict]:
+    """``chain_ik`` / ``chain_ik_batch`` next to roboticstoolbox's ``ik_LM`` on the same targets,
+    both held to :data:`LM_TOL` and the joint limits; the two solvers alternate target by target
+    (so that the load of a shared machine falls on both alike), ``rounds`` times. Returns the
+    markdown and ``{(robot, solver): figures}``."""
+    rows, batch_rows, figures = [], [], {}
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    for robot in ROBOTS:
+        chain = load_robot(robot)
+        _, positions, quats = random_targets(chain, n_targets, seed)
+        start = 0.5 * (chain.lower + chain.upper)
+        try:
+            rtb = ik_peers.rtb_solver(chain, "ik_LM", tol=LM_TOL)
+            rtb(positions[0], quats[0], start.copy())  # warm
+        except ImportError:
+            rtb = None
+        chain_ik(chain, positions[0], quats[0])  # the kernels compile (or load) before the timing
+        ours_t, rtb_t = np.empty((2, rounds, n_targets)), np.empty((2, rounds, n_targets))
+        ours_q, rtb_q = [], []
+        for r in range(rounds):
+            q_ours, q_rtb = np.empty((n_targets, chain.n_dof)), np.full((n_targets, chain.n_dof), np.nan)
+            for i in progress(range(n_targets), desc=f"{robot} chain_ik vs ik_LM, round {r + 1}", leave=False):
+                position, quat = positions[i], quats[i]
+                res, ours_t[0, r, i], ours_t[1, r, i] = _timed(partial(chain_ik, chain, position, quat))
+                q_ours[i] = res.solution  # type: ignore[attr-defined]
+                if rtb is not None:
+                    answer, rtb_t[0, r, i], rtb_t[1, r, i] = _timed(partial(rtb, position, quat, start.copy()))
+                    if answer is not None:
+                        q_rtb[i] = answer
+            ours_q.append(q_ours)
+            rtb_q.append(q_rtb)
+        row, ours = _lm_row(robot, "ours, `chain_ik` (compiled LM)", chain, ours_q, ours_t, positions, quats)
+        figures[(robot, "chain_ik")] = ours
+        if rtb is None:
+            missing = "not installed: pip install \"soft_envs[peers]\""
+            rows += [row + ["—"], [robot, "roboticstoolbox `ik_LM`", "—", missing] + ["—"] * 11]
+            reference = None
+        else:
+            rtb_row, reference = _lm_row(robot, "roboticstoolbox `ik_LM` (C++)", chain, rtb_q, rtb_t, positions, quats)
+            figures[(robot, "ik_LM")] = reference
+            rows += [row + [f"{ours['median_ms'] / reference['median_ms']:.2f}"], rtb_row + ["1"]]
+        _, b_positions, b_quats = random_targets(chain, batch_targets, seed + 1)
+        for threads in sorted({1, cpus}):
+            rates, cpu_rates, ok = [], [], []
+            for _ in range(rounds):
+                cpu = time.process_time()
+                batch = chain_ik_batch(chain, b_positions, b_quats, threads=threads)
+                cpu_rates.append(batch_targets / (time.process_time() - cpu))
+                rates.append(batch_targets / batch.seconds)
+                pos_err, ori_err = _errors(chain, batch.solutions, b_positions, b_quats)
+                ok.append(float(np.mean((pos_err < LM_TOL) & (ori_err < LM_TOL))))
+            rate = float(np.median(rates))
+            figures[(robot, f"chain_ik_batch threads={threads}")] = {"rate": rate, "success": float(np.median(ok))}
+            peer_rate = "—" if reference is None else f"{reference['rate']:,.0f}"
+            batch_rows.append([robot, f"`chain_ik_batch`, {threads} thread{'s' if threads > 1 else ''}", batch_targets,
+                               f"{np.median(ok) * 100:.2f} %", f"{rate:,.0f} ({min(rates):,.0f}–{max(rates):,.0f})",
+                               f"{np.median(cpu_rates):,.0f}", peer_rate,
+                               "—" if reference is None else f"{rate / reference['rate']:.1f}×"])
+    text = markdown_table(["robot", "solver", "targets", "success", "max pos err [m]", "max ori err [rad]",
+                           "limit violations", "median [ms] (rounds)", "p99 [ms] (rounds)", "p99 ÷ median",
+                           "median CPU [ms]", "p99 CPU [ms]", "p99 ÷ median, CPU", "poses/s, one thread",
+                           "median ÷ `ik_LM`"], rows)
+    text += "\n\n" + markdown_table(["robot", "solver", "targets", "success", "poses/s (rounds)",
+                                      "poses per CPU-second", "`ik_LM` poses/s, one thread", "batch ÷ `ik_LM`"],
+                                     batch_rows)
+    return text, figures
 
 
 def unreachable_table() -> str:
@@ -289,6 +417,21 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, peers: b
     text += "\n\n" + table
     if plot_dir:
         text += f"\n\nSolve-time histograms: `{plot_dir}/chain_ik_times.png`."
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lm_text, _ = compiled_tables(1000 if full else 200, seed)
+    text += (
+        "\n\nCompiled Levenberg–Marquardt, `chain_ik(chain, position, quaternion)` with its defaults (forward "
+        "kinematics, geometric Jacobian and the whole solve in one numba kernel: Sugihara's damping, joint limits, "
+        "seeded random restarts, 10 ms budget), next to roboticstoolbox's C++ `ik_LM` on the same targets in the "
+        f"same process, both asked for {LM_TOL:g} m and {LM_TOL:g} rad (`ik_LM`: `tol = ½·(1e-6)²`, its other "
+        "settings as in the peers table, same first guess) and scored alike: *success* = position error and "
+        f"orientation error < {LM_TOL:g} and every joint within its limits. The two alternate target by target, "
+        "three rounds; each figure is the median over the rounds (the range in brackets), times are the wall time "
+        "of the whole call (input checks and result record included). *poses/s, one thread* = targets ÷ the "
+        "round's total time. `chain_ik_batch`: other targets (seed + 1), one call, on 1 thread and on every CPU "
+        "(the kernel runs without the GIL), compared with `ik_LM`'s one-thread rate above. Load average (1 min) "
+        f"{load:.1f} before this section, {os.getloadavg()[0] if hasattr(os, 'getloadavg') else float('nan'):.1f} "
+        "after it (a shared machine: times are noisier than the idle machine's).\n\n" + lm_text)
     text += ("\n\nBatched full-pose IK (`jacobian_ik_batch`: vectorised adaptive DLS, restarts in parallel across "
              "the batch, the last stragglers finished one at a time), next to `jacobian_ik` one target at a time "
              "in the same run:\n\n" + batch_table(10_000 if full else 2000, seed))

@@ -71,16 +71,20 @@ def _pose_matrix(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
     return T
 
 
-def _rtb(chain: BulletChain, method: str) -> Solve:
+def rtb_solver(chain: BulletChain, method: str = "ik_LM", tol: float = TOL) -> Solve:
+    """roboticstoolbox's C++ ``method`` (``"ik_LM"``, ``"ik_NR"``) on the chain's URDF, asked for
+    pose errors below ``tol`` [m and rad] (its ``tol`` bounds ``½ eᵀe``: ``½ tol²``), joint limits on
+    (its default: an answer outside them is searched again); ``ImportError`` without it."""
     import roboticstoolbox as rtb
 
     with quiet_native_output(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Robot.URDF: still the documented one-call loader
         robot = rtb.Robot.URDF(standalone_urdf(chain))
     solver = getattr(robot, method)
+    half_square = 0.5 * tol**2
 
     def solve(position, quaternion, q0):
-        sol = solver(_pose_matrix(position, quaternion), end=chain.end_link, q0=q0, tol=0.5 * TOL**2)
+        sol = solver(_pose_matrix(position, quaternion), end=chain.end_link, q0=q0, tol=half_square)
         return np.asarray(sol.q) if sol.success else None
 
     return solve
@@ -163,8 +167,8 @@ def _ikpy(chain: BulletChain) -> Solve:
 
 
 PEERS: dict[str, Callable[[BulletChain], Solve]] = {
-    "roboticstoolbox `ik_LM`": lambda chain: _rtb(chain, "ik_LM"),
-    "roboticstoolbox `ik_NR`": lambda chain: _rtb(chain, "ik_NR"),
+    "roboticstoolbox `ik_LM`": lambda chain: rtb_solver(chain, "ik_LM"),
+    "roboticstoolbox `ik_NR`": lambda chain: rtb_solver(chain, "ik_NR"),
     "TRAC-IK (pytracik), 5 ms": lambda chain: _tracik(chain, 0.005),
     "TRAC-IK (pytracik), 50 ms": lambda chain: _tracik(chain, 0.05),
     "pink": _pink,

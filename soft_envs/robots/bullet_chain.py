@@ -292,8 +292,23 @@ class BulletChain(KinematicModel):
         tip = pending.copy()
         tip[:3, 3] = pending[:3, :3] @ tip_offset + pending[:3, 3]
         self._single = (tuple(tables), tuple(tip[:3, :3].ravel().tolist()), tuple(tip[:3, 3].tolist()))
+        frames = np.zeros((len(tables) + 1, 3, 4))
+        for j, A in enumerate(transposed):
+            frames[j] = A.T[:3]
+        frames[-1] = tip[:3]
+        frames.flags.writeable = False
+        kinds = np.array([int(revolute) for _, _, revolute in tables], dtype=np.int64)
+        kinds.flags.writeable = False
+        self._frames_array = (frames, kinds)
         self._columns = (tuple(transposed), tip.T.copy())
         self._revolute = np.array([revolute for _, _, revolute in tables])
+
+    def joint_frames(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kinematics' constants as arrays for compiled kernels (read-only): ``frames``
+        ``(n + 1, 3, 4)``, row ``j < n`` movable joint ``j``'s ``[A_j | a_j]`` (rotation, offset [m]:
+        ``T_j = T_{j−1} · [A_j | a_j] · Rz(q_j)``, or ``· Tz(q_j)`` for a prismatic joint), row ``n``
+        the tip transform (``T_e = T_{n−1} · tip``); ``kinds`` ``(n,)`` int64, 1 revolute, 0 prismatic."""
+        return self._frames_array
 
     # ------------------------------------------------------------------ kinematics
     def _frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,7 +3,8 @@
 A sibling of ``tests/envs/test_env_conventions.py``: the same invariants run over ``trr``,
 ``trr_batch``, ``sqp`` (3-D and planar PCC arms), ``newton_raphson``, ``newton_raphson_batch``,
 ``newton_raphson_legs``, ``jacobian_ik`` (pinv, DLS, transpose; position only and full pose on
-the KUKA iiwa), ``jacobian_ik_batch`` (position only and full pose), the network hybrid ``NeuralIK.solve`` and
+the KUKA iiwa), ``jacobian_ik_batch`` (position only and full pose), the compiled ``chain_ik`` and
+``chain_ik_batch`` (position only and full pose on the KUKA iiwa), the network hybrid ``NeuralIK.solve`` and
 the obstacle-aware ``trr`` (PETER) and ``sqp`` (PCC arm) with ``obstacles=`` (shapes out of reach
 and an EMPTY row, so that the reachable targets stay reachable):
 
@@ -39,6 +40,8 @@ import pytest
 from soft_envs.agents.ik import (
     BatchIKResult,
     IKResult,
+    chain_ik,
+    chain_ik_batch,
     is_success,
     jacobian_ik,
     jacobian_ik_batch,
@@ -145,6 +148,16 @@ def _jacobian_batch(pose: bool):
     return solve
 
 
+def _chain(batch: bool, pose: bool):
+    def solve(robot, goal, q0, **options):
+        goal = np.asarray(goal, dtype=float)
+        function = chain_ik_batch if batch else chain_ik
+        if pose:
+            return function(robot, goal[..., :3], goal[..., 3:], q0=q0, **options)
+        return function(robot, goal, q0=q0, **options)
+    return solve
+
+
 def _network_solve(robot, goal, q0, **options):
     assert q0 is None, "the hybrid starts from the network's answer"
     return _network().solve(goal, **options)
@@ -180,6 +193,9 @@ SOLVERS = [
       for pose in (False, True) for method in ("pinv", "dls", "transpose")],
     *[Solver(f"jacobian_ik_batch{'-pose' if pose else ''}", _iiwa, _jacobian_batch(pose), (2.0, 0.0, 0.5), batch=3,
              pose=pose, **_JACOBIAN) for pose in (False, True)],
+    *[Solver(f"chain_ik{'_batch' if batch else ''}{'-pose' if pose else ''}", _iiwa, _chain(batch, pose),
+             (2.0, 0.0, 0.5), batch=3 if batch else 0, pose=pose, **_JACOBIAN)
+      for batch in (False, True) for pose in (False, True)],
     Solver("NeuralIK.solve", lambda: _network().model, _network_solve, (0.0, 0.0, 1.0), takes_q0=False),
     Solver("trr-obstacles", lambda: Peter(2), _aware(trr), (0.0, 0.0, 1.0), obstacles=_FAR, **_TRR),
     Solver("sqp-PCCArm-obstacles", lambda: PCCArm(3, 6), _aware(sqp), (0.0, 0.0, 0.5), obstacles=_FAR, **_SQP),
@@ -206,7 +222,7 @@ def _unreachable_goal(solver: Solver, rng: np.random.Generator) -> np.ndarray:
 
 def _slow_options(solver: Solver) -> dict:
     """Options that keep the best-effort solves short (the contract holds for any options)."""
-    if solver.name.startswith("jacobian_ik"):
+    if solver.name.startswith(("jacobian_ik", "chain_ik")):
         return {"max_iterations": 300, "restarts": 2}
     if solver.name in ("trr", "sqp-PCCArm", "sqp-PlanarPCCArm", "trr-obstacles", "sqp-PCCArm-obstacles"):
         return {"restarts": 1}

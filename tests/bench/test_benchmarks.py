@@ -57,11 +57,38 @@ def test_chain_ik_comparison_table_shape():
     with clock.use_clock(clock.ScaledClock(1e-6)):
         table, success = comparison(n_targets=3, n_transpose=1, seed=0)
     lines = table.splitlines()
-    assert len(lines) == 2 + 2 * 7  # header, rule, 7 rows per robot
+    assert len(lines) == 2 + 2 * 8  # header, rule, 8 rows per robot
     assert all(line.count("|") == 13 for line in lines)
     assert success[("KUKA iiwa", "dls")] == 1.0 and success[("Franka Panda", "dls")] == 1.0
+    assert success[("KUKA iiwa", "chain_ik")] == 1.0 and success[("Franka Panda", "chain_ik")] == 1.0
     assert success[("KUKA iiwa", "batch")] == 1.0 and success[("Franka Panda", "batch")] == 1.0
     assert set(success) >= {("KUKA iiwa", "pybullet, one call"), ("Franka Panda", "pybullet looped")}
+
+
+@pytest.mark.parametrize("peer", ["missing", "installed"])
+def test_compiled_lm_tables_shape(monkeypatch, peer):
+    """``chain_ik`` next to roboticstoolbox's ``ik_LM``: a row each per robot (a row saying so when
+    roboticstoolbox is missing), the batched rates after them."""
+    from soft_envs.bench import chain_ik, ik_peers
+
+    if peer == "missing":
+        def missing(*args, **kwargs):
+            raise ModuleNotFoundError("No module named 'roboticstoolbox'", name="roboticstoolbox")
+
+        monkeypatch.setattr(ik_peers, "rtb_solver", missing)
+    else:
+        pytest.importorskip("roboticstoolbox")
+    with clock.use_clock(clock.ScaledClock(1e-6)):  # budgets never expire
+        text, figures = chain_ik.compiled_tables(n_targets=4, seed=0, rounds=2, batch_targets=6)
+    single, batched = text.split("\n\n")
+    assert len(single.splitlines()) == 2 + 2 * 2 and all(line.count("|") == 16 for line in single.splitlines())
+    assert ("not installed" in single) == (peer == "missing")
+    assert len(batched.splitlines()) in (2 + 2, 2 + 2 * 2)  # 1 thread, and every CPU where there are several
+    for robot in chain_ik.ROBOTS:
+        assert figures[(robot, "chain_ik")]["success"] == 1.0
+        assert figures[(robot, "chain_ik_batch threads=1")]["success"] == 1.0
+        if peer == "installed":
+            assert figures[(robot, "ik_LM")]["success"] >= 0.5
 
 
 def test_quadruped_table2_error_probability_falls_with_the_initial_distance():
