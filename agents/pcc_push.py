@@ -24,7 +24,9 @@ phases:
    off it; after the retreat a box farther than ``repush`` from its goal is pushed again.
 
 The IK is the PCC arm's TRR (:func:`~soft_envs.agents.ik.trr`), warm-started from its previous solution,
-on the nominal model in the base frame (world ``p_w = R p_b + (0, 0, mount_height)``).
+on the nominal model in the base frame (world ``p_w = R p_b + (0, 0, mount_height)``). The set-point
+sent is the IK's plus a small lead on the measured state (``damping``, ``lead``: :meth:`~ScriptedPushAgent._damped`):
+under the realistic regulators' dead time the env's PD law alone lets the arm's first bending mode grow.
 """
 
 from __future__ import annotations

@@ -103,3 +103,21 @@ def test_bad_push_keywords_are_value_errors():
                    dict(physics="stiff"), dict(action_type="residual"), dict(box_friction=-0.1)):
         with pytest.raises(InvalidParameterError):
             gym.make(ENV_ID, **kwargs)
+
+
+def test_smooth_state_inverts_the_laws_state():
+    """``smooth_state`` is the inverse of the law's ``q = h(u)`` and ``q̇ = H u̇`` (``PDFeedforward``)."""
+    from soft_envs.agents.pcc_push import smooth_state
+    from soft_envs.sim.pcc_body import PDFeedforward
+
+    env = gym.make("soft_envs/PCCPush-v0")
+    try:
+        model = env.unwrapped.model
+        law = PDFeedforward(model)
+        rng = np.random.default_rng(0)
+        u, w = rng.uniform(-0.005, 0.005, model.n_dof), rng.uniform(-0.05, 0.05, model.n_dof)
+        back_u, back_w = smooth_state(law.state(u), law.state_rate(u, w), model.segment_lengths)
+        np.testing.assert_allclose(back_u, u, atol=1e-12)
+        np.testing.assert_allclose(back_w, w, atol=1e-12)
+    finally:
+        env.close()
