@@ -229,10 +229,6 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
         cx = px + r00 * lx + r01 * ly + r02 * lz
         cy = py + r10 * lx + r11 * ly + r12 * lz
         cz = pz + r20 * lx + r21 * ly + r22 * lz
-        hx, hy, hz = m * cx, m * cy, m * cz
-        link[j, 6], link[j, 7], link[j, 8], link[j, 9] = m, hx, hy, hz
-        if not (with_bias or with_mass):  # gravity alone: the mass and its first moment
-            continue
         i0, i1, i2 = inertia[j, 0], inertia[j, 1], inertia[j, 2]
         cc = cx * cx + cy * cy + cz * cz
         ixx = i0 * r00 * r00 + i1 * r01 * r01 + i2 * r02 * r02 + m * (cc - cx * cx)
@@ -241,6 +237,8 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
         ixy = i0 * r00 * r10 + i1 * r01 * r11 + i2 * r02 * r12 - m * cx * cy
         ixz = i0 * r00 * r20 + i1 * r01 * r21 + i2 * r02 * r22 - m * cx * cz
         iyz = i0 * r10 * r20 + i1 * r11 * r21 + i2 * r12 * r22 - m * cy * cz
+        hx, hy, hz = m * cx, m * cy, m * cz
+        link[j, 6], link[j, 7], link[j, 8], link[j, 9] = m, hx, hy, hz
         link[j, 10], link[j, 11], link[j, 12], link[j, 13], link[j, 14], link[j, 15] = ixx, iyy, izz, ixy, ixz, iyz
         if not with_bias:  # the configuration terms only (M, G): no velocities
             continue
@@ -281,9 +279,8 @@ def rigid_terms(ints, table, trig, mass, inertia, gravity, c, cd, cdd, with_mass
     nx = ny = nz = fx = fy = fz = 0.0
     for j in range(K - 1, -1, -1):
         m, hx, hy, hz = m + link[j, 6], hx + link[j, 7], hy + link[j, 8], hz + link[j, 9]
-        if with_mass:
-            ixx, iyy, izz = ixx + link[j, 10], iyy + link[j, 11], izz + link[j, 12]
-            ixy, ixz, iyz = ixy + link[j, 13], ixz + link[j, 14], iyz + link[j, 15]
+        ixx, iyy, izz = ixx + link[j, 10], iyy + link[j, 11], izz + link[j, 12]
+        ixy, ixz, iyz = ixy + link[j, 13], ixz + link[j, 14], iyz + link[j, 15]
         s0, s1, s2, s3, s4, s5 = S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5]
         if with_bias:
             nx, ny, nz = nx + link[j, 0], ny + link[j, 1], nz + link[j, 2]
