@@ -27,18 +27,25 @@ from typing import Any
 from soft_envs.exceptions import InvalidParameterError
 
 VECTOR_ARMS = 64  # sub-envs of the vector warm-ups (the startup goal's size)
+#: The chain IK's kernels: explicit signatures, compiled when their module is imported.
+CHAIN_IK_KERNELS = ("soft_envs.agents.ik.chain_kernels",)
 
 
 @dataclass(frozen=True)
 class Warmup:
-    """One first step: ``gym.make(env_id, **kwargs)`` or, with ``num_envs``, ``gym.make_vec``."""
+    """One first step: ``gym.make(env_id, **kwargs)`` or, with ``num_envs``, ``gym.make_vec``; the
+    modules ``imports`` imported before it (an empty ``env_id``: only them, e.g. kernels compiled at
+    import for their explicit signatures)."""
 
     env_id: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     num_envs: int | None = None
+    imports: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
+        if not self.env_id:
+            return "import " + ", ".join(name.rsplit(".", 1)[-1] for name in self.imports)
         keywords = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
         name = self.env_id.split("/")[-1]
         if self.num_envs:
@@ -48,7 +55,7 @@ class Warmup:
 
 def warmups() -> list[Warmup]:
     """What ``soft-envs compile`` runs: the soft envs first (their kernels take longest), then every
-    other registered env, the obstacle variants and the 64-arm soft vector envs."""
+    other registered env, the obstacle variants, the 64-arm soft vector envs and the chain IK's kernels."""
     import soft_envs
 
     first = ["soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0", "soft_envs/HexapodPose-v0",
@@ -58,6 +65,7 @@ def warmups() -> list[Warmup]:
     out += [Warmup("soft_envs/PeterReach-v0", {"obstacles": 3}), Warmup("soft_envs/PCCReach-v0", {"obstacles": 3})]
     out += [Warmup(e, num_envs=VECTOR_ARMS) for e in ("soft_envs/PeterReach-v0", "soft_envs/PCCTrack-v0",
                                                        "soft_envs/PCCReach-v0", "soft_envs/PCCPush-v0")]
+    out.append(Warmup("", imports=CHAIN_IK_KERNELS))
     return out
 
 
@@ -76,28 +84,36 @@ def _compiled_signatures() -> int:
 
 
 def first_step(env_id: str, kwargs: dict[str, Any] | None = None, num_envs: int | None = None,
-               start: float | None = None) -> dict[str, float]:
-    """Build the env, reset it and step it once (uniform random actions, seed 0), in this process.
+               start: float | None = None, imports: tuple[str, ...] | list[str] = ()) -> dict[str, float]:
+    """Import ``imports``, then build the env, reset it and step it once (uniform random actions, seed 0),
+    in this process (an empty ``env_id``: the imports only).
 
     Returns ``import_s`` (from ``start``, default now, to ``import soft_envs`` done),
-    ``first_step_s`` (make, reset, step) and ``compiled`` (kernel signatures compiled here, not
-    loaded from a cache), ``stepped_at`` (``time.time()`` when the step returned)."""
+    ``first_step_s`` (the imports, make, reset, step) and ``compiled`` (kernel signatures compiled
+    here, not loaded from a cache), ``stepped_at`` (``time.time()`` when the step returned)."""
     start = time.perf_counter() if start is None else start
+    import importlib
+
     import gymnasium as gym
 
     import soft_envs  # noqa: F401  (registers the envs)
 
     imported = time.perf_counter()
-    if num_envs:
-        env: Any = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **(kwargs or {}))
-    else:
+    for name in imports:
+        importlib.import_module(name)
+    env: Any = None
+    if env_id and num_envs:
+        env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **(kwargs or {}))
+    elif env_id:
         env = gym.make(env_id, **(kwargs or {}))
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    env.step(env.action_space.sample())
+    if env is not None:
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        env.step(env.action_space.sample())
     stepped = time.perf_counter()
     stepped_at = time.time()
-    env.close()
+    if env is not None:
+        env.close()
     compiled = _compiled_signatures() if "numba" in sys.modules else 0
     return {"import_s": imported - start, "first_step_s": stepped - imported, "compiled": compiled,
             "stepped_at": stepped_at}
@@ -108,8 +124,9 @@ def run_child(warmup: Warmup, env: dict[str, str] | None = None, timeout: float 
     ``to_first_step_s`` (from spawning the interpreter to the first step's return, as a user's
     script sees it) and ``wall_s`` (spawn to exit, closing the env and the interpreter included)."""
     code = ("import time; start = time.perf_counter(); import json, sys; from soft_envs.prepare import first_step; "
-            "print('FIRST_STEP ' + json.dumps(first_step(*json.loads(sys.argv[1]), start=start)))")
-    argument = json.dumps([warmup.env_id, warmup.kwargs, warmup.num_envs])
+            "a = json.loads(sys.argv[1]); "
+            "print('FIRST_STEP ' + json.dumps(first_step(*a[:3], start=start, imports=a[3])))")
+    argument = json.dumps([warmup.env_id, warmup.kwargs, warmup.num_envs, list(warmup.imports)])
     import soft_envs
 
     # the child imports the package this process uses (its folder is the child's working directory,

@@ -151,8 +151,10 @@ def test_warmups_cover_every_registered_env():
     import soft_envs
 
     items = prepare.warmups()
-    assert {w.env_id for w in items if w.num_envs is None and not w.kwargs} == set(soft_envs.ENV_IDS)
+    assert {w.env_id for w in items if w.num_envs is None and not w.kwargs and w.env_id} == set(soft_envs.ENV_IDS)
     assert any(w.num_envs == prepare.VECTOR_ARMS for w in items)
+    assert any(w.imports == prepare.CHAIN_IK_KERNELS and not w.env_id for w in items)  # compiled at import
+    assert prepare.Warmup("", imports=prepare.CHAIN_IK_KERNELS).label == "import chain_kernels"
     assert prepare.Warmup("soft_envs/PCCReach-v0", {"obstacles": 3}).label == "PCCReach-v0 (obstacles=3)"
     assert prepare.Warmup("soft_envs/PCCTrack-v0", num_envs=64).label == "PCCTrack-v0 vector N=64"
 
@@ -162,6 +164,8 @@ def test_first_step_in_a_child_reports_its_times():
     assert 0 < result["to_first_step_s"] <= result["wall_s"]
     assert result["compiled"] == 0  # the quadruped has no kernels
     assert result["import_s"] > 0 and result["first_step_s"] > 0
+    only = prepare.run_child(prepare.Warmup("", imports=("soft_envs.robots.quadruped",)))  # no env: the import
+    assert only["compiled"] == 0 and only["first_step_s"] > 0
 
 
 def test_compile_clean_removes_the_install_locations_kernels(tmp_path, monkeypatch):

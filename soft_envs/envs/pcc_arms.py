@@ -13,9 +13,9 @@ single env is ``n = 1`` of it, the native vector env (:mod:`soft_envs.envs.pcc_t
 The body (``body=``): the batched soft-arm core (:class:`~soft_envs.sim.batched_bodies.BatchedPCCBody`,
 both envs' default) or one PyBullet arm with PyBullet's terms
 (:class:`~soft_envs.sim.arm_rows.PCCBodyRows`, ``backend="pybullet"``, the reference). On the batched
-core, :meth:`PCCArms.simulate`'s physics steps run compiled, block of arms by block in the core's threads
-(:mod:`soft_envs.sim.arm_period`, :func:`~soft_envs.sim.period_kernels.pcc_actuate`: the law, the
-chambers), equal to the numpy loop to rounding; the numpy loop stays for PyBullet's arm, a scene, a task's
+core, :meth:`PCCArms.simulate`'s physics steps run compiled, a block of arms' whole period in one call
+(:mod:`soft_envs.sim.pcc_period`: the law, the chambers, the step, the validity check), the blocks in
+the core's threads, equal to the numpy loop to rounding; the numpy loop stays for PyBullet's arm, a scene, a task's
 per-step hooks (the push's box) and a tip payload the law does not know. Arrays are ``(n, …)``, SI
 units, the arm's base frame.
 """
@@ -30,12 +30,16 @@ from soft_envs.envs.pcc_parts import ResidualAim
 from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
 from soft_envs.envs.vector_parts import BatchedSensor, store_tips
 from soft_envs.robots.pcc_arm import PCCArm
+from soft_envs.sim import threads
 from soft_envs.sim.actuators import BatchedPDFeedforward, BatchedPressureRegulator
-from soft_envs.sim.arm_period import PeriodArrays, StateViews, run_period
 from soft_envs.sim.batched_bodies import MAX_PCC_RATE, BatchedPCCBody
-from soft_envs.sim.batched_kernels import batch_terms, pcc_validity
+from soft_envs.sim.batched_kernels import batch_point_state
+from soft_envs.sim.batched_types import ArmState
 from soft_envs.sim.bullet import STANDARD_GRAVITY
-from soft_envs.sim.period_kernels import pcc_actuate, pcc_observation, pcc_scratch
+from soft_envs.sim.pcc_period import pcc_period
+from soft_envs.sim.period_kernels import pcc_observation
+
+STATE_FIELDS = ("u", "w", "a", "c", "rest", "time", "fresh")  # ArmState's, in pcc_period's order
 
 
 def soft_arms(env: Any, n_arms: int, num_threads: int | None = None) -> BatchedPCCBody:
@@ -96,7 +100,7 @@ class PCCArms:
     @property
     def compiled(self) -> bool:
         """Whether the next period runs compiled, block by block in the core's threads
-        (:mod:`soft_envs.sim.arm_period`): the batched core without a scene, no per-step hook of a task
+        (:mod:`soft_envs.sim.pcc_period`): the batched core without a scene, no per-step hook of a task
         (:meth:`per_step_hooks`) and no tip payload the law does not know (else the numpy loop of
         :meth:`simulate`)."""
         body = self.body
@@ -293,8 +297,9 @@ class PCCArms:
         self.advance_goal()
 
     def _simulate_blocks(self, n_steps: int) -> None:
-        """:meth:`simulate`'s physics steps compiled, block by block in the core's threads (:func:`run_period`;
-        :func:`~soft_envs.sim.period_kernels.pcc_actuate` the law and the chambers)."""
+        """:meth:`simulate`'s physics steps compiled: the whole period of a block of arms in one call of
+        :func:`~soft_envs.sim.pcc_period.pcc_period` (the law, the chambers, the core's step, the
+        validity check), the blocks in the core's threads."""
         env, body, regulator, model = self.env, self.body, self.regulator, self.model
         n, n_dof, dt = self.n_arms, model.n_dof, env.time_step
         driven = env.setpoint_driven
@@ -327,19 +332,38 @@ class PCCArms:
                     np.zeros(n))
             pressures, held_saturation = np.zeros((n, n_dof)), np.zeros(n, dtype=np.bool_)
         active = self.stop_code == 0
-        arrays = PeriodArrays.zeros(n, n_dof, moving_rest=False, start=True)
-        per_arm = (u_from, u_to, self.command_value, self.tau, pressures, held_saturation, self.saturated,
-                   arrays.torque_start, arrays.torque_end, active, self.physics_steps)
-        coefficients = (float(law.kp), float(law.kv), 1.0 + float(law.stiffness_error), lengths)
-        period = _LawPeriod(body, per_arm, tuple(flags), coefficients, chambers, dead, arrays, n_steps,
-                            env.steps_per_control)
-        result = run_period(body, n_steps, dt, active, arrays, period.block, counts=self.physics_steps)
+        start = body.state
+        out = ArmState(np.empty_like(start.u), np.empty_like(start.w), np.empty_like(start.a), np.empty_like(start.c),
+                       start.rest, np.empty_like(start.time), np.empty_like(start.fresh))
+        codes, violation, tips = np.zeros(n, dtype=np.int64), np.zeros((n, n_dof)), np.empty((n, 6))
+        topology, params = body.topology.arrays, body.params
+        # (writeable, as the vector env's: a single env's read-only views would compile a second specialization)
+        arm_params = tuple(np.require(x, requirements=("C", "W")) for x in
+                           (params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh))
+        integrator = (float(dt), *body.alpha_parameters, int(body.corrector_passes))
+        validity = (model.per_segment, 0.5 * lengths, MAX_PCC_RATE)
+        law_constants = (float(law.kp), float(law.kv), 1.0 + float(law.stiffness_error), lengths)
+        inverse, pmap, maps, bound, lagged, decay = chambers
+
+        def run_block(rows: slice) -> None:
+            per_arm = (maps[rows] if flags[4] else maps, lagged[rows], decay[rows])
+            pcc_period(
+                topology, tuple(x[rows] for x in arm_params), tuple(getattr(start, f)[rows] for f in STATE_FIELDS),
+                tuple(getattr(out, f)[rows] for f in STATE_FIELDS if f != "rest"), active[rows],
+                self.physics_steps[rows], (n_steps, *flags), law_constants, (u_from[rows], u_to[rows]),
+                self.command_value[rows], self.tau[rows], (inverse, pmap, per_arm[0], bound, *per_arm[1:]),
+                tuple(x[rows] for x in dead), pressures[rows], (held_saturation[rows], self.saturated[rows]),
+                integrator, validity, (codes[rows], violation[rows]))
+            batch_point_state(*topology, out.u[rows], out.w[rows], out.c[rows], tips[rows])
+
+        threads.run_blocks(run_block, n, body.num_threads)
+        body.state = out  # (a new state: the body's terms of the old one are not reused)
         if regulator is not None:
             regulator.setpoint.took(n_steps)
-        for i in np.flatnonzero(result.codes).tolist():
-            self.stop_reason[i] = body.violation_reason(int(result.codes[i]), result.violation[i])
-            self.stop_code[i] = result.codes[i]
-        self._period_tips = (body.state, result.tips)
+        for i in np.flatnonzero(codes).tolist():
+            self.stop_reason[i] = body.violation_reason(int(codes[i]), violation[i])
+            self.stop_code[i] = codes[i]
+        self._period_tips = (body.state, tips)
 
     def _chamber_torque(self, pressures: np.ndarray) -> np.ndarray:
         """Generalised forces ``(n, n_dof)`` of chamber pressures ``(n, n_dof)`` [Pa] through each arm's map."""
@@ -411,54 +435,3 @@ class PCCArms:
     def commands(self, rows) -> np.ndarray:
         """The commands held by ``rows``, in model units (the previous action of a first step)."""
         return self.setpoint[rows] if self.env.action_type == "configuration" else self.command_value[rows]
-
-
-class _LawPeriod:
-    """What a compiled period of PCC arms needs (:meth:`PCCArms._simulate_blocks`): the per-arm arrays
-    :func:`~soft_envs.sim.period_kernels.pcc_actuate` reads and advances, its flags and constants."""
-
-    def __init__(self, body: BatchedPCCBody, per_arm: tuple, flags: tuple, coefficients: tuple, chambers: tuple,
-                 dead: tuple, arrays: PeriodArrays, n_steps: int, steps_per_control: int) -> None:
-        self.body, self.per_arm, self.flags, self.coefficients = body, per_arm, flags, coefficients
-        self.chambers, self.dead, self.arrays = chambers, dead, arrays
-        self.n_steps, self.steps_per_control = n_steps, steps_per_control
-        self.half_lengths = 0.5 * body.model.segment_lengths
-
-    def block(self, rows: slice) -> _LawBlock:
-        return _LawBlock(self, rows)
-
-
-class _LawBlock:
-    """The rows ``rows`` of a :class:`_LawPeriod` (:class:`~soft_envs.sim.arm_period.Block`)."""
-
-    def __init__(self, period: _LawPeriod, rows: slice) -> None:
-        params = period.body.params
-        self.period = period
-        self.arm = tuple(x[rows] for x in period.per_arm)
-        # (writeable, as the vector env's: a single env's read-only views would compile a second specialization)
-        self.params = tuple(np.require(x[rows], requirements=("C", "W")) for x in
-                            (params.mass, params.inertia, params.gravity, params.stiffness, params.rayleigh))
-        inverse, pmap, maps, bound, lagged, decay = period.chambers
-        self.chambers = (inverse, pmap, maps[rows] if period.flags[4] else maps, bound, lagged[rows], decay[rows])
-        self.dead = tuple(x[rows] for x in period.dead)
-        self.terms = tuple(x[rows] for x in period.arrays.start_terms)
-        self.scratch = pcc_scratch(period.body.topology.arrays, rows.stop - rows.start)
-
-    def before(self, k: int, state: StateViews) -> None:
-        """The start terms at ``state``, then the law (on its ticks) and the chambers of step ``k``."""
-        period, topology = self.period, self.period.body.topology.arrays
-        u_from, u_to, command, tau, pressures, held, saturated, tau_s, tau_e, active, steps = self.arm
-        batch_terms(*topology, *self.params[:3], state[0], state[1], state[3], True, active, *self.terms)
-        flags = (*period.flags[:7], period.flags[7] + k)
-        s = min((k + period.steps_per_control) / period.n_steps, 1.0)  # (the set-point at the law's hold's end)
-        pcc_actuate(topology, self.params, (state[0], state[1], state[3], state[4], state[5]), active, steps, flags,
-                    (s, *period.coefficients), u_from, u_to, command, tau, self.chambers, self.dead, pressures,
-                    (held, saturated), self.terms, tau_s, tau_e, self.scratch)
-
-    def check(self, state: StateViews, active: np.ndarray) -> np.ndarray:
-        """:func:`~soft_envs.sim.batched_kernels.pcc_validity` of the stepped arms (the inactive ones' are not read)."""
-        return pcc_validity(state[0], state[1], self.period.body.model.per_segment, self.period.half_lengths,
-                            MAX_PCC_RATE)
-
-    def idle(self, k: int, state: StateViews) -> None:
-        """(Nothing of a stopped PCC arm moves.)"""

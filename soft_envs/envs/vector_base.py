@@ -16,7 +16,7 @@ action (the ``action_rate`` term). Subclasses fill the hooks (IsaacLab's names w
   perturbations are already in :attr:`perturbations`, the generators in :attr:`realism_rngs`);
 * ``_apply_actions(actions)`` and ``_simulate()`` — every sub-env steps (clipped ``(N, n)``
   actions; the soft arms' periods run compiled, block of arms by block in the core's threads:
-  :mod:`soft_envs.sim.arm_period`);
+  :mod:`soft_envs.sim.arm_period`, :mod:`soft_envs.sim.pcc_period`);
 * ``_observe(rows)`` — the observations of ``rows`` (measuring: sensors advance);
 * ``_reward_terms(actions)`` — the task's ``{name: (N,)}`` (the base appends ``action_rate``);
 * ``_terminated()`` — ``(N,)`` bool; ``_extra_info(rows)`` — ``{name: (len(rows), …)}``;

@@ -1,14 +1,15 @@
 """A control period of a batched soft-arm body: its physics steps, block of arms by block of arms in the
 core's threads, with the env's actuation and validity checks between the steps (the vector step).
 
-:func:`run_period` is what ``PeterArms.simulate`` and ``PCCArms.simulate`` did in numpy around
+:func:`run_period` is what ``PeterArms.simulate`` did in numpy around
 :meth:`BatchedSoftArm.step`, physics step after physics step for the whole batch, done per block of
 arms (:func:`soft_envs.sim.threads.blocks`, the core's split): each block's thread runs every
 physics step of the period — the env's compiled actuation (``Block.before``), the core's
 :func:`~soft_envs.sim.batched_integrator.batch_step`, the validity check (``Block.check``) and
 :func:`~soft_envs.sim.period_kernels.settle` — and reads its arms' tips at the end. So the env
 logic of a step runs in parallel with the physics instead of between its calls, and the Python
-of a period is a few calls per physics step and block.
+of a period is a few calls per physics step and block. (The PCC arm's period is one kernel,
+arm by arm: :mod:`soft_envs.sim.pcc_period`.)
 
 Semantics are the batch loop's: an arm whose state leaves its model goes back to its state at the
 step's start, at rest, and stays there (its code); the loop ends when no arm of the batch is active

@@ -107,11 +107,11 @@ def test_the_reasons_of_stopped_arms_are_the_numpy_loops():
 
 def test_the_period_kernels_compile_once():
     # every configuration above, three threads among them: one specialization of each kernel (no new compiles)
-    from soft_envs.sim import period_kernels
+    from soft_envs.sim import pcc_period, period_kernels
 
     for env_id, kwargs in (c.values for c in CASES):
         _run(env_id, kwargs, True, n=3, steps=2)
     _run(PETER, {}, True, n=100, steps=1, num_threads=3)
-    for kernel in (period_kernels.peter_legs, period_kernels.settle, period_kernels.pcc_actuate,
+    for kernel in (period_kernels.peter_legs, period_kernels.settle, pcc_period.pcc_period,
                    period_kernels.pcc_observation):
         assert len(kernel.signatures) == 1, kernel.py_func.__name__
