@@ -230,7 +230,7 @@ class PeterArms:
     def _simulate_blocks(self, n_steps: int) -> None:
         """:meth:`simulate`'s loop compiled, block by block in the core's threads (:func:`run_period`)."""
         body, legs = self.body, self.legs
-        arrays = PeriodArrays.zeros(self.n_arms, body.n_dof, moving_rest=True, start=False)
+        arrays = PeriodArrays.zeros(self.n_arms, body.n_dof, moving_rest=True)
         period = _LegsPeriod(legs, body, arrays.rest_end, self._leg_directions, 0.5 * self.model.leg_length_at_rest,
                              self.env.time_step)
         result = run_period(body, n_steps, self.env.time_step, ~self.stopped, arrays, period.block)

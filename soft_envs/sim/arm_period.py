@@ -44,7 +44,7 @@ class Block(Protocol):
 
     def before(self, k: int, state: StateViews) -> None:
         """Physics step ``k``'s actuation from ``state``: the block's rows of the period's torques
-        (``PeriodArrays.torque_start``, ``torque_end``), rest (``rest_end``) and start terms."""
+        (``PeriodArrays.torque_start``, ``torque_end``) and rest (``rest_end``)."""
 
     def check(self, state: StateViews, active: np.ndarray) -> np.ndarray:
         """Validity codes ``(len(rows),)`` int64 of the ``active`` arms of the stepped ``state`` (0: valid)."""
@@ -56,22 +56,18 @@ class Block(Protocol):
 @dataclass
 class PeriodArrays:
     """The period's per-arm arrays ``(B, …)`` the env's blocks fill and the steps read: torques at each
-    step's start and end [N, N m], the rest configuration at its end (``moving_rest``), the start terms
-    ``(M, C u̇ + G, G)`` (``start``: given by ``Block.before``, else the step computes them)."""
+    step's start and end [N, N m] and the rest configuration at its end (``moving_rest``)."""
 
     torque_start: np.ndarray
     torque_end: np.ndarray
     rest_end: np.ndarray
     moving_rest: bool
-    start: bool
-    start_terms: tuple[np.ndarray, np.ndarray, np.ndarray]
 
     @classmethod
-    def zeros(cls, n_arms: int, n: int, *, moving_rest: bool, start: bool) -> PeriodArrays:
-        """Zero torques, rest and (when ``start``) start terms of ``n_arms`` arms of ``n`` coordinates."""
-        k = n_arms if start else 1
+    def zeros(cls, n_arms: int, n: int, *, moving_rest: bool) -> PeriodArrays:
+        """Zero torques and rest of ``n_arms`` arms of ``n`` coordinates."""
         return cls(np.zeros((n_arms, n)), np.zeros((n_arms, n)), np.zeros((n_arms, n) if moving_rest else (1, n)),
-                   moving_rest, start, (np.zeros((k, n, n)), np.zeros((k, n)), np.zeros((k, n))))
+                   moving_rest)
 
 
 @dataclass
@@ -119,8 +115,8 @@ def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray
         act = active[rows]
         rest_end = arrays.rest_end[rows] if moving else arrays.rest_end
         torques = (arrays.torque_start[rows], arrays.torque_end[rows])
-        terms = tuple(x[rows] for x in arrays.start_terms) if arrays.start else \
-            tuple(np.empty((rows.stop - rows.start,) + x.shape[1:]) for x in arrays.start_terms)
+        terms = (np.empty((rows.stop - rows.start, n, n)), np.empty((rows.stop - rows.start, n)),
+                 np.empty((rows.stop - rows.start, n)))  # (the step's start terms, computed there)
         records = (codes[rows], steps[rows], violation[rows])
         no_cancel = cancel[rows]
         block = make_block(rows)
@@ -130,7 +126,7 @@ def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray
             block.before(k, before)
             fresh = before[6] if passes > 0 else no_cancel  # (the step's consistent start: fresh arms)
             batch_step(*topology, *params, *before[:5], rest_end if moving else before[4], *torques, no_cancel,
-                       fresh, act, *coefficients, passes, arrays.start, *terms, *after[:4])
+                       fresh, act, *coefficients, passes, False, *terms, *after[:4])
             check = block.check(after, act)
             left = settle(before, after, rest_end, moving, act, coefficients[0], check, records[1], records[2],
                           records[0])
