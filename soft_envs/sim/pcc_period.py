@@ -89,7 +89,9 @@ def setpoint_gravity(topology, mass, gravity, u, c, g, ws):
     section map's projection, with every section in the representation ``θ = √(a² + b²) ≥ 0``,
     ``cos φ = a/θ``, ``sin φ = b/θ`` (``G`` does not depend on it), so that a section costs one sine
     and one cosine. Bends below :data:`~soft_envs.sim.sections.MIN_BEND` are evaluated there, as the
-    terms are; equal to ``terms``' ``G`` to rounding (``tests/sim/test_pcc_period.py``)."""
+    terms are; equal to ``terms``' ``G`` to rounding (``tests/sim/test_pcc_period.py``). Its frame walk
+    transcribes ``rigid_terms``' rather than sharing a helper with it: the core's compiled code, and
+    with it the rounding the contact checks were measured with, stays as it is."""
     ints, table, trig, sec, lref = topology
     cs, S, link, gc, jac = ws
     planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
