@@ -22,6 +22,7 @@ units, the arm's base frame.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from soft_envs.sim.bullet import STANDARD_GRAVITY
 from soft_envs.sim.pcc_period import pcc_period
 from soft_envs.sim.period_kernels import pcc_observation
 
-STATE_FIELDS = ("u", "w", "a", "c", "rest", "time", "fresh")  # ArmState's, in pcc_period's order
+STATE_FIELDS = tuple(f.name for f in fields(ArmState))  # (u, w, a, c, rest, time, fresh): pcc_period's order
 
 
 def soft_arms(env: Any, n_arms: int, num_threads: int | None = None) -> BatchedPCCBody:

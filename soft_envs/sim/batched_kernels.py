@@ -567,26 +567,32 @@ def peter_validity(u: np.ndarray, w: np.ndarray, active: np.ndarray, reference_l
     return code
 
 
+@njit(**_INLINE)
+def pcc_code(u, w, per, half_lengths, max_rate):
+    """The first reason one PCC arm's state ``u``, ``w`` ``(n,)`` (``per`` coordinates a segment) is
+    outside the model: 0 valid; 1 not finite; else the first segment, in order, bent past π (2; the
+    bend is tested first) or stretched beyond ``half_lengths`` [m] (3); else 4 if a rate exceeds
+    ``max_rate``."""
+    n = u.shape[0]
+    for j in range(n):
+        if not (math.isfinite(u[j]) and math.isfinite(w[j])):
+            return 1
+    for k in range(n // per):
+        bend = abs(u[per * k + 1]) if per == 2 else math.hypot(u[per * k + 1], u[per * k + 2])
+        if bend > math.pi:
+            return 2
+        if abs(u[per * k]) > half_lengths[k]:
+            return 3
+    for j in range(n):
+        if abs(w[j]) > max_rate:
+            return 4
+    return 0
+
+
 @njit(**_JIT)
 def pcc_validity(u: np.ndarray, w: np.ndarray, per: int, half_lengths: np.ndarray, max_rate: float) -> np.ndarray:
-    """Per PCC arm ``(B,)``, the first reason its state ``u``, ``w`` ``(B, n)`` (``per`` coordinates a
-    segment) is outside the model: 0 valid; 1 not finite; else the first segment, in order, bent
-    past π (2; the bend is tested first) or stretched beyond ``half_lengths`` [m] (3); else 4 if a
-    rate exceeds ``max_rate``."""
-    B, n = u.shape
-    code = np.zeros(B, dtype=np.int64)
-    for i in range(B):
-        if not _row_finite(u, w, i):
-            code[i] = 1
-            continue
-        for k in range(n // per):
-            bend = abs(u[i, per * k + 1]) if per == 2 else math.hypot(u[i, per * k + 1], u[i, per * k + 2])
-            if bend > math.pi:
-                code[i] = 2
-                break
-            if abs(u[i, per * k]) > half_lengths[k]:
-                code[i] = 3
-                break
-        if code[i] == 0 and _row_too_fast(w, i, max_rate):
-            code[i] = 4
+    """Per PCC arm ``(B,)``, :func:`pcc_code` of its state ``u``, ``w`` ``(B, n)``."""
+    code = np.zeros(u.shape[0], dtype=np.int64)
+    for i in range(u.shape[0]):
+        code[i] = pcc_code(u[i], w[i], per, half_lengths, max_rate)
     return code

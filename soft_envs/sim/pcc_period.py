@@ -12,8 +12,9 @@ for the whole batch between the core's calls):
    then the chambers' regulators (set-point, dead time, lag) and the generalised forces at the
    step's start and end;
 3. the core's step (:func:`~soft_envs.sim.batched_integrator.arm_step`);
-4. the validity check (:func:`pcc_code`): an arm whose state left the PCC model goes back to the
-   step's start, at rest, keeps its code and stops for the period.
+4. the validity check (:func:`~soft_envs.sim.batched_kernels.pcc_code`, the batch check's per arm):
+   an arm whose state left the PCC model goes back to the step's start, at rest, keeps its code and
+   stops for the period.
 
 Arm-major. Every arm reads and writes only its own rows, so the loop runs an arm's whole period before
 the next arm's (its state, terms and workspace stay in the first-level cache, and the period costs
@@ -46,6 +47,7 @@ from soft_envs.sim.batched_kernels import (
     REVOLUTE_Y,
     REVOLUTE_Z,
     _sinc,
+    pcc_code,
     terms_of_arm,
     workspace,
 )
@@ -57,26 +59,6 @@ from soft_envs.sim.sections import MIN_BEND
 _CORE: dict = _JIT
 _CORE_INLINE: dict = _INLINE
 _CORE_LOOP: dict = _NO_NRT
-
-
-@njit(**_CORE_INLINE)
-def pcc_code(u, w, per, half_lengths, max_rate):
-    """The first reason one arm's state ``u``, ``w`` ``(n,)`` is outside the PCC model
-    (:func:`~soft_envs.sim.batched_kernels.pcc_validity`'s codes; 0 valid)."""
-    n = u.shape[0]
-    for j in range(n):
-        if not (math.isfinite(u[j]) and math.isfinite(w[j])):
-            return 1
-    for k in range(n // per):
-        bend = abs(u[per * k + 1]) if per == 2 else math.hypot(u[per * k + 1], u[per * k + 2])
-        if bend > math.pi:
-            return 2
-        if abs(u[per * k]) > half_lengths[k]:
-            return 3
-    for j in range(n):
-        if abs(w[j]) > max_rate:
-            return 4
-    return 0
 
 
 @njit(**_CORE_LOOP)
@@ -332,9 +314,9 @@ def actuate_arm(b, topology, params, u, w, c, rest, now, step, k, flags, law, se
 @njit(**_CORE)
 def pcc_period(topology, params, start, out, active, steps, flags, law, setpoints, command_value, tau, chambers, dead,
                pressures, saturated, integrator, validity, records):
-    """Up to ``flags[0]`` physics steps of every ``active`` arm of the block (module docstring); returns
-    the most steps an arm ran. ``start`` = ``(u, w, a, c, rest, time, fresh)`` (read) and ``out`` =
-    ``(u, w, a, c, time, fresh)`` (written: the state at the period's end, or where the arm stopped);
+    """Up to ``flags[0]`` physics steps of every ``active`` arm of the block (module docstring).
+    ``start`` = ``(u, w, a, c, rest, time, fresh)`` (read) and ``out`` = ``(u, w, a, c, time, fresh)``
+    (written: the state at the period's end, or where the arm stopped);
     ``active`` ``(B,)`` (an arm that stops leaves it), ``steps`` ``(B,)`` its physics steps (+1 a step);
     ``integrator`` = ``(dt, α_m, α_f, γ, β, corrector passes)``; ``validity`` = ``(per, half_lengths,
     max_rate)``; ``records`` = ``(codes (B,), violation (B, n))``: the code an arm stopped with and its
@@ -345,7 +327,7 @@ def pcc_period(topology, params, start, out, active, steps, flags, law, setpoint
     scratch = (gravity_workspace(ints, trig, lref), np.empty(n), np.zeros((4, n)))
     terms = (np.empty((n, n)), np.empty(n), np.empty(n))
     arm = (np.empty((2, n)), np.empty((2, n)), np.empty((2, n)), np.empty((2, 3 * lref.shape[0])), np.empty((2, n)))
-    return _period_arms(topology, params, start, out, active, steps, flags, law, setpoints, command_value, tau,
+    _period_arms(topology, params, start, out, active, steps, flags, law, setpoints, command_value, tau,
                         chambers, dead, pressures, saturated, integrator, validity, records, ws, step_workspace(n),
                         scratch, terms, arm)
 
@@ -365,7 +347,6 @@ def _period_arms(topology, params, start, out, active, steps, flags, law, setpoi
     su, sw, sa, sc, forces = arm
     coefficients = (dt, am, af, gamma, beta)
     n_steps = flags[0]
-    most = 0
     for b in range(u0.shape[0]):
         for j in range(u0.shape[1]):
             su[0, j], sw[0, j], sa[0, j] = u0[b, j], w0[b, j], a0[b, j]
@@ -395,10 +376,8 @@ def _period_arms(topology, params, start, out, active, steps, flags, law, setpoi
                 sw[cur, j], sa[cur, j] = 0.0, 0.0
             codes[b] = code
             active[b] = False
-        most = max(most, ran)
         for j in range(u0.shape[1]):
             u1[b, j], w1[b, j], a1[b, j] = su[cur, j], sw[cur, j], sa[cur, j]
         for j in range(c0.shape[1]):
             c1[b, j] = sc[cur, j]
         time1[b], fresh1[b] = now, fresh
-    return most
