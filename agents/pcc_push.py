@@ -24,9 +24,12 @@ phases:
    off it; after the retreat a box farther than ``repush`` from its goal is pushed again.
 
 The IK is the PCC arm's TRR (:func:`~soft_envs.agents.ik.trr`), warm-started from its previous solution,
-on the nominal model in the base frame (world ``p_w = R p_b + (0, 0, mount_height)``). The set-point
-sent is the IK's plus a small lead on the measured state (``damping``, ``lead``: :meth:`~ScriptedPushAgent._damped`):
-under the realistic regulators' dead time the env's PD law alone lets the arm's first bending mode grow.
+on the nominal model in the base frame (world ``p_w = R p_b + (0, 0, mount_height)``). The arm's sag and
+its model's errors (a realistic arm's stiffness, its payload) put the tip off the nominal IK's target:
+the aim is corrected by the tip's measured miss of where the aim was :data:`LAG_STEPS` control steps
+before (the chambers' dead time and the arm's lag behind a moving aim), only while the tip is free of
+the box and the table and not swinging (:meth:`~ScriptedPushAgent._free`: a contact holds the tip off
+its aim, and a correction that grew against it snaps the arm when it lets go).
 """
 
 from __future__ import annotations
@@ -59,11 +62,12 @@ CLEARANCE = 0.003
 INSIDE = 0.005
 #: The box moved more than this [m] while the tip made for the push's start: it was knocked, plan anew.
 KNOCKED = 0.002
-#: The set-point's damping of the arm's first bending mode (:meth:`ScriptedPushAgent._damped`): ``DAMPING``
-#: [s] times the measured rate ``u̇`` plus ``LEAD`` [1/s] times the arm's ``u`` off its mean over
-#: ``MEAN_TIME`` [s] — at ~16 rad/s behind 0.1-0.15 s of dead time, ``u̇ + 12 Δu`` is the rate's lead that
-#: arrives as damping (small: with no dead time it must not excite the mode).
-DAMPING, LEAD, MEAN_TIME = 0.02, 12.0, 0.5
+#: The aim's correction compares the tip with the aim this many control steps before (0.2 s at 20 Hz:
+#: the realistic regulators' 0.1-0.15 s dead time and their lag).
+LAG_STEPS = 4
+#: The tip counts as free (:meth:`ScriptedPushAgent._free`) with its body this far [m] clear of the box
+#: and the table.
+FREE_GAP = 0.001
 #: The largest turn [rad] of a push's line from the box-to-goal bearing (a start beyond reach) and its step.
 MAX_TURN, TURN_STEP = np.radians(60.0), np.radians(5.0)
 
@@ -72,16 +76,6 @@ def within_reach(point: np.ndarray) -> np.ndarray:
     """``point`` [m, world] moved towards the arm's axis to at most :data:`REACH` from it."""
     radius = float(np.linalg.norm(point[:2]))
     return point if radius <= REACH else np.append(point[:2] * (REACH / radius), point[2])
-
-
-def smooth_state(state: np.ndarray, rate: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The smooth coordinates ``u = (ΔL, a, b)`` [m, rad m] per segment and their rate of the paper's state
-    ``q = (ε, κx, κy)`` [1, 1/m] and its rate (``ΔL = ε L``, ``(a, b) = ℓ κ``, ``ℓ = L + ΔL``)."""
-    q, dq = np.asarray(state, float).reshape(-1, 3), np.asarray(rate, float).reshape(-1, 3)
-    ell = lengths * (1.0 + q[:, 0])
-    u = np.column_stack((q[:, 0] * lengths, q[:, 1:] * ell[:, None]))
-    w = np.column_stack((dq[:, 0] * lengths, dq[:, 1:] * ell[:, None] + q[:, 1:] * (dq[:, 0] * lengths)[:, None]))
-    return u.ravel(), w.ravel()
 
 
 def square_distance(a: np.ndarray, b: np.ndarray, centre: np.ndarray, half: float, yaw: float) -> float:
@@ -106,8 +100,9 @@ class ScriptedPushAgent:
             most [m]; push_speed: the box's speed [m/s] below which the press grows (above which it
             shrinks), by ``press_gain`` times the difference per second — ``approach_rate`` [1/s]
             times the box's distance to its goal where that is less (slowing down near the goal).
-        aim_gain, max_correction, settle_speed: the free tip's aim moves by ``aim_gain`` times its miss
-            once it moves slower than ``settle_speed`` [m/s], by at most ``max_correction`` [m] in all.
+        aim_gain, max_correction: the aim moves by ``aim_gain`` times the free tip's miss (of the aim
+            :data:`LAG_STEPS` steps before) a step, by at most ``max_correction`` [m] in all.
+        settle_speed: a tip slower than this [m/s] near a phase's target has come to rest there.
         side_gain: while pushing, the aim moves by this times the tip's offset beside the line through
             the box's centre (default 0: off).
         tip_speed: how fast the aim moves to a phase's target [m/s].
@@ -131,12 +126,11 @@ class ScriptedPushAgent:
     def __init__(self, env, *, hover: float = 0.012, standoff: float = 0.008, press: float = 0.01,
                  max_press: float = 0.05, push_speed: float = 0.01, approach_rate: float = 1.0,
                  press_gain: float = 1.5, side_gain: float = 0.0,
-                 aim_gain: float = 0.5, max_correction: float = 0.03, settle_speed: float = 0.01,
+                 aim_gain: float = 0.1, max_correction: float = 0.03, settle_speed: float = 0.01,
                  tip_speed: float = 0.03, back_off: float = 0.01, arrive: float = 0.003,
                  done: float | None = None, repush: float | None = None, max_side: float = 0.015,
                  hold_line: float = 0.008, reach_margin: float = 0.003, min_gain: float = 0.002,
-                 min_travel: float = 0.002, height_gain: float = 0.2, damping: float = DAMPING,
-                 lead: float = LEAD, mean_time: float = MEAN_TIME, **trr_options) -> None:
+                 min_travel: float = 0.002, height_gain: float = 0.2, **trr_options) -> None:
         self.env = env.unwrapped
         if self.env.action_type != "configuration":
             raise InvalidParameterError("ScriptedPushAgent sends configuration set-points: use "
@@ -159,8 +153,6 @@ class ScriptedPushAgent:
         self.hold_line = check_positive("hold_line", hold_line)
         self.reach_margin, self.min_gain = float(reach_margin), check_positive("min_gain", min_gain)
         self.min_travel, self.height_gain = float(min_travel), float(height_gain)
-        self.damping, self.lead = float(damping), float(lead)
-        self.mean_time = check_positive("mean_time", mean_time)
         self.trr_options = {"timeout": STEP_BUDGET, "tol": IK_TOLERANCE, "max_iterations": IK_ITERATIONS,
                             "restarts": 0} | trr_options
         self.rotation = quaternion_to_matrix(np.asarray(self.env.base_orientation, dtype=float))
@@ -178,8 +170,7 @@ class ScriptedPushAgent:
         self._end: np.ndarray | None = None  # [m, world]: where the push takes the box (:meth:`_plan`)
         self._planned = np.zeros(3)  # [m, world]: the box when the push was planned
         self._phase_steps = 0  # control steps in the phase so far
-        self._mean: np.ndarray | None = None  # [m, rad m]: the arm's running mean u (:meth:`_damped`)
-        self._command: np.ndarray | None = None  # the last configuration set-point sent
+        self._aims: list[np.ndarray] = []  # the aims of the last LAG_STEPS + 1 control steps [m, world]
 
     def reset(self, obs=None, info=None) -> None:
         """A new episode: the approach, the IK started from the reset's set-point (``info["setpoint"]``)."""
@@ -187,7 +178,7 @@ class ScriptedPushAgent:
         self.last_result = None
         self._correction, self._press, self._aim, self._line, self._end = np.zeros(3), self.press, None, None, None
         self._phase_steps = 0
-        self._mean, self._command = None, None
+        self._aims = []
         self._lift = np.zeros(3) if obs is None else np.asarray(obs, dtype=float)[0:3].copy()
         self._solution = None if info is None or "setpoint" not in info else np.asarray(info["setpoint"], float)
 
@@ -308,7 +299,8 @@ class ScriptedPushAgent:
         there (the soft arm may rest a few mm off its aim: its sag, a contact)."""
         if np.linalg.norm(tip - target) < self.arrive:
             return True
-        aimed = self._aim is not None and np.linalg.norm(self._aim - target) < 1e-9
+        aimed = self._aim is not None and np.linalg.norm(self._aim - target) < self.arrive  # (the box is seen
+        # through the camera's noise: a target behind it moves a little every step)
         return bool(aimed and self._phase_steps >= SETTLE_STEPS and speed < self.settle_speed
                     and np.linalg.norm(tip - target) < 4 * self.arrive)
 
@@ -336,33 +328,31 @@ class ScriptedPushAgent:
             side = float(across @ (values[0:2] - values[3:5]))
             self._correction[:2] = np.clip(self._correction[:2] - self.side_gain * side * across,
                                            -self.max_correction, self.max_correction)
+        self._aims = [*self._aims[-LAG_STEPS:], target.copy()]
         if self.phase == "push":  # the aim's height moves by the tip's measured drop (pressed on, the arm
-            # bends down towards the table, whose friction then holds it)
+            # bends down towards the table, whose friction then holds it); the push's aims, into the box,
+            # are no measure of the free tip's miss
+            self._aims.clear()
             self._correction[2] = float(np.clip(self._correction[2] + self.height_gain * (target[2] - values[2]),
                                                 -self.max_correction, self.max_correction))
-        elif np.linalg.norm(values[15:18]) < self.settle_speed:
-            # the tip is free and has settled: the aim moves by the measured miss (the arm's sag)
-            miss = target - values[0:3]
+        elif len(self._aims) > LAG_STEPS and self._free(values):
+            # the aim moves by the free tip's miss of where the aim was (the arm's sag, its model's errors)
+            miss = self._aims[0] - values[0:3]
             self._correction = np.clip(self._correction + self.aim_gain * miss, -self.max_correction,
                                        self.max_correction)
         local = self.rotation.T @ (target + self._correction - self.base)
         result = trr(self.model, local, self._solution, **self.trr_options)
         self.last_result, self._solution = result, result.solution
-        return self.env.model_to_action(self._damped(values, result.solution))
+        return self.env.model_to_action(result.solution)
 
-    def _damped(self, obs: np.ndarray, setpoint: np.ndarray) -> np.ndarray:
-        """``setpoint`` (configuration) moved in the smooth coordinates ``u`` by ``damping`` times the
-        measured rate ``u̇`` [s] and ``lead`` times that the arm's ``u`` off its running mean [1/s]: the
-        regulators' dead time (realistic: 0.1-0.15 s) turns the law's damping of the first bending mode
-        (~16 rad/s) into its excitation; this term, through the same dead time, damps it again."""
-        n = self.model.n_dof
-        u, rate = smooth_state(obs[23:23 + n], obs[23 + n:23 + 2 * n], self.model.segment_lengths)
-        if self._mean is None:
-            self._mean = u.copy()
-        self._mean += min(1.0, float(self.env.dt) / self.mean_time) * (u - self._mean)
-        if not self.damping:
-            return setpoint
-        smooth = self.model.to_smooth(setpoint) + self.damping * (rate + self.lead * (u - self._mean))
-        reference = setpoint if self._command is None else self._command
-        self._command = self.model.from_smooth(smooth, reference=reference)
-        return self._command
+    def _free(self, obs: np.ndarray) -> bool:
+        """Whether the tip's miss measures the arm's sag: the tip no faster than twice ``tip_speed`` (not
+        swinging) and its body :data:`FREE_GAP` clear of the table and of the box (a contact holds it
+        off its aim)."""
+        tip, box = obs[0:3], obs[3:6]
+        clear = self.model.body_radius + FREE_GAP
+        if np.linalg.norm(obs[15:18]) > 2.0 * self.tip_speed or tip[2] < clear:
+            return False
+        yaw = 0.25 * float(np.arctan2(obs[21], obs[22]))
+        gap = square_distance(tip[:2], tip[:2], box[:2], self.half, yaw)
+        return bool(max(gap, tip[2] - box[2] - self.half) > clear)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from soft_envs.envs.pcc_track_config import PCCArmGroup, PCCTrackConfig
+from soft_envs.envs.pcc_track_config import PCCActuationGroup, PCCArmGroup, PCCTrackConfig
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 
 MAX_BOX_MASS = 1.0  # kg: far beyond what the arm can push (the task's 30 g box needs ~0.1 N)
@@ -18,6 +18,15 @@ class PCCPushArmGroup(PCCArmGroup):
     """The arm: three segments (the hanging arm must reach down to the box's side)."""
 
     n_segments: int = 3
+
+
+@dataclass
+class PCCPushActuationGroup(PCCActuationGroup):
+    """The actuation: ``PCCTrack-v0``'s, the law's gains scaled for the regulators' dead time where
+    they may have one (the hanging arm's first bending mode, 15.7 rad/s, grows behind 0.05-0.15 s
+    under the paper's gains)."""
+
+    delay_robust_gains: bool = True
 
 
 @dataclass
@@ -48,6 +57,7 @@ class PCCPushConfig(PCCTrackConfig):
     """``PCCPush-v0``'s keywords in groups (:mod:`soft_envs.envs.config`)."""
 
     arm: PCCPushArmGroup = field(default_factory=PCCPushArmGroup)
+    actuation: PCCPushActuationGroup = field(default_factory=PCCPushActuationGroup)
     task: PCCPushTaskGroup = field(default_factory=PCCPushTaskGroup)  # type: ignore[assignment]
     reward: PCCPushRewardGroup = field(default_factory=PCCPushRewardGroup)  # type: ignore[assignment]
 

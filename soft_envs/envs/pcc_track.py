@@ -123,7 +123,7 @@ from soft_envs.envs.pcc_track_config import (  # noqa: F401 (the env's constants
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm
 from soft_envs.robots.pcc_pressure import workspace_pressure_limit
 from soft_envs.robots.planar_pcc_arm import PlanarPCCArm
-from soft_envs.sim.actuators import BatchedPressureRegulator
+from soft_envs.sim.actuators import BatchedPressureRegulator, delay_robust_gains
 from soft_envs.sim.arm_rows import PCCBodyRows
 from soft_envs.sim.batched_bodies import BatchedPCCBody, pcc_violation_reason, pcc_violations
 from soft_envs.sim.bullet import STANDARD_GRAVITY, pybullet
@@ -159,6 +159,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             (default 5 ms; stiff physics: every physics step).
         kp, kv: gains of the PD + feed-forward law [1/s², 1/s] (the paper: 80, 3).
         compensate_damping: the law's ``+D q̇`` term.
+        delay_robust_gains: when the chambers' regulators may have a dead time (``regulator_delay`` or
+            the realism's ``regulator_delay`` above 0) and a configuration set-point drives the law,
+            run it without ``compensate_damping`` and with ``kp``, ``kv`` scaled for a dead time of any
+            length (:func:`~soft_envs.sim.actuators.delay_robust_gains`: the paper's gains behind
+            0.1-0.15 s make the hanging arm's first bending mode grow); :attr:`PCCTrackEnv.controller`
+            is the law run. False (this env's default: its upright two-segment arm, first mode ~36
+            rad/s, holds a set-point behind 0.125 s, decaying at −2.0/s): the given law.
+            ``PCCPush-v0``'s hanging arm defaults to True.
         stiffness_error: relative error of the controller's stiffness model (feed-forward
             ``(1 + e) K``); 0 is the exact model.
         payload: tip payload [kg]; the controller's model does not include it.
@@ -222,6 +230,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.action_space = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float32)
         self._action_scales()
         self._observation_bounds()
+        self._delay_law(act)
         #: The simulated arm: the batched core with one arm (default) or PyBullet's (``backend="pybullet"``).
         self.body: BatchedPCCBody | PCCBody
         rows: BatchedPCCBody | PCCBodyRows
@@ -238,6 +247,34 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.goal_marker = None
         self.arms.goal[0] = self._initial_goal()
         self.arms.read_tips(slice(None))
+
+    def _delay_law(self, act) -> None:
+        """The law behind a dead time (``delay_robust_gains``, class docstring): no ``+D q̇`` term and
+        gains scaled on the nominal arm's first mode, straight at rest (its mass matrix, stiffness and
+        gravity's gradient: hanging or upright), as a designer who knows the regulators' dead time but
+        not its exact value would."""
+        dead = self.actuation == "pressure" and (act.regulator_delay > 0.0 or self.realism.ranges.get(
+            "regulator_delay", (0.0, 0.0))[1] > 0.0)
+        #: The law's gains were scaled for the regulators' dead time: ``(kp, kv, ω₁)``, else ``None``.
+        self.delay_gains: tuple[float, float, float] | None = None
+        if not (act.delay_robust_gains and dead and self.setpoint_driven):
+            return
+        arm = soft_arms(self, 1, num_threads=1)  # the nominal arm, straight at rest
+        n = self.model.n_dof
+        u = np.zeros((1, n))
+        rows = np.zeros(1, dtype=np.int64)
+        gradient = np.zeros((n, n))
+        h = 1e-7
+        for j in range(n):
+            e = np.zeros((1, n))
+            e[0, j] = h
+            up, down = arm.gravity_torque(u + e, index=rows)[0], arm.gravity_torque(u - e, index=rows)[0]
+            gradient[:, j] = (up - down) / (2 * h)
+        kp, kv, w1 = delay_robust_gains(arm.mass_matrix()[0], np.diag(self.nominal_stiffness) + gradient,
+                                        self.rayleigh_stiffness, act.kp, act.kv)
+        self.delay_gains = (kp, kv, w1)
+        self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=False,
+                                        stiffness_error=act.stiffness_error)
 
     def _setup_task(self, config: PCCTrackConfig) -> None:
         """The task's parts the arm and the spaces depend on (hook): the trajectory and whether the arm

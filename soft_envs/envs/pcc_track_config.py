@@ -64,6 +64,7 @@ class PCCActuationGroup:
     kp: float = 80.0
     kv: float = 3.0
     compensate_damping: bool = True
+    delay_robust_gains: bool = False
     stiffness_error: float = 0.0
     command_ramp_time: float = DEFAULT_COMMAND_RAMP_TIME
 
@@ -132,6 +133,7 @@ class PCCTrackConfig(EnvConfig):
         act.regulator_time_constant = float(act.regulator_time_constant)
         act.regulator_delay = float(act.regulator_delay)
         act.command_ramp_time = float(act.command_ramp_time)
+        act.compensate_damping, act.delay_robust_gains = bool(act.compensate_damping), bool(act.delay_robust_gains)
         self._validate_task()
         self._validate_reward()
         act.residual_limit = check_positive("residual_limit [m]", act.residual_limit, 1.0)

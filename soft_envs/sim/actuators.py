@@ -294,6 +294,35 @@ class BatchedPressureRegulator:
         return self.pressures
 
 
+#: The delayed feedback's worst-case negative damping of the arm's first mode, as a fraction of the arm's own
+#: (:func:`delay_robust_gains`).
+DELAY_DAMPING_MARGIN = 0.5
+
+
+def delay_robust_gains(mass: np.ndarray, stiffness: np.ndarray, beta: float, kp: float, kv: float,
+                       margin: float = DELAY_DAMPING_MARGIN) -> tuple[float, float, float]:
+    """The PD + feed-forward law's gains ``(kp, kv)`` scaled for actuation behind a dead time of *any*
+    length, and the arm's first mode ``ω₁`` [rad/s] (``mass`` ``M``, ``stiffness`` the linearised
+    ``K + ∂G/∂u``, Rayleigh ``D = β K``).
+
+    The law's feedback ``M (−kv q̇ − kp Δq)`` acts on every mode of unit modal mass as ``−kv ẋ − kp x``;
+    arriving a dead time ``τ`` late it adds ``(kv cos ωτ − kp sin(ωτ)/ω) ẋ`` of damping to a mode ``ω``
+    (first order), as little as ``−(kv + kp/ω)``: at the chambers' 0.1-0.15 s and the hanging
+    three-segment arm's first bending mode (15.7 rad/s, ``ωτ ≈ 2``) the paper's gains give −4.5 +
+    (−1.5) against the arm's own ``β ω₁² = 1.2`` — the mode grows (linearised: +1.6/s at 0.125 s).
+    The damping a dead time cannot pass is not the law's to cancel (``compensate_damping`` off), and
+    ``(kp, kv)`` are scaled by one factor (at most 1) so that ``kv + kp/ω₁ ≤ margin · β ω₁²``: the
+    delayed feedback then takes at most ``margin`` of the arm's own damping of its first mode whatever
+    the delay (higher modes: ``β ω²`` grows as ``ω²``). The feed-forward ``K(q_d) + G(q_d)`` holds the
+    set-point; the feedback only corrects the model's errors, against a stiffness (``K + ∂G/∂u``, ``ω₁²``
+    per unit modal mass) far above ``kp`` on the soft arm."""
+    w2 = np.linalg.eigvals(np.linalg.solve(mass, stiffness)).real
+    w1 = float(np.sqrt(max(w2.min(), 1e-12)))
+    need = kv + kp / w1
+    scale = 1.0 if need <= 0.0 else min(1.0, margin * beta * w1 * w1 / need)
+    return kp * scale, kv * scale, w1
+
+
 class BatchedPDFeedforward:
     """The paper's PD + feed-forward law for ``B`` PCC arms (:class:`~soft_envs.sim.pcc_body.PDFeedforward`
     batched; the same arguments, shared by the batch). The body's per-arm payload minus

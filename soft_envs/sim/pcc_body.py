@@ -20,6 +20,10 @@ disturbance its gains must reject. Its ``+D`` term cancels the arm's damping: th
 above ``√k_p`` are then damped by ``k_v`` alone (ratio ``k_v / 2ω``, 0.001–0.01) — a large
 set-point step can make them ring and, through the arm's nonlinearity, grow; a regulator's
 lag (chamber actuation) or ``compensate_damping=False`` keeps the arm's own damping there.
+Behind the regulators' dead time (0.1-0.15 s) it is the feedback itself, ``kp`` above all, that
+arrives out of phase on the first bending mode (``−kp sin(ωτ)/ω + kv cos(ωτ)`` of damping): the
+envs then run the law with gains scaled for any delay and no ``+D`` term
+(:func:`~soft_envs.sim.actuators.delay_robust_gains`, ``PCCTrack-v0``'s ``delay_robust_gains``).
 """
 
 from __future__ import annotations

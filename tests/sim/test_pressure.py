@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from soft_envs.robots import PCCArm, PlanarPCCArm
 from soft_envs.robots.pcc_pressure import PAPER_ALPHA1, PAPER_ALPHA2, PressureMap
-from soft_envs.sim.actuators import BatchedPressureRegulator
+from soft_envs.sim.actuators import DELAY_DAMPING_MARGIN, BatchedPressureRegulator, delay_robust_gains
 from soft_envs.sim.bullet import connect, disconnect
 from soft_envs.sim.pcc_body import PCCBody
 
@@ -73,3 +75,22 @@ def test_regulator_is_a_bounded_first_order_lag_with_dead_time():
     ideal = BatchedPressureRegulator(1, 1, max_pressure=3e4, time_constant=0.0)
     ideal.command(np.array([[2e4]]), now=np.zeros(1))
     assert ideal.advance(1e-3, np.zeros(1))[0, 0] == 2e4
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6), beta=st.floats(1e-4, 0.05),
+       kp=st.floats(0.0, 500.0), kv=st.floats(0.0, 20.0))
+def test_delay_robust_gains_keep_the_delayed_feedback_below_the_first_modes_own_damping(seed, n, beta, kp, kv):
+    """The scaled gains: one factor ≤ 1 on both, the first mode ``ω₁`` that of ``M⁻¹ K``, and
+    ``kv + kp/ω₁ ≤ margin · β ω₁²`` (unscaled where the given gains already meet it)."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(n, n)), rng.normal(size=(n, n))
+    mass, stiffness = a @ a.T + 0.1 * np.eye(n), b @ b.T + 0.5 * np.eye(n)
+    scaled_kp, scaled_kv, w1 = delay_robust_gains(mass, stiffness, beta, kp, kv)
+    assert w1 == pytest.approx(np.sqrt(np.linalg.eigvals(np.linalg.solve(mass, stiffness)).real.min()), rel=1e-9)
+    bound = DELAY_DAMPING_MARGIN * beta * w1 * w1
+    assert scaled_kv + scaled_kp / w1 <= bound * (1 + 1e-9)
+    if kv + kp / w1 <= bound:
+        assert (scaled_kp, scaled_kv) == (kp, kv)
+    else:
+        assert scaled_kp / kp == pytest.approx(scaled_kv / kv if kv else scaled_kp / kp, rel=1e-12) and scaled_kp <= kp
