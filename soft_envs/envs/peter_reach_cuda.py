@@ -214,9 +214,9 @@ class PeterReachCudaVectorEnv(VectorEnv):
         slots = max(M, 1)
         if M:  # the CPU env's scene (PeterArms): its body's capsules and the contact's parameters
             scene = arms.add_scene(M)
-            points, cp, self._contact_radius = scene.points, scene.cp[0], float(scene.radius)
+            points, cp, self._contact_radius = scene.points, scene.cp[0], float(scene.radius)  # (slots, 4)
         else:
-            points, cp, self._contact_radius = np.zeros(1, dtype=np.int64), np.zeros(4), 0.0
+            points, cp, self._contact_radius = np.zeros(1, dtype=np.int64), np.zeros((slots, 4)), 0.0
         #: Backbone points after the base that carry the body's capsules (0 without obstacles).
         self.n_points = int(points.size) if M else 0
         self._points, self._cp = to(np.ascontiguousarray(points)), to(np.ascontiguousarray(cp))

@@ -36,8 +36,8 @@ from soft_envs.sim.box_kernels import (
 #: numba's stubs type every keyword of ``njit``; the shared option dicts (``_JIT``, ``_INLINE``) are untyped.
 _njit: Callable[..., Any] = njit
 
-#: With other shapes in its arm's scene, a box softens the arm's contact within this gap [m] of its
-#: capsules (:mod:`soft_envs.sim.arm_objects`, parameters).
+#: :func:`contact_pairs` looks for the closest pair within this gap [m] of the capsules (farther than a
+#: capsule moves in a 5 ms step below 4 m/s).
 NEAR = 0.02
 #: :func:`contact_pairs`' ``closest`` columns: the gap [m], the touching segments, the normal, the
 #: witness [m] and the arm's velocity relative to the box's surface there [m/s].
@@ -256,14 +256,14 @@ def box_rows(state, prm, Rb, base, shapes, velocity, rotation):
 
 
 @_njit(**_JIT)
-def interface(A, closest, Rb, base, free, cp, arm_force, mine, h, normal, G, D, law):
+def interface(A, closest, Rb, base, free, cp, arm_force, h, normal, G, D, law):
     """The arms' law for the coming step ``h`` [s] (:mod:`soft_envs.sim.arm_objects`, step 1), per arm:
     from its box's step matrix ``A`` ``(B, 6, 6)`` (:func:`box_response` at the free step ``free``
     ``(B, 13)``), the closest pair ``closest`` (:func:`contact_pairs`, base frame: ``Rb``, ``base``),
-    the contact ``cp`` ``(B, 4)``, the arm's last force ``arm_force`` ``(B, 3)`` [N, world] and whether
-    the law models the box's yield ``mine`` ``(B,)``. Writes the normal ``normal`` ``(B, 3)``, the
-    closest point's velocity compliance ``G = h J A⁻¹ Jᵀ`` ``(B, 3, 3)``, the modelled yield ``D``
-    ``(B, 3, 3)`` [m/(N s)] (world) and the law ``law`` ``(B, 4)``: ``(s k, s c, μ, v_s')``."""
+    the contact ``cp`` ``(B, 4)`` and the arm's last force ``arm_force`` ``(B, 3)`` [N, world]. Writes the
+    normal ``normal`` ``(B, 3)``, the closest point's velocity compliance ``G = h J A⁻¹ Jᵀ``
+    ``(B, 3, 3)``, the modelled yield ``D`` ``(B, 3, 3)`` [m/(N s)] (world) and the law ``law`` ``(B, 4)``:
+    ``(s k, s c, μ, v_s')``."""
     M, X = np.empty((6, 6)), np.empty((6, 3))
     n, slip, lever, t, Gt = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
     for b in range(A.shape[0]):
@@ -305,16 +305,14 @@ def interface(A, closest, Rb, base, free, cp, arm_force, mine, h, normal, G, D, 
         size = math.sqrt(t[0] ** 2 + t[1] ** 2 + t[2] ** 2)
         for r in range(3):
             t[r] = t[r] / size if size > 0.0 else 0.0
-        g_n = g_t = g_nt = 0.0
-        if mine[b]:
-            _apply(G[b], n, Gt)
-            g_n = n[0] * Gt[0] + n[1] * Gt[1] + n[2] * Gt[2]
-            _apply(G[b], t, Gt)
-            g_nt = n[0] * Gt[0] + n[1] * Gt[1] + n[2] * Gt[2]
-            if size > 0.0:
-                g_t = t[0] * Gt[0] + t[1] * Gt[1] + t[2] * Gt[2]
-            else:  # half the trace of G on the tangent plane
-                g_t = 0.5 * (G[b, 0, 0] + G[b, 1, 1] + G[b, 2, 2] - g_n)
+        _apply(G[b], n, Gt)
+        g_n = n[0] * Gt[0] + n[1] * Gt[1] + n[2] * Gt[2]
+        _apply(G[b], t, Gt)
+        g_nt = n[0] * Gt[0] + n[1] * Gt[1] + n[2] * Gt[2]
+        if size > 0.0:
+            g_t = t[0] * Gt[0] + t[1] * Gt[1] + t[2] * Gt[2]
+        else:  # half the trace of G on the tangent plane
+            g_t = 0.5 * (G[b, 0, 0] + G[b, 1, 1] + G[b, 2, 2] - g_n)
         k, c, mu, vs = cp[b, 0], cp[b, 1], cp[b, 2], cp[b, 3]
         # the friction's regularisation widened by the tangential yield at the normal force of the last
         # step (at a first touch: the force that stops the arm's approach within the step)

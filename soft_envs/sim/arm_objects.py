@@ -48,13 +48,12 @@ partitioned fluid–structure solvers pass an interface impedance. Order, in one
    :attr:`~ArmBoxCoupling.reaction` ``= −Jᵀ (F − W)``: the momentum the box gains is the momentum
    the arm gives away, one step late. Then it syncs.
 
-Parameters: ``k``, ``c``, μ, ``v_s`` are the arm scene's (:class:`~soft_envs.sim.scene.ContactParameters`,
-sources there; read at construction into :attr:`ArmBoxCoupling.cp`: from then on the scene's rows
-carry each step's law), the box's mass, inertia and table contact its
-:class:`~soft_envs.sim.rigid_object.BoxParameters`. Of its own: :data:`NEAR` (with other shapes in
-the scene, the law is softened only while the box is within 2 cm of the arm's capsules: farther than
-a capsule moves in a 5 ms step below 4 m/s) and the floor ``g ≥ nᵀ G n / 10`` (the friction's
-cross term, a linearisation, never cancels the normal yield).
+Parameters: ``k``, ``c``, μ, ``v_s`` are the arm scene's box slot's
+(:class:`~soft_envs.sim.scene.ContactParameters`, sources there; read at construction into
+:attr:`ArmBoxCoupling.cp`: from then on that slot's rows carry each step's law, and the scene's other
+shapes — a table, obstacles — keep their own, unsoftened: they do not yield), the box's mass, inertia
+and table contact its :class:`~soft_envs.sim.rigid_object.BoxParameters`. Of its own: the floor
+``g ≥ nᵀ G n / 10`` (the friction's cross term, a linearisation, never cancels the normal yield).
 
 Measured (``soft-envs bench contact``, ``tests/sim/test_arm_objects.py``; a 3 × 64.4 mm PCC arm
 hanging over a table, a 4 cm box, μ_box 0.4, k = 1e5 N/m, 5 ms): in a steady slide (17.7 mm/s,
@@ -73,10 +72,12 @@ and 2.5 ms) the energy rose between two steps by more than 1e-3 of the swing's i
 1e-2 in 17 (up to 19 %): the law models the box's yield with two numbers per arm, while an impact
 near a box's edge spins it within a step.
 
-Limits. The law is per arm: while its box is within :data:`NEAR`, the arm's contact with the
-scene's other shapes is softened by the same ``s``; ``n``, ``t``, ``N`` of the closest point stand
-for all touching segments. ``K``, ``C`` act at one point (the contact's rotational stiffness about
-it is explicit). The scheme is first order in time through contact changes. Cost (one thread):
+Limits. ``n``, ``t``, ``N`` of the closest point stand for all touching segments. ``K``, ``C`` act at
+one point (the contact's rotational stiffness about it is explicit). The scheme is first order in
+time through contact changes. (While the scene held one law per arm, the box's softened the arm's
+contact with every shape while the box was within 2 cm: the hanging arm's tip pressed on the table
+beside its box bounced on the table every other step, its rates flipping sign each step, the table's
+contact at 1-6 % of its stiffness and a twentieth of its damping ratio.) Cost (one thread):
 ~280 µs a step beside the arm's 43 µs for one arm (B = 1), 19 µs per arm beside the arm's 20 µs at
 B = 64 (the kernels are :mod:`soft_envs.sim.arm_box_kernels`).
 """
@@ -85,13 +86,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from soft_envs.collision import EMPTY, SHAPE_WIDTH
+from soft_envs.collision import SHAPE_WIDTH
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_positive
 from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.sim.arm_box_kernels import (
-    CL_GAP,
     CL_WIDTH,
-    NEAR,
     box_load,
     box_response,
     box_rows,
@@ -104,7 +103,7 @@ from soft_envs.sim.batched_arm import BatchedSoftArm
 from soft_envs.sim.batched_types import _rows
 from soft_envs.sim.rigid_object import BatchedBoxes
 
-__all__ = ["NEAR", "ArmBoxCoupling"]
+__all__ = ["ArmBoxCoupling"]
 
 #: The prediction horizon before the first :meth:`ArmBoxCoupling.step` [s]: the PCC env's physics step.
 DEFAULT_HORIZON = 5e-3
@@ -140,9 +139,10 @@ class ArmBoxCoupling:
         if base_position is not None:
             self.set_base_position(None, base_position)
         self.horizon = check_positive("horizon [s]", horizon)
-        #: The arms' contact parameters ``(B, 4)``: ``(k [N/m], c [N s/m], μ, v_s [m/s])`` (the scene's at
-        #: construction; set them here: the scene's rows carry each step's law ``(s k, s c, μ, v_s')``).
-        self.cp = scene.cp.copy()
+        #: The arms' contact parameters with their boxes ``(B, 4)``: ``(k [N/m], c [N s/m], μ, v_s [m/s])``
+        #: (the scene's box slot's at construction; set them here: that slot's rows carry each step's law
+        #: ``(s k, s c, μ, v_s')``; the scene's other slots keep their own).
+        self.cp = scene.cp[:, self.slot].copy()
         self.force = np.zeros((B, 3))
         self.torque = np.zeros((B, 3))
         #: The generalised force ``(B, n)`` that gives each arm, over its next step, the impulse its box
@@ -177,8 +177,9 @@ class ArmBoxCoupling:
 
     @property
     def law(self) -> np.ndarray:
-        """The arms' contact law of the coming step ``(B, 4)``: ``(s k, s c, μ, v_s')`` (the scene's rows)."""
-        return self.scene.cp
+        """The arms' contact law with their boxes of the coming step ``(B, 4)``: ``(s k, s c, μ, v_s')`` (the
+        scene's box slot's rows)."""
+        return self.scene.cp[:, self.slot]
 
     def _box_rows(self, state: np.ndarray, Rb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The boxes in the states ``state`` ``(B, 13)``: shape rows ``(B, 16)`` and velocities ``(B, 6)``
@@ -218,14 +219,12 @@ class ArmBoxCoupling:
         self._rotation[rows] = rotation[rows]
         box_response(bx.parameters, self.free, h, self._A)
         closest = self._pairs(self.scene.shapes[:, slot], self.scene.velocity[:, slot], self.cp)[6]
-        others = np.delete(self.scene.shapes[:, :, 0], slot, axis=1)
-        mine = np.all(others == EMPTY, axis=1) | (closest[:, CL_GAP] < NEAR)
         normal, G, D, law = np.empty_like(self._normal), np.empty_like(self._G), np.empty_like(self._yield), \
             np.empty_like(self.cp)
-        interface(self._A, closest, Rb, self.base_position, self.free, self.cp, self._arm_force, mine, h, normal, G,
+        interface(self._A, closest, Rb, self.base_position, self.free, self.cp, self._arm_force, h, normal, G,
                   D, law)
         self._normal[rows], self._G[rows], self._yield[rows] = normal[rows], G[rows], D[rows]
-        self.scene.cp[rows] = law[rows]
+        self.scene.cp[rows, slot] = law[rows]
 
     def step(self, dt: float, active=None) -> tuple[np.ndarray, np.ndarray]:
         """Step the boxes by ``dt`` [s] under the arms' contact of their last step (call it right after
@@ -235,7 +234,7 @@ class ArmBoxCoupling:
         h = check_positive("dt", dt)
         bx, slot, B = self.boxes, self.slot, self.arm.n_arms
         _, point, Kb, Cb, _, _, _, jac = self._pairs(self.scene.shapes[:, slot], self.scene.velocity[:, slot],
-                                                     self.scene.cp)
+                                                     self.scene.cp[:, slot])
         wrench = self.scene.wrench[:, slot]
         if active is not None:  # (an arm that did not step keeps its last measurements: ignored)
             mask = np.asarray(active, dtype=bool).reshape(-1)

@@ -178,8 +178,8 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
                    record, diag, touched, wrench, near, held):
     """The contact's generalised force ``force`` ``(n,)`` of one arm at backbone points ``P`` with
     Jacobians ``PJ`` and rate ``w`` against ``shapes`` ``(S, 16)`` moving at ``shape_velocity``
-    ``(S, 6)`` (linear [m/s], angular [rad/s] about the shape's origin); ``cp`` = (k [N/m],
-    c [N s/m], μ, v_s [m/s]). With ``with_matrix``, ``matrix`` ``(n, n)`` = ``w_u K_c + w_v D_c``
+    ``(S, 6)`` (linear [m/s], angular [rad/s] about the shape's origin); ``cp`` ``(S, 4)`` each
+    shape's (k [N/m], c [N s/m], μ, v_s [m/s]). With ``with_matrix``, ``matrix`` ``(n, n)`` = ``w_u K_c + w_v D_c``
     (``weights`` = ``(w_u, w_v)``). With ``record``, ``diag``, ``touched`` ``(S,)`` and ``wrench``
     ``(S, 6)`` (the force on each shape and its moment about the shape's origin) are written.
     ``out`` ``(8,)`` and ``Jp`` ``(3, n)`` scratch. Without ``near`` (no shape within reach, :func:`_near`)
@@ -189,7 +189,6 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
     between a state that penetrates and a state the force lifted just clear (the free step from there
     penetrating again: the step then ended inside the shape, up to a few mm deep on the light PCC arm)."""
     n = w.shape[0]
-    k, damping, mu, vs = cp[0], cp[1], cp[2], cp[3]
     wu, wv = weights[0], weights[1]
     for i in range(n):
         force[i] = 0.0
@@ -212,6 +211,7 @@ def contact_forces(P, PJ, w, shapes, shape_velocity, radius, cp, weights, force,
             kept = with_matrix and held[seg, s]
             if row[0] == EMPTY or (shape_bound_distance(a, b, row) >= radius and not kept):
                 continue
+            k, damping, mu, vs = cp[s, 0], cp[s, 1], cp[s, 2], cp[s, 3]
             segment_shape_distance(a, b, row, out)
             depth = radius - out[0]
             t = out[1]
@@ -431,7 +431,7 @@ def batch_step_contact(ints, table, trig, sec, lref, mass, inertia, gravity, sti
                        wrench):
     """:func:`arm_step_contact` of every ``active`` arm (the others' state copied unchanged, their
     measurements zero); per-arm arrays have the batch on their leading axis: ``shapes`` ``(B, S, 16)``,
-    ``shape_velocity`` ``(B, S, 6)``, ``cp`` ``(B, 4)``, ``diag`` ``(B, 3)``, ``touched`` ``(B, S)``,
+    ``shape_velocity`` ``(B, S, 6)``, ``cp`` ``(B, S, 4)``, ``diag`` ``(B, 3)``, ``touched`` ``(B, S)``,
     ``wrench`` ``(B, S, 6)``."""
     n = u.shape[1]
     ws = workspace(lref.shape[0], n, ints.shape[0], trig.shape[0])

@@ -3,7 +3,7 @@ object that the single envs (a batch of one), the native vector envs and the GPU
 
 :class:`ArmScene` holds, per arm, ``S`` slots of packed shape rows (:mod:`soft_envs.collision`:
 planes, spheres, capsules, boxes; ``EMPTY`` where a slot is unused) in the arm's base frame, the
-shapes' velocities (a free object's surface moves), the contact parameters and what the last
+shapes' velocities (a free object's surface moves), each slot's contact parameters and what the last
 step measured (contacts, the deepest penetration, the total normal force on the arm, which shapes
 were touched and the wrench on each). :class:`~soft_envs.sim.batched_arm.BatchedSoftArm` steps its
 arms through :func:`soft_envs.sim.contact.batch_step_contact` while its scene has a shape.
@@ -71,7 +71,7 @@ class ArmScene:
             ``body_radius`` make the capsules).
         n_arms: ``B``.
         slots: shapes per arm (at most :data:`MAX_SHAPES`).
-        parameters: the contact's parameters (per arm: :meth:`set_parameters`).
+        parameters: the contact's parameters, every slot's (per arm and slot: :meth:`set_parameters`).
     """
 
     def __init__(self, chain: Chain, n_arms: int, slots: int,
@@ -86,7 +86,9 @@ class ArmScene:
         self.segment_mass = float(chain.masses.sum()) / self.points.size
         self.shapes = np.zeros((B, S, SHAPE_WIDTH))
         self.velocity = np.zeros((B, S, 6))
-        self.cp = np.tile((parameters or ContactParameters()).row(self.segment_mass), (B, 1))
+        #: ``(B, S, 4)``: each arm's and slot's ``(k [N/m], c [N s/m], μ, v_s [m/s])``
+        #: (:meth:`ContactParameters.row`).
+        self.cp = np.tile((parameters or ContactParameters()).row(self.segment_mass), (B, S, 1))
         #: What the last step measured at its end state, per arm: contacts, deepest penetration [m],
         #: total normal force on the arm [N], the contact springs' energy [J]
         #: (:data:`soft_envs.sim.contact.DIAG_CONTACTS`, ...).
@@ -132,9 +134,14 @@ class ArmScene:
         index = _rows(index, self.n_arms)
         self.velocity[index] = np.broadcast_to(np.asarray(velocity, dtype=float), (index.size, self.slots, 6))
 
-    def set_parameters(self, index, parameters: ContactParameters) -> None:
-        """The contact's parameters of the arms ``index``."""
-        self.cp[_rows(index, self.n_arms)] = parameters.row(self.segment_mass)
+    def set_parameters(self, index, parameters: ContactParameters, slot: int | None = None) -> None:
+        """The contact's parameters of the arms ``index`` with the shape in ``slot`` (default: every slot)."""
+        rows = _rows(index, self.n_arms)
+        if slot is None:
+            self.cp[rows] = parameters.row(self.segment_mass)
+        else:
+            self.cp[rows, check_integer("slot", slot, minimum=0, maximum=self.slots - 1)] = \
+                parameters.row(self.segment_mass)
 
     def clear(self, index=None) -> None:
         """No shapes and no measurements for the arms ``index`` (default all)."""

@@ -153,3 +153,32 @@ def test_the_push_env_scales_the_law_for_the_dead_time_and_the_tracking_env_keep
     finally:
         push.close()
         track.close()
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_the_tip_pressed_on_the_table_beside_the_box_comes_to_rest(seed):
+    """The tip pressed onto the table 20 mm from the axis, the box 2-5 cm away: the table's contact keeps
+    its own stiffness (the box's softened law is its slot's alone), and the arm comes to rest on it. (With
+    one law per arm the table took the box's, at 1-6 % of its stiffness: the tip sank 1.5-3.2 mm and
+    bounced every other step, its rates flipping sign each step, up to 10 1/s.)"""
+    from soft_envs.agents.ik.trust_region import trr
+    from soft_envs.geometry import quaternion_to_matrix
+
+    env = gym.make(ENV_ID)
+    arm = env.unwrapped
+    _, info = env.reset(seed=seed)
+    rotation = quaternion_to_matrix(np.asarray(arm.base_orientation, dtype=float))
+    target = np.array([0.02 * np.cos(2.0), 0.02 * np.sin(2.0), -0.005])  # [m, world]: 5 mm into the table
+    local = rotation.T @ (target - np.array([0.0, 0.0, arm.mount_height]))
+    action = arm.model_to_action(trr(arm.model, local, np.asarray(info["setpoint"], dtype=float), restarts=0).solution)
+    for _ in range(60):
+        _, _, terminated, _, info = env.step(action)
+        assert not terminated
+    rates = []
+    for _ in range(20):  # physics step by physics step
+        arm.simulate(1)
+        rates.append(arm.arms.body.state.w[0].copy())
+    env.close()
+    rates = np.array(rates)
+    assert info["contact_force"] > 1.0 and info["penetration"] < 2e-4
+    assert np.abs(rates).max() < 0.05 and np.mean(np.sign(rates[1:]) != np.sign(rates[:-1])) < 0.5

@@ -92,20 +92,25 @@ def test_an_inactive_arm_pushes_nothing_and_reset_clears_the_carry_over():
     assert np.all(np.isfinite(coupling.law)) and np.all(coupling.law[:, 0] <= coupling.cp[:, 0])
 
 
-def test_a_box_far_from_an_arm_with_other_shapes_leaves_their_contact_alone():
+def test_a_box_softens_its_own_contact_and_leaves_the_other_shapes_alone():
+    """The law in series with the box's yield is the box slot's; a sphere in the same scene keeps the
+    scene's parameters, the box far or beside the arm (a table or an obstacle does not yield)."""
     model = checks.pcc_arm()
     arm = BatchedPCCBody(model, 1)
     scene = arm.add_scene(2)
     sphere = np.zeros(16)
     sphere[0], sphere[1:4], sphere[4:13], sphere[13] = SPHERE, (0.05, 0.0, 0.1), np.eye(3).ravel(), 0.01
     scene.shapes[0, 1] = sphere
+    parameters = scene.cp[0, 1].copy()
     boxes = BatchedBoxes(1, BoxParameters(gravity=0.0, table_height=-10.0))
     boxes.reset(0, [0.5, 0.0, 0.1])
     coupling = ArmBoxCoupling(arm, boxes, 0, horizon=DT)
-    np.testing.assert_array_equal(coupling.law, coupling.cp)
+    np.testing.assert_array_equal(coupling.cp[0], parameters)
     boxes.reset(0, [model.chain().body_radius + 0.025, 0.0, 0.1])
     coupling.sync()
-    assert coupling.law[0, 0] < coupling.cp[0, 0]  # within reach: softened, the sphere's contact with it
+    assert coupling.law[0, 0] < coupling.cp[0, 0]  # within reach: the box's contact softened
+    np.testing.assert_array_equal(coupling.law, scene.cp[:, 0])
+    np.testing.assert_array_equal(scene.cp[0, 1], parameters)  # the sphere's untouched
 
 
 def test_the_coupling_checks_its_arguments():

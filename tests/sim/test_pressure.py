@@ -90,7 +90,9 @@ def test_delay_robust_gains_keep_the_delayed_feedback_below_the_first_modes_own_
     assert w1 == pytest.approx(np.sqrt(np.linalg.eigvals(np.linalg.solve(mass, stiffness)).real.min()), rel=1e-9)
     bound = DELAY_DAMPING_MARGIN * beta * w1 * w1
     assert scaled_kv + scaled_kp / w1 <= bound * (1 + 1e-9)
+    assert scaled_kp <= kp and scaled_kv <= kv
+    assert scaled_kp * kv == pytest.approx(scaled_kv * kp, rel=1e-9, abs=1e-12)  # one factor on both
     if kv + kp / w1 <= bound:
         assert (scaled_kp, scaled_kv) == (kp, kv)
     else:
-        assert scaled_kp / kp == pytest.approx(scaled_kv / kv if kv else scaled_kp / kp, rel=1e-12) and scaled_kp <= kp
+        assert scaled_kv + scaled_kp / w1 == pytest.approx(bound, rel=1e-9)
