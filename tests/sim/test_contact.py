@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 
 from soft_envs.bench.contact_checks import (
+    PETER_STEP,
+    PRESSING,
     backbone_at,
     convergence_check,
     pressed_arm,
     sphere_row,
     statics_check,
     swing,
+    wall_row,
 )
 from soft_envs.collision import SHAPE_WIDTH
 from soft_envs.exceptions import InvalidParameterError
@@ -114,3 +117,27 @@ def test_scene_input_is_checked():
         ContactParameters(stiffness=-1.0)
     with pytest.raises(InvalidParameterError):
         ContactParameters(friction=float("nan"))
+
+
+def test_each_shape_slot_has_its_own_parameters():
+    """Two arms pressed alike against a frictionless wall, one wall in slot 0 at the default stiffness,
+    the other in slot 1 at four times it: the force is the arm's (its elastic model's, far softer than
+    either), so the stiffer slot's wall is penetrated a quarter as deep; the other slots keep theirs."""
+    body = BatchedSoftPeter(Peter(2), 2, gravity=0.0)
+    body.reset_inflation(None, np.tile(PRESSING, (2, 1)))
+    rest = body.state.u.copy()
+    x0 = float(body.backbone()[0][0, -1, 0]) + body.model.chain().body_radius - 0.004
+    body.reset(None, np.zeros((2, body.n_dof)), rest=rest)
+    default = ContactParameters(friction=0.0)
+    scene = body.add_scene(2, default)
+    scene.set_shapes(0, wall_row(x0)[None])
+    scene.set_shapes(1, np.stack([np.zeros(SHAPE_WIDTH), wall_row(x0)]))
+    scene.set_parameters(1, ContactParameters(stiffness=4 * default.stiffness, friction=0.0), slot=1)
+    assert scene.cp[1, 1, 0] == 4 * scene.cp[0, 0, 0] and np.all(scene.cp[:, 0] == scene.cp[0, 0])
+    for _ in range(int(round(4.0 / PETER_STEP))):
+        body.step(PETER_STEP, np.zeros((2, body.n_dof)))
+    depth, force = scene.diagnostics[:, 1], scene.diagnostics[:, 2]
+    assert force[1] == pytest.approx(force[0], rel=0.01) and force[0] > 0.5
+    assert depth[1] == pytest.approx(depth[0] / 4, rel=0.02)
+    with pytest.raises(InvalidParameterError):
+        scene.set_parameters(0, default, slot=2)
