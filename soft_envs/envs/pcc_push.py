@@ -3,8 +3,10 @@
 The arm, its physics, chambers, actions and realism are ``PCCTrack-v0``'s
 (:class:`~soft_envs.envs.pcc_track.PCCTrackEnv`: soft, three chambers per segment through pressure
 regulators, the paper's PD + feed-forward law at 200 Hz under a 20 Hz action, the command ramp) with
-three segments, mounted at ``(0, 0, mount_height)`` (0.21 m) above the table top ``z = 0``, pointing
-down (its base turned 180° about x; gravity along it): straight, its tip hangs 15 mm above the table
+three segments and the law's gains scaled for the regulators' dead time wherever they have one
+(``delay_robust_gains``: the paper's let this hanging arm's first bending mode grow), mounted at
+``(0, 0, mount_height)`` (0.21 m) above the table top ``z = 0``, pointing down (its base turned 180°
+about x; gravity along it): straight, its tip hangs 15 mm above the table
 and, bending and stretching, reaches the side of a box up to ~8 cm from the axis. The arm's body
 (capsules of 8.8 mm on its backbone) touches the table (a plane) and the box through the soft-arm
 core's contact (:mod:`soft_envs.sim.contact`); the box is a full 6-DOF rigid body with compliant
