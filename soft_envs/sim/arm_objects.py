@@ -77,7 +77,7 @@ one point (the contact's rotational stiffness about it is explicit). The scheme 
 time through contact changes. (While the scene held one law per arm, the box's softened the arm's
 contact with every shape while the box was within 2 cm: the hanging arm's tip pressed on the table
 beside its box bounced on the table every other step, its rates flipping sign each step, the table's
-contact at 1-6 % of its stiffness and a twentieth of its damping ratio.) Cost (one thread):
+contact at 1-6 % of its stiffness and a tenth to a quarter of its damping ratio.) Cost (one thread):
 ~280 µs a step beside the arm's 43 µs for one arm (B = 1), 19 µs per arm beside the arm's 20 µs at
 B = 64 (the kernels are :mod:`soft_envs.sim.arm_box_kernels`).
 """

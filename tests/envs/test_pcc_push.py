@@ -160,7 +160,7 @@ def test_the_tip_pressed_on_the_table_beside_the_box_comes_to_rest(seed):
     """The tip pressed onto the table 20 mm from the axis, the box 2-5 cm away: the table's contact keeps
     its own stiffness (the box's softened law is its slot's alone), and the arm comes to rest on it. (With
     one law per arm the table took the box's, at 1-6 % of its stiffness: the tip sank 1.5-3.2 mm and
-    bounced every other step, its rates flipping sign each step, up to 10 1/s.)"""
+    bounced every other step, its rates flipping sign each step, up to 10 rad/s.)"""
     from soft_envs.agents.ik.trust_region import trr
     from soft_envs.geometry import quaternion_to_matrix
 
