@@ -78,6 +78,11 @@ def within_reach(point: np.ndarray) -> np.ndarray:
     return point if radius <= REACH else np.append(point[:2] * (REACH / radius), point[2])
 
 
+def box_yaw(obs: np.ndarray) -> float:
+    """The box's yaw [rad] (modulo 90°, a cube's) from its observed ``(sin, cos)(4 yaw)``."""
+    return 0.25 * float(np.arctan2(obs[21], obs[22]))
+
+
 def square_distance(a: np.ndarray, b: np.ndarray, centre: np.ndarray, half: float, yaw: float) -> float:
     """The least distance [m] from the segment ``a``–``b`` to a square of half-edge ``half`` [m] at
     ``centre`` turned by ``yaw`` [rad] (in the plane: ``(2,)`` each; the segment sampled every ~1 mm)."""
@@ -211,7 +216,7 @@ class ScriptedPushAgent:
         obs = np.asarray(obs, dtype=float)
         tip, box, goal = obs[0:3], obs[3:6], obs[6:9]
         distance = float(np.linalg.norm(goal[:2] - box[:2]))  # [m] the box's distance to its goal
-        yaw = 0.25 * float(np.arctan2(obs[21], obs[22]))  # the box's yaw (modulo 90°)
+        yaw = box_yaw(obs)
         speed = float(np.linalg.norm(obs[15:18]))
         phase = self.phase
         if self._end is None and phase == "approach":  # the episode's first push
@@ -353,6 +358,5 @@ class ScriptedPushAgent:
         clear = self.model.body_radius + FREE_GAP
         if np.linalg.norm(obs[15:18]) > 2.0 * self.tip_speed or tip[2] < clear:
             return False
-        yaw = 0.25 * float(np.arctan2(obs[21], obs[22]))
-        gap = square_distance(tip[:2], tip[:2], box[:2], self.half, yaw)
+        gap = square_distance(tip[:2], tip[:2], box[:2], self.half, box_yaw(obs))
         return bool(max(gap, tip[2] - box[2] - self.half) > clear)

@@ -230,7 +230,6 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         self.action_space = spaces.Box(-1.0, 1.0, shape=shape, dtype=np.float32)
         self._action_scales()
         self._observation_bounds()
-        self._delay_law(act)
         #: The simulated arm: the batched core with one arm (default) or PyBullet's (``backend="pybullet"``).
         self.body: BatchedPCCBody | PCCBody
         rows: BatchedPCCBody | PCCBodyRows
@@ -240,6 +239,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             rows = PCCBodyRows(self.body)
         else:
             self.body = rows = soft_arms(self, 1, num_threads=1)
+        self._delay_law(act)
         #: This env's arm: :class:`PCCArms` with one row (the vector env's logic, ``n = 1``).
         self.arms = self.make_arms(1, rows)
         self._shown: tuple[PCCArms, int] = (self.arms, 0)  # what a picture shows (:meth:`show`)
@@ -250,16 +250,17 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     def _delay_law(self, act) -> None:
         """The law behind a dead time (``delay_robust_gains``, class docstring): no ``+D q̇`` term and
-        gains scaled on the nominal arm's first mode, straight at rest (its mass matrix, stiffness and
-        gravity's gradient: hanging or upright), as a designer who knows the regulators' dead time but
-        not its exact value would."""
+        gains scaled on the nominal arm's first mode, straight at rest (the env's batched body as built,
+        before any realism, or one like it beside PyBullet's: its mass matrix, stiffness and gravity's
+        gradient, hanging or upright), as a designer who knows the regulators' dead time but not its exact
+        value would."""
         dead = self.actuation == "pressure" and (act.regulator_delay > 0.0 or self.realism.ranges.get(
             "regulator_delay", (0.0, 0.0))[1] > 0.0)
         #: The law's gains were scaled for the regulators' dead time: ``(kp, kv, ω₁)``, else ``None``.
         self.delay_gains: tuple[float, float, float] | None = None
         if not (act.delay_robust_gains and dead and self.setpoint_driven):
             return
-        arm = soft_arms(self, 1, num_threads=1)  # the nominal arm, straight at rest
+        arm = self.body if isinstance(self.body, BatchedPCCBody) else soft_arms(self, 1, num_threads=1)
         n = self.model.n_dof
         u = np.zeros((1, n))
         rows = np.zeros(1, dtype=np.int64)

@@ -150,6 +150,12 @@ def test_the_push_env_scales_the_law_for_the_dead_time_and_the_tracking_env_keep
         assert 5.0 < kp < 8.0 and 0.15 < kv < 0.3 and 15.0 < first_mode < 16.5
         assert gym.make(ENV_ID).unwrapped.delay_gains is None  # ideal: no dead time, the paper's law
         assert track.delay_gains is None and (track.controller.kp, track.controller.kv) == (80.0, 3.0)
+        scaled = [gym.make("soft_envs/PCCTrack-v0", realism="realistic", delay_robust_gains=True, backend=backend)
+                  for backend in ("batched", "pybullet")]  # (the gains from the batched core beside PyBullet's)
+        assert scaled[0].unwrapped.delay_gains == pytest.approx(scaled[1].unwrapped.delay_gains, rel=1e-12)
+        assert 30.0 < scaled[0].unwrapped.delay_gains[2] < 40.0  # the upright arm's first mode [rad/s]
+        for env in scaled:
+            env.close()
     finally:
         push.close()
         track.close()
