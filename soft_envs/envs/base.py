@@ -338,6 +338,12 @@ class SoftEnv(LoopSpaces):
         their task here, in ``_reset_model`` and, per sub-env, in their vector env."""
         raise NotImplementedError(f"{type(self).__name__} has no vector form")
 
+    def draw_episode_task(self, rng: np.random.Generator, perturbations: dict[str, Any]) -> Any:
+        """A reset's task for the robot of ``perturbations`` (the episode's realism values, drawn
+        before the task): :meth:`draw_task` unless the env refuses tasks that robot cannot do (it
+        then redraws from ``rng``; e.g. ``PeterReachEnv``'s reachable goals)."""
+        return self.draw_task(rng)
+
     # ------------------------------------------------------------------ gym API
     def validate_action(self, action: Any) -> tuple[np.ndarray, bool]:
         """``(action clipped into the box, was it clipped)``; ``ValueError`` on bad shape, NaN or a dtype

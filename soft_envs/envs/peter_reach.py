@@ -113,6 +113,7 @@ from soft_envs.envs.env_goals import FirstRow, GoalConditionedMixin
 from soft_envs.envs.obstacle_course import ObstacleCourse, sphere_rows
 from soft_envs.envs.obstacle_markers import ObstacleMarkers
 from soft_envs.envs.peter_arms import PeterArms, soft_arms
+from soft_envs.envs.peter_goal_reach import GOAL_REDRAWS, ReachCheck, reach_perturbed
 from soft_envs.envs.peter_parts import (
     PHYSICS_ONLY_REALISM,
 )
@@ -211,6 +212,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             ``frame_skip`` = 0.1 s / ``time_step`` soft / 12 stiff and kinematic, ``width``, ``height``,
             ``action_rate_weight`` = 0).
     """
+
+    _reach_check: Any = None  # the goal draw's ReachCheck (False: drawn as under "ideal"), built at the first reset
 
     __signature__ = PeterReachConfig.signature(SoftEnv.__init__)  # the flat keywords, for inspect and IDEs
     # The keywords, read from the env's configuration (:attr:`config`, one source of truth).
@@ -377,7 +380,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     # ------------------------------------------------------------------ hooks (row 0 of the arms)
     def _reset_model(self, options: dict[str, Any]) -> None:
         drawn = {name: np.asarray(value, dtype=float)[None] for name, value in self.perturbations.items()}
-        self.arms.reset(np.zeros(1, dtype=np.int64), [self.draw_task(self.np_random)], drawn, [self.realism_rng])
+        task = self.draw_episode_task(self.np_random, self.perturbations)
+        self.arms.reset(np.zeros(1, dtype=np.int64), [task], drawn, [self.realism_rng])
 
     def draw_task(self, rng: np.random.Generator) -> np.ndarray:
         """A reset's task draw from ``rng``: the inflation times [s] whose nominal PCC tip is the goal
@@ -385,6 +389,26 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         and radius [m] (:func:`~soft_envs.envs.obstacle_course.split_task` parts them)."""
         t = self.model.sample(rng)
         return t if self.course is None else np.concatenate((t, self.course.draw(rng, t).ravel()))
+
+    def draw_episode_task(self, rng: np.random.Generator, perturbations: dict[str, Any]) -> np.ndarray:
+        """A reset's task (:meth:`draw_task`) whose goal the episode's arm (``perturbations``, its
+        realism values) can reach: redrawn from ``rng``, at most :data:`GOAL_REDRAWS` times, while
+        :meth:`~soft_envs.envs.peter_goal_reach.ReachCheck.reachable` says the arm's legs, at their drawn
+        gains, offsets and leaks, cannot hold the goal by the end of the episode with
+        :data:`~soft_envs.envs.peter_goal_reach.REACH_MARGIN` to spare (the last draw is kept if
+        none passes). Under ``"ideal"`` (or a realism that leaves the legs' stroke and the arm's
+        geometry ideal) it is :meth:`draw_task`: the same numbers, nothing more drawn."""
+        task = self.draw_task(rng)
+        if self._reach_check is None:
+            self._reach_check = ReachCheck(self) if reach_perturbed(self.realism) else False
+        if not self._reach_check:
+            return task
+        check = cast(ReachCheck, self._reach_check)
+        for _ in range(GOAL_REDRAWS):
+            if check.reachable(task[:self.model.n_dof], perturbations):
+                break
+            task = self.draw_task(rng)
+        return task
 
     def _command(self) -> np.ndarray:
         return self.inflation_times

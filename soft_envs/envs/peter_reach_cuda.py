@@ -21,6 +21,10 @@ host at construction into a bank of ``goal_bank_size`` goals (default 65,536, se
 picking one, and the perturbations and the sensor noise come from the device's generator
 (``xoroshiro128p``, one stream per arm) over the same ranges: the same distributions, not the same
 numbers. :meth:`PeterReachCudaVectorEnv.set_perturbations` puts given ones (e.g. the CPU env's).
+One difference remains under realism: the CPU env redraws the ~3 % of goals its drawn arm cannot
+reach (:mod:`soft_envs.envs.peter_goal_reach`, a bounded fit on the host); a bank goal picked here
+after the device's perturbation draw is not checked, so a realistic GPU episode may ask for a goal
+beyond its arm (:meth:`PeterReachCudaVectorEnv.set_goals` takes checked ones).
 
 Obstacles (``obstacles=M``, 1 to 8 spheres, as the CPU env's): the bank then holds tasks, each a goal
 and its ``M`` spheres drawn by :class:`~soft_envs.envs.obstacle_course.ObstacleCourse` from the same

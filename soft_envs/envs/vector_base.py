@@ -305,7 +305,11 @@ class SoftVectorEnv(VectorEnv, Generic[SingleEnv]):
             if realism:  # (under "ideal" nothing is drawn: no generator, the ideal values stay)
                 realism_rngs[i], perturbation = single.draw_realism(rngs[i])
                 drawn.append(perturbation)
-            tasks.append(single.draw_task(rngs[i]))
+                if keep_robot:  # the task is for the robot the sub-env keeps
+                    perturbation = {name: values[i] for name, values in self.perturbations.items()}
+                tasks.append(single.draw_episode_task(rngs[i], perturbation))
+            else:
+                tasks.append(single.draw_task(rngs[i]))
         if realism and not keep_robot:
             for name, values in self.perturbations.items():
                 values[rows] = [d[name] for d in drawn]
