@@ -115,9 +115,11 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
         ["perturbations (PeterReach-v0, 2 modules, soft physics)", "targets", "TRR (tilted model), open loop: "
          "mean / p95 [mm]", "network, open loop: mean / p95 [mm]", "Pearson r (TRR, network)",
          "TRR closed loop (tip feedback): mean / p95 [mm]", "closed loop < 1 mm"], rows)
-    text += ("\n\nA closed-loop miss *at a bound* ended with a leg commanded to 0 or 2 s: the perturbed arm "
-             "(a weak or leaking leg) cannot reach that goal within the paper's input range; the other misses "
-             "ended with the arm still moving, a heavy payload (0.3–0.5 kg) swinging on the soft legs.")
+    text += ("\n\nThe goals are ones each episode's drawn arm can reach within the paper's input range "
+             "(`soft_envs.envs.peter_goal_reach`: a weak or leaking leg has a shorter stroke; about 3 % of the "
+             "nominal draws are redrawn). A closed-loop miss *at a bound* ended with a leg commanded to 0 or 2 s; "
+             "the other misses ended with the arm still moving, a heavy payload (0.3–0.5 kg) swinging on the soft "
+             "legs.")
     text += ("\n\nOpen loop: the plan is computed once on the paper's tilted-plane model and held; closed loop: "
              "TRR on the env's nominal PCC model re-aims at every step from the measured tip "
              "(`TRRReachAgent(feedback=True)`). The ranges and their sources are in "
