@@ -22,6 +22,12 @@ then from three other points of the box; :func:`_projected_fit`) bring the tip w
 :data:`REACH_TOLERANCE` of it. :data:`REACH_MARGIN` is what the kinematic
 model leaves out: the sag of the legs under gravity and the payload (a few tenths of a mm of leg at
 the top of the stroke) and the law's approach from below; 0.05 s is 0.5 mm of leg.
+
+With obstacles (``obstacles=M``) the obstacle course keeps the *nominal* arm clear at the start and at
+the goal's configuration; the drawn arm (tilted, its legs longer by their offsets, its radius) may
+touch one already at rest, or only reach the goal through one. The task then also needs the drawn
+arm's backbone, in the simulated envelope, at rest and at the fit to keep :data:`OBSTACLE_CLEARANCE`
+from every obstacle (the fit from the next start is tried when one touches).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs.envs.obstacle_course import body_clearance
 from soft_envs.geometry import quaternion_from_rotation_vector, quaternion_to_matrix
 
 #: Most redraws of a reset's task (the last draw is kept if none passes; at ~5 % rejected per draw
@@ -42,6 +49,9 @@ REACH_TOLERANCE = 0.5e-3
 #: Steps of each projected Gauss-Newton fit, and its damping [m^2] (on 1,200 realistic draws the fit, from four
 #: starts, gives scipy's bounded least squares' verdict on every one, in 0.5 ms a draw).
 FIT_STEPS, FIT_DAMPING = 30, 1e-6
+#: The least distance [m] between the drawn arm's body and an obstacle at the start and at the goal (an
+#: assumption: the kinematic body leaves out the sag, tenths of a millimetre at the legs).
+OBSTACLE_CLEARANCE = 1e-3
 #: The perturbations that change what the arm can reach.
 REACH_PERTURBATIONS = ("leg_gain", "supply_gain", "leg_offset", "leak_rate", "radius_error", "base_tilt")
 #: Episode length [steps] when the env has no ``spec`` (``PeterReach-v0``'s registration).
@@ -73,21 +83,40 @@ class ReachCheck:
         high = low + gain * self.t_max - value("leak_rate", 0.0) * self.duration / self.rate - REACH_MARGIN
         return low, np.maximum(high, low + 1e-6)
 
-    def reachable(self, times: np.ndarray, perturbations: dict[str, Any]) -> bool:
-        """Whether the arm of ``perturbations`` reaches the nominal tip of ``times`` (module docstring)."""
+    def reachable(self, times: np.ndarray, perturbations: dict[str, Any], obstacles: np.ndarray | None = None) -> bool:
+        """Whether the arm of ``perturbations`` reaches the nominal tip of ``times`` (module docstring);
+        with ``obstacles`` ``(M, 4)`` (centre, radius [m], goals' frame; radius 0: none), also without a
+        touch: its body at the start (every leg at its offset) and at the fit keeps
+        :data:`OBSTACLE_CLEARANCE` from each."""
         low, high = self.bounds(perturbations)
         goal = self.model.forward(times)
         tilt = np.asarray(perturbations.get("base_tilt", (0.0, 0.0)), dtype=float)
-        if np.any(tilt):
-            rotation = quaternion_to_matrix(quaternion_from_rotation_vector(np.array([[*tilt, 0.0]])))[0]
-            goal = rotation.T @ goal  # into the tilted base's frame
+        rotation = quaternion_to_matrix(quaternion_from_rotation_vector(np.array([[*tilt, 0.0]])))[0]
+        goal = rotation.T @ goal  # into the tilted base's frame
         arm = self._arm(float(perturbations.get("radius_error", 0.0)))
-        if arm is self.model and not np.any(tilt) and np.all((times >= low) & (times <= high)):
-            return True  # the nominal arm, the goal's own times within the bounds
+        spheres = None if obstacles is None else np.asarray(obstacles, dtype=float).reshape(-1, 4)
+        if spheres is not None:
+            spheres = spheres[spheres[:, 3] > 0]
+            if spheres.size and self._touches(arm, low, rotation, spheres):
+                return False  # the drawn arm at rest already touches an obstacle
+        nominal = arm is self.model and not np.any(tilt)
         for start in (times, 0.5 * (low + high), high, low + 0.75 * (high - low)):
-            if _projected_fit(arm, goal, start, low, high):
+            if nominal and start is times and np.all((times >= low) & (times <= high)):
+                fit: np.ndarray | None = np.array(times, dtype=float)  # the nominal arm, its own times in bounds
+            else:
+                fit = _projected_fit(arm, goal, start, low, high)
+            if fit is not None and (spheres is None or not spheres.size
+                                    or not self._touches(arm, fit, rotation, spheres)):
                 return True
         return False
+
+    def _touches(self, arm: Any, times: np.ndarray, rotation: np.ndarray, spheres: np.ndarray) -> bool:
+        """Whether ``arm``'s backbone at ``times`` (its base turned by ``rotation``), in the simulated
+        envelope (capsules of the nominal model's ``body_radius``, as the scene's), comes closer than
+        :data:`OBSTACLE_CLEARANCE` to any of ``spheres`` ``(M, 4)`` (goals' frame)."""
+        body = arm.backbone(times) @ rotation.T
+        radius = self.model.body_radius
+        return min(body_clearance(body, radius, c[:3], c[3]) for c in spheres) < OBSTACLE_CLEARANCE
 
     def _arm(self, radius_error: float) -> Any:
         """The nominal model with the drawn leg radius (built per call: the draws never repeat)."""
@@ -97,19 +126,21 @@ class ReachCheck:
                                           kinematics=self.model.kinematics)
 
 
-def _projected_fit(arm: Any, goal: np.ndarray, start: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
-    """Whether damped Gauss-Newton steps, projected onto the box ``[low, high]`` (legs held at a bound
-    the error pushes them past are left out of the step), bring ``arm``'s tip within
-    :data:`REACH_TOLERANCE` of ``goal`` in :data:`FIT_STEPS` steps from ``start``."""
+def _projected_fit(arm: Any, goal: np.ndarray, start: np.ndarray, low: np.ndarray,
+                   high: np.ndarray) -> np.ndarray | None:
+    """The inflation times ``(3N,)`` [s] to which damped Gauss-Newton steps, projected onto the box
+    ``[low, high]`` (legs held at a bound the error pushes them past are left out of the step), bring
+    ``arm``'s tip within :data:`REACH_TOLERANCE` of ``goal`` in :data:`FIT_STEPS` steps from ``start``;
+    ``None`` if they do not."""
     t = np.clip(start, low, high)
     for _ in range(FIT_STEPS):
         error = arm.forward(t) - goal
         if np.linalg.norm(error) < REACH_TOLERANCE:
-            return True
+            return t
         jac = arm.jacobian(t)
         descent = jac.T @ error
         free = ~(((t <= low) & (descent > 0)) | ((t >= high) & (descent < 0)))
         jf = jac[:, free]
         t[free] -= jf.T @ np.linalg.solve(jf @ jf.T + FIT_DAMPING * np.eye(3), error)
         t = np.clip(t, low, high)
-    return False
+    return None

@@ -404,8 +404,9 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if not self._reach_check:
             return task
         check = cast(ReachCheck, self._reach_check)
+        n = self.model.n_dof
         for _ in range(GOAL_REDRAWS):
-            if check.reachable(task[:self.model.n_dof], perturbations):
+            if check.reachable(task[:n], perturbations, None if self.course is None else task[n:]):
                 break
             task = self.draw_task(rng)
         return task

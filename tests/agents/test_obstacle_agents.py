@@ -15,7 +15,7 @@ import pytest
 
 from soft_envs.agents.ik import trr
 from soft_envs.agents.ik.obstacles import ObstacleTerms, obstacle_rows
-from soft_envs.agents.reach import ObstacleReachAgent, SQPObstacleReachAgent, TRRReachAgent
+from soft_envs.agents.reach import ObstacleReachAgent, SQPObstacleReachAgent, TRRReachAgent, displaced_obstacles
 from soft_envs.collision import SHAPE_WIDTH, Sphere, shape_rows
 from soft_envs.robots import PCCArm, Peter
 
@@ -218,3 +218,32 @@ def test_plan_route_goes_around_a_sphere_on_the_straight_segment():
         q, steps = nxt, steps + 1
     np.testing.assert_array_equal(q, end)
     assert steps == math.ceil(duration(start, route[0], up, down) + duration(route[0], end, up, down) - 1e-9)
+
+
+def test_displaced_obstacles_move_by_their_share_of_the_correction():
+    rows = np.zeros((3, SHAPE_WIDTH))
+    rows[:, 1:4] = [[0.0, 0.0, -0.01], [0.01, 0.0, 0.05], [0.0, 0.02, 0.2]]  # below the base, halfway, past the tip
+    correction, goal, base = np.array([0.004, -0.002, 0.0]), np.array([0.0, 0.0, 0.1]), np.zeros(3)
+    moved = displaced_obstacles(rows, correction, goal, base)
+    np.testing.assert_allclose(moved[:, 1:4] - rows[:, 1:4], [0.0 * correction, 0.5 * correction, correction])
+    np.testing.assert_array_equal(moved[:, 4:], rows[:, 4:])  # sizes and kinds untouched
+    np.testing.assert_array_equal(displaced_obstacles(rows, np.zeros(3), goal, base), rows)
+
+
+def test_a_feedback_plan_sees_the_obstacles_where_the_real_body_meets_them(pcc_case):
+    arm, goal, rows = pcc_case
+    env = FakeEnv(arm, rows, dt=0.1)
+    agent = ObstacleReachAgent(env, feedback=True, hold_time=0.2, paced=False)
+    q = agent.act(_observation(np.zeros(3), goal))
+    miss = np.array([1.5e-3, 0.0, 0.0])  # the real tip lands 1.5 mm short along x
+    seen = []
+    solver = agent.solver
+    agent.solver = lambda model, aim, q0, obstacles, **kw: seen.append(obstacles) or solver(
+        model, aim, q0, obstacles=obstacles, **kw)
+    for _ in range(3):
+        q = agent.act(_observation(arm.forward(q) - miss, goal))
+    assert seen, "a feedback re-plan"
+    present = obstacle_rows(rows)
+    base = arm.backbone(np.zeros(arm.n_dof))[0]
+    np.testing.assert_allclose(seen[-1], displaced_obstacles(present, agent._aim - goal, goal, base))
+    assert not np.allclose(seen[-1][:, 1:4], present[:, 1:4])

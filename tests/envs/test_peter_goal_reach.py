@@ -39,3 +39,27 @@ def test_peter_goal_reach_ideal_draw_is_draw_task():
     assert np.array_equal(e.draw_episode_task(a, {}), e.draw_task(b))
     assert a.random() == b.random()  # nothing more drawn
     e.close()
+
+
+def test_peter_goal_reach_with_obstacles_needs_a_clear_body(env):
+    check, model = ReachCheck(env), env.model
+    times = np.full(6, 1.0)
+    rest = model.backbone(np.zeros(6))
+    beside = rest[len(rest) // 2] + np.array([model.body_radius + 0.0105, 0.0, 0.0])  # 0.5 mm from the resting body
+    far = np.array([0.3, 0.3, 0.0])
+    assert check.reachable(times, {}, np.array([[*far, 0.01]]))
+    assert not check.reachable(times, {}, np.array([[*beside, 0.01]]))  # closer than OBSTACLE_CLEARANCE at rest
+    assert check.reachable(times, {}, np.array([[*beside, 0.0]]))  # radius 0: an empty slot
+    goal_body = model.backbone(times)
+    on_goal = goal_body[-2] + np.array([0.0, 0.0, 0.0])  # inside the body at the goal's configuration
+    assert not check.reachable(times, {}, np.array([[*on_goal, 0.005]]))
+
+
+def test_peter_obstacle_reach_draws_tasks_the_drawn_arm_can_do():
+    e = PeterReachEnv(n_modules=2, obstacles=3, realism="realistic")
+    check = ReachCheck(e)
+    for seed in range(8):
+        e.reset(seed=seed)
+        task = e.draw_episode_task(np.random.default_rng(seed), e.perturbations)
+        assert check.reachable(task[:6], e.perturbations, task[6:])
+    e.close()
