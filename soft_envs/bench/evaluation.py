@@ -14,8 +14,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     result = ev.evaluate(ev.jobs_for(presets=tuple(ev.PRESETS), episodes=episodes, seed=seed), workers=2)
     text = result.table()
     text += (f"\n\n{episodes} seeded episodes per row (the same goals and starts under both presets, but for the "
-             "realistic PETER goals its drawn arm cannot reach, ~3 %, redrawn), in 2 worker processes. Success: the env's `is_success` at the end (PETER 1 mm, PCC 3 mm, the "
-             "quadruped pose 1°, the hexapod 1 mm and 1°; the walk: not fallen). Time to goal: mean first "
+             "realistic PETER goals its drawn arm cannot reach, ~3 %, redrawn), in 2 worker processes. "
+             "Success: the env's `is_success` at the end (PETER 1 mm, PCC 3 mm, the quadruped pose 1°, "
+             "the hexapod 1 mm and 1°; the walk: not fallen). Time to goal: mean first "
              "time `is_success` held, over the episodes that reached it. Same table: "
              f"`soft-envs evaluate --episodes {episodes}`. Trained SB3 policies (`sb3:ALGO:PATH`) join the "
              "`peter-2-kinematic` rows in the learned-baselines section (`soft-envs bench rl`).")
