@@ -47,7 +47,8 @@ history repeats the reset's observation and command. ``action_mode="task"`` (env
 ``command_jacobian``, e.g. ``PeterReach-v0``) makes the action a displacement of the tip,
 ``task_step · a`` [m], which the nominal model's damped least-squares Jacobian turns into the
 change of the command within its box (:mod:`soft_envs.envs.closed_loop`), and ``task_feedback=k``
-makes that action a residual on the proportional law ``k (goal − measured tip) / task_step``;
+makes that action a residual on the proportional law ``k (goal − measured tip) / task_step``
+(``task_residual_radius=r``: within ``r`` of the goal, the residual scaled by ``|e| / r``);
 ``action_space`` is then the task's box and :attr:`SoftEnv.command_space` the command's. The same options are wrappers
 (:mod:`soft_envs.envs.closed_loop`: ``ClosedLoop``, ``ClosedLoopVector``, one arithmetic), which the
 native vector envs take them through.
@@ -73,7 +74,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from soft_envs.envs.closed_loop import TASK_STEP, History, check_feedback, check_options, check_task_env
+from soft_envs.envs.closed_loop import (
+    TASK_STEP,
+    History,
+    check_feedback,
+    check_options,
+    check_residual_radius,
+    check_task_env,
+)
 from soft_envs.envs.env_goals import checked_reset_options
 from soft_envs.envs.env_spaces import LoopSpaces
 from soft_envs.exceptions import (
@@ -131,6 +139,9 @@ class SoftEnv(LoopSpaces):
         task_feedback: gain ``k`` in ``[0, 1]`` of the proportional law a task action is a residual on,
             ``clip(a + k (goal − measured tip) / task_step, −1, 1)`` (``action_mode="task"`` on envs with
             ``task_error``; default 0: the action alone).
+        task_residual_radius: within this distance [m] of the goal a residual task action acts in
+            proportion to the measured error, ``min(1, |e| / r)`` of it, so that it cannot hold the tip
+            off the law's equilibrium (with ``task_feedback``; default 0: all of it).
         use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
             the subclass, not a user keyword.
 
@@ -179,6 +190,7 @@ class SoftEnv(LoopSpaces):
         history: int = 0,
         task_step: float = TASK_STEP,
         task_feedback: float = 0.0,
+        task_residual_radius: float = 0.0,
         use_physics: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -193,6 +205,7 @@ class SoftEnv(LoopSpaces):
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
         self.task_feedback = check_feedback(self.action_mode, task_feedback)
+        self.task_residual_radius = check_residual_radius(self.task_feedback, task_residual_radius)
         if self.action_mode == "task":
             check_task_env(self, self.task_feedback)
         self._history: History | None = None  # the observations and commands history=k appends

@@ -18,7 +18,11 @@ any Gymnasium vector env of soft_envs envs), with the options that let a policy 
   task's own coordinates (near a linear map of the measured error) instead of the arm's inverse
   kinematics; the action space is ``Box(−1, 1, (m,))`` for ``J`` of ``m`` rows;
   ``task_feedback=k`` makes the action a residual on the proportional law on the measured error
-  ``e`` (the env's ``task_error()``): ``a ← clip(a + k e / task_step, −1, 1)``;
+  ``e`` (the env's ``task_error()``): ``a ← clip(a + k e / task_step, −1, 1)``; with
+  ``task_residual_radius=r`` the residual's authority shrinks within ``r`` of the goal,
+  ``a ← clip(min(1, |e| / r) a + k e / task_step, −1, 1)``, so the residual cannot move the law's
+  equilibrium (``e = 0`` stays one whatever the policy outputs there: a bias of ``b`` in the
+  residual would otherwise hold the tip ``b · task_step / k`` off the goal);
 * ``history=k``: the observation gains the previous ``k`` observations and the ``k`` previous
   commands, oldest last; at a reset the history repeats the reset's observation and command.
 
@@ -46,7 +50,7 @@ from soft_envs.exceptions import InvalidParameterError, as_real_array, check_int
 ACTION_MODES = ("absolute", "delta", "task")
 #: The keywords of the options that close the loop (every env takes them; the native vector envs through
 #: :class:`ClosedLoopVector`).
-LOOP_KEYWORDS = ("action_mode", "delta_scale", "history", "task_step", "task_feedback")
+LOOP_KEYWORDS = ("action_mode", "delta_scale", "history", "task_step", "task_feedback", "task_residual_radius")
 MAX_HISTORY = 64
 #: Default ``task_step`` [m]: a task action of 1 moves the tip 2 mm in a control period (soft PETER's 0.1 s:
 #: 20 mm/s, about what legs filling at 10 mm/s give the tip; the arm's own rate limit acts beyond it).
@@ -79,6 +83,28 @@ def check_feedback(action_mode: str, task_feedback: float) -> float:
     if task_feedback and action_mode != "task":
         raise InvalidParameterError(f"task_feedback needs action_mode='task'; got action_mode={action_mode!r}")
     return float(task_feedback)
+
+
+def check_residual_radius(task_feedback: float, radius: float) -> float:
+    """``task_residual_radius`` [m] checked: in ``[0, MAX_TASK_STEP]``, nonzero only with a ``task_feedback``
+    law for the action to be a residual on."""
+    if isinstance(radius, bool) or not isinstance(radius, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(radius) <= MAX_TASK_STEP:
+        raise InvalidParameterError(f"task_residual_radius must be in [0, {MAX_TASK_STEP}] m; got {radius!r}")
+    if radius and not task_feedback:
+        raise InvalidParameterError("task_residual_radius needs task_feedback > 0 (the law the action is a "
+                                    "residual on)")
+    return float(radius)
+
+
+def residual_authority(env: Any, radius: float) -> np.ndarray | None:
+    """``min(1, |e| / radius)`` ``(N, 1)`` per row of ``env``'s measured task error ``e`` [m] (its
+    ``task_error()``), the share of a residual action that acts (module docstring); ``None`` for a
+    radius of 0 (all of it)."""
+    if not radius:
+        return None
+    error = np.atleast_2d(np.asarray(env.task_error(), dtype=np.float64))
+    return np.minimum(1.0, np.linalg.norm(error, axis=1, keepdims=True) / radius)
 
 
 def task_feedback_action(env: Any, gain: float, task_step: float) -> np.ndarray | None:
@@ -154,12 +180,15 @@ def _damped_least_squares(jacobian: np.ndarray, displacement: np.ndarray) -> np.
 
 def next_commands(action: np.ndarray, previous: np.ndarray, command_box: gym.spaces.Box, action_mode: str,
                   delta_scale: float, task_step: float, jacobian: Any = None,
-                  feedback: np.ndarray | None = None) -> np.ndarray:
+                  feedback: np.ndarray | None = None, authority: np.ndarray | None = None) -> np.ndarray:
     """The commands ``(N, n)`` a delta or task action batch (clipped into its box) leads to from
     ``previous`` ``(N, n)``, clipped into ``command_box``; ``jacobian``: the env's ``command_jacobian``
     (task mode); ``feedback`` ``(N, m)``: the proportional law's task action the action is a residual
-    on (:func:`task_feedback_action`; the sum clipped into ``[−1, 1]``)."""
+    on (:func:`task_feedback_action`; the sum clipped into ``[−1, 1]``); ``authority`` ``(N, 1)``: the share
+    of the action that acts beside the law (:func:`residual_authority`; ``None``: all of it)."""
     if action_mode == "task":
+        if authority is not None:
+            action = authority * action
         if feedback is not None:
             action = np.clip(action + feedback, -1.0, 1.0)
         change = task_command_change(jacobian(previous), task_step * action, previous,
@@ -233,8 +262,9 @@ def _delta_action(action: Any, previous: np.ndarray, box: gym.spaces.Box, comman
         raise InvalidParameterError(f"action has NaN/inf: {arr}")
     clipped = np.clip(arr, box.low, box.high)
     feedback = task_feedback_action(loop.env.unwrapped, loop.task_feedback, loop.task_step)
+    authority = residual_authority(loop.env.unwrapped, loop.task_residual_radius)
     absolute = next_commands(clipped, previous, command_box, loop.action_mode, loop.delta_scale, loop.task_step,
-                             jacobian, feedback)
+                             jacobian, feedback, authority)
     return absolute, (clipped != arr).reshape(arr.shape[0], -1).any(axis=1)
 
 
@@ -251,14 +281,17 @@ class ClosedLoop(gym.Wrapper):
         task_feedback: the gain ``k`` of a proportional law the task action is a residual on: the
             tip moves by ``task_step · clip(a + k (goal − measured tip) / task_step, −1, 1)``
             (``action_mode="task"``, envs with ``task_error``; 0: none).
+        task_residual_radius: within this distance [m] of the goal the action acts in proportion to the
+            measured error, ``min(1, |e| / r)`` of it (with ``task_feedback``; 0: all of it).
     """
 
     def __init__(self, env: gym.Env, *, action_mode: str = "delta", delta_scale: float = 0.1, history: int = 0,
-                 task_step: float = TASK_STEP, task_feedback: float = 0.0):
+                 task_step: float = TASK_STEP, task_feedback: float = 0.0, task_residual_radius: float = 0.0):
         super().__init__(env)
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
         self.task_feedback = check_feedback(self.action_mode, task_feedback)
+        self.task_residual_radius = check_residual_radius(self.task_feedback, task_residual_radius)
         self.delta = self.action_mode != "absolute"  # the command is carried over and observed
         if not isinstance(env.action_space, gym.spaces.Box):
             raise InvalidParameterError("ClosedLoop needs a Box action space")
@@ -316,15 +349,17 @@ class ClosedLoopVector(VectorWrapper):
             (the native vector envs; ``command_jacobian`` too for ``action_mode="task"``) — or, for
             Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``, of single envs each wrapped in
             :class:`ClosedLoop` instead.
-        action_mode, delta_scale, history, task_step, task_feedback: as :class:`ClosedLoop`.
+        action_mode, delta_scale, history, task_step, task_feedback, task_residual_radius: as :class:`ClosedLoop`.
     """
 
     def __init__(self, env: gym.vector.VectorEnv, *, action_mode: str = "delta", delta_scale: float = 0.1,
-                 history: int = 0, task_step: float = TASK_STEP, task_feedback: float = 0.0):
+                 history: int = 0, task_step: float = TASK_STEP, task_feedback: float = 0.0,
+                 task_residual_radius: float = 0.0):
         super().__init__(env)
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
         self.task_feedback = check_feedback(self.action_mode, task_feedback)
+        self.task_residual_radius = check_residual_radius(self.task_feedback, task_residual_radius)
         self.delta = self.action_mode != "absolute"  # the command is carried over and observed
         if not hasattr(env.unwrapped, "previous_action"):
             raise InvalidParameterError("ClosedLoopVector needs a vector env with previous_action (a native "
@@ -396,13 +431,15 @@ class ClosedLoopVector(VectorWrapper):
 
 def native_with_closed_loop(make_native, kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
     """``make_native(**kwargs)`` without the closed-loop keywords (``action_mode``, ``delta_scale``,
-    ``history``, ``task_step``, ``task_feedback``), wrapped in :class:`ClosedLoopVector` with them when
+    ``history``, ``task_step``, ``task_feedback``, ``task_residual_radius``), wrapped in :class:`ClosedLoopVector`
+    with them when
     they ask for anything: what a soft arm's ``vector_entry_point`` returns."""
     options = {name: kwargs.pop(name) for name in LOOP_KEYWORDS if name in kwargs}
     options.setdefault("action_mode", "absolute")
     check_options(options["action_mode"], options.get("delta_scale", 0.1), options.get("history", 0),
                   options.get("task_step", TASK_STEP))
-    check_feedback(options["action_mode"], options.get("task_feedback", 0.0))
+    feedback = check_feedback(options["action_mode"], options.get("task_feedback", 0.0))
+    check_residual_radius(feedback, options.get("task_residual_radius", 0.0))
     envs = make_native(**kwargs)
     if options["action_mode"] == "absolute" and not options.get("history", 0):
         return envs

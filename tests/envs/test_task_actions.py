@@ -147,3 +147,50 @@ def test_task_feedback_refusals(kwargs):
         gym.make(PETER, kinematic=True, **kwargs)
     with pytest.raises(InvalidParameterError, match="task_feedback"):
         gym.make_vec(PETER, num_envs=2, kinematic=True, **kwargs)
+
+
+@settings(max_examples=30, deadline=None)
+@given(action=st.lists(st.floats(-1, 1), min_size=3, max_size=3).map(np.array),
+       error=st.lists(st.floats(-3e-3, 3e-3), min_size=3, max_size=3).map(np.array))
+def test_the_residual_acts_in_proportion_to_the_error_within_its_radius(action, error):
+    """``next_commands`` with the authority ``min(1, |e| / r)``: all of the residual from ``r`` out, a
+    share ``|e| / r`` within, nothing at the goal (the law's equilibrium stays one)."""
+    from soft_envs.envs.closed_loop import next_commands
+
+    box = gym.spaces.Box(-1.0, 1.0, (3,))
+    jacobian = lambda c: np.broadcast_to(np.eye(3) * 0.01, (c.shape[0], 3, 3))  # noqa: E731
+    previous, feedback, radius = np.zeros((1, 3)), 0.2 * error[None] / 0.002, 1e-3
+    share = min(1.0, float(np.linalg.norm(error)) / radius)
+    scaled = next_commands(action[None], previous, box, "task", 0.1, 0.002, jacobian, feedback, np.array([[share]]))
+    direct = next_commands(share * action[None], previous, box, "task", 0.1, 0.002, jacobian, feedback)
+    np.testing.assert_allclose(scaled, direct, atol=1e-15)
+    at_goal = next_commands(action[None], previous, box, "task", 0.1, 0.002, jacobian, 0 * feedback, np.zeros((1, 1)))
+    np.testing.assert_array_equal(at_goal, previous)
+
+
+def test_task_residual_radius_single_and_vector_env_alike():
+    kwargs = dict(realism="realistic", action_mode="task", history=2, task_feedback=0.2, task_residual_radius=1e-3)
+    single = gym.make(PETER, **kwargs)
+    envs = gym.make_vec(PETER, num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
+    obs_single, _ = single.reset(seed=7)
+    obs_vector, _ = envs.reset(seed=7)
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        action = rng.uniform(-1, 1, (2, 3))
+        obs_vector, *_ = envs.step(action)
+        obs_single, *_ = single.step(action[0])
+        np.testing.assert_array_equal(obs_vector[0], obs_single)
+    assert single.unwrapped.task_residual_radius == 1e-3
+    single.close()
+    envs.close()
+
+
+@pytest.mark.parametrize("kwargs", [{"action_mode": "task", "task_residual_radius": 1e-3},  # no law to be a residual on
+                                    {"action_mode": "task", "task_feedback": 0.2, "task_residual_radius": -1e-3},
+                                    {"action_mode": "task", "task_feedback": 0.2, "task_residual_radius": 0.5},
+                                    {"action_mode": "task", "task_feedback": 0.2, "task_residual_radius": True}])
+def test_task_residual_radius_refusals(kwargs):
+    with pytest.raises(InvalidParameterError, match="task_residual_radius"):
+        gym.make(PETER, kinematic=True, **kwargs)
+    with pytest.raises(InvalidParameterError, match="task_residual_radius"):
+        gym.make_vec(PETER, num_envs=2, kinematic=True, **kwargs)

@@ -174,3 +174,29 @@ def test_evaluate_runs_a_saved_numpy_policy_as_a_controller(tmp_path):
 
     with pytest.raises(InvalidParameterError, match="trained on"):
         NumpyPolicy.from_spec(f"policy:{path}", gym.make("soft_envs/PCCTrack-v0"))
+
+
+def test_the_learned_bench_judges_a_residual_goal_against_its_law(tmp_path, monkeypatch):
+    from soft_envs.bench import learned
+    from soft_envs.learn.recipes import GOALS, recipe_for
+
+    goal = next(g for g in GOALS if g.stem == "peter_residual")
+    assert learned.LAW in goal.ik and recipe_for(goal.recipe).env_kwargs["task_feedback"] > 0
+    recipe = recipe_for(goal.recipe).replace(n_envs=8, n_steps=5, batch_size=20, net_arch=(16,),
+                                             standardize_samples=16)
+    train_parallel(recipe, minutes=None, timesteps=40, seed=goal.seed, eval_episodes=1, progress=False,
+                   log=lambda *_: None, output=tmp_path / f"{goal.stem}.npz")
+    assert learned.goal_policy(tmp_path, goal.stem).suffix == ".npz"
+    assert learned.goal_record(tmp_path / f"{goal.stem}.npz")["seed"] == goal.seed
+    monkeypatch.setenv("SOFT_ENVS_POLICIES", str(tmp_path))
+    monkeypatch.setattr(learned, "_shipped_table", lambda episodes: "")  # (the shipped policies: their own tests)
+    text = learned.run(full=False, goals=[goal.stem])
+    assert f"**{goal.stem}**" in text and "task-feedback" in text and "; the law " in text
+    spec = "policy:x.npz"
+    law = np.full(100, 0.4e-3)
+    better = {(spec, "realistic"): np.full(100, 0.3e-3), (learned.LAW, "realistic"): law}
+    assert learned._verdict(goal, better, spec)[1]
+    worse = {(spec, "realistic"): np.full(100, 0.5e-3), (learned.LAW, "realistic"): law}
+    assert not learned._verdict(goal, worse, spec)[1]
+    missing = {(spec, "realistic"): np.r_[np.full(98, 0.1e-3), 2e-3, 2e-3], (learned.LAW, "realistic"): law}
+    assert not learned._verdict(goal, missing, spec)[1]  # 98 % within 1 mm, however precise the rest
