@@ -41,7 +41,15 @@ from soft_envs.agents.learned import MLPPolicy
 from soft_envs.console import progress as progress_bar
 from soft_envs.exceptions import InvalidParameterError, MissingDependencyError
 from soft_envs.learn import recipes
-from soft_envs.learn.train import EVAL_SEED, METRICS, TrainResult, check_budget, evaluate_policy, print_flushed
+from soft_envs.learn.train import (
+    EVAL_SEED,
+    METRICS,
+    TrainResult,
+    check_budget,
+    evaluate_policy,
+    load_average,
+    print_flushed,
+)
 from soft_envs.learn.vector_rollouts import (  # noqa: F401 (the vector env helpers, re-exported)
     activation_name,
     has_native_vector_env,
@@ -280,7 +288,7 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
     use = clock.use_clock(clock.process_time) if budget_clock == "cpu" else contextlib.nullcontext()
     history: list[tuple[int, float, dict[str, float]]] = []
     curve: list[dict[str, float]] = []
-    wall0, cpu0 = time.perf_counter(), clock.process_time()
+    wall0, cpu0, load_start = time.perf_counter(), clock.process_time(), load_average()
     with use:
         start = clock.now()
         learner = learner_class(recipe)(recipe, env_kwargs, seed, threads=threads, env_threads=env_threads,
@@ -325,6 +333,7 @@ def train_parallel(recipe: recipes.Recipe, *, minutes: float | None = 10.0, time
                 "budget_clock": budget_clock, "budget_minutes": minutes, "wall_seconds": wall, "cpu_seconds": cpu,
                 "evaluation": final.summary() | {"first_seed": EVAL_SEED}, "soft_envs_version": __version__,
                 "threads": {"torch": threads, "env": env_threads or "every core"}, "device": device,
+                "load_average": [load_start, load_average()], "load_average_15min": load_average(15),
                 "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}"}
         path = learner.policy(card).save(output)
         Path(path).with_suffix(".curve.json").write_text(json.dumps(curve) + "\n")

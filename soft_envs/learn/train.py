@@ -405,7 +405,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
 
     cpu0, cpu_before = _cpu_time(), float(state.get("cpu_seconds", 0.0)) if state else 0.0
     wall0, wall_before = _wall_time(), float(state.get("wall_seconds", elapsed0)) if state else 0.0
-    load_start = _load_average()
+    load_start = load_average()
 
     callback = rl_checkpoint.budget_callback(
         None if minutes is None else 60.0 * minutes, timesteps, eval_every, evaluate, progress, log,
@@ -438,7 +438,7 @@ def train(recipe: Recipe | None = None, *, minutes: float | None = 20.0, timeste
         result.path = str(save_policy(model, output, env_kwargs, {
             "recipe": dataclasses.asdict(recipe), "seed": seed, "timesteps": model.num_timesteps,
             "seconds": seconds, "cpu_seconds": cpu_seconds, "budget_clock": budget_clock, "budget_minutes": minutes,
-            "load_average": [load_start, _load_average()], "load_average_15min": _load_average(15),
+            "load_average": [load_start, load_average()], "load_average_15min": load_average(15),
             "evaluation": result.final.summary() | {"first_seed": EVAL_SEED}},
             env_id=recipe.env_id))
         log(f"saved {result.path} (+ {_sidecar(result.path).name})")
@@ -466,7 +466,7 @@ def _wall_time() -> float:
     return time.perf_counter()
 
 
-def _load_average(minutes: int = 1) -> float | None:
+def load_average(minutes: int = 1) -> float | None:
     """The machine's 1- (or 5-, 15-) minute load average (``None`` where the OS has none)."""
     import os
 
