@@ -144,7 +144,8 @@ def displaced_obstacles(rows: np.ndarray, correction: np.ndarray, goal: np.ndarr
     nominal model at ``goal + correction`` so that the real tip lands on ``goal``; the real body is then
     the nominal one displaced by a share of ``-correction`` that grows from 0 at ``base`` to all of it at
     the tip (a model error that accumulates along the arm), so each obstacle moves by that share of
-    ``+correction`` at its place along ``base -> goal`` (clipped to [0, 1]). All in the base frame [m]."""
+    ``+correction`` at its place along ``base -> goal`` (clipped to [0, 1]). All in the arm's base frame [m]
+    (the agents pass its origin as ``base``)."""
     axis = goal - base
     share = np.clip((rows[:, 1:4] - base) @ axis / max(float(axis @ axis), 1e-12), 0.0, 1.0)
     out = rows.copy()
@@ -247,8 +248,7 @@ class ObstacleReachAgent(TRRReachAgent):
         rows = self.obstacles()
         present = obstacle_rows(rows)
         if self._goal is not None and present.shape[0] and not np.array_equal(aim, self._goal):
-            present = displaced_obstacles(present, aim - self._goal, self._goal, self.model.backbone(
-                np.zeros(self.model.n_dof))[0])
+            present = displaced_obstacles(present, aim - self._goal, self._goal, np.zeros(3))  # the base: the origin
         q0 = self._solution if self._solution is not None else \
             (None if self._setpoint is None else self.from_route(self._setpoint))
         options = self.trr_options | {"restarts": 0} if local else self.trr_options

@@ -244,6 +244,6 @@ def test_a_feedback_plan_sees_the_obstacles_where_the_real_body_meets_them(pcc_c
         q = agent.act(_observation(arm.forward(q) - miss, goal))
     assert seen, "a feedback re-plan"
     present = obstacle_rows(rows)
-    base = arm.backbone(np.zeros(arm.n_dof))[0]
-    np.testing.assert_allclose(seen[-1], displaced_obstacles(present, agent._aim - goal, goal, base))
+    np.testing.assert_array_equal(arm.backbone(np.zeros(arm.n_dof))[0], np.zeros(3))  # the base at the origin
+    np.testing.assert_allclose(seen[-1], displaced_obstacles(present, agent._aim - goal, goal, np.zeros(3)))
     assert not np.allclose(seen[-1][:, 1:4], present[:, 1:4])
