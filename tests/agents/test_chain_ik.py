@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import numpy as np
-import pybullet_data
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from urdf_chains import CHAINS, load
 
 from soft_envs.agents.ik import ik_step, jacobian_ik, jacobian_ik_batch, trr
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import quaternion_error, quaternion_to_matrix
 from soft_envs.robots import BulletChain, Peter, Quadruped
-
-DATA = pybullet_data.getDataPath()
-CHAINS = {"iiwa": (f"{DATA}/kuka_iiwa/model.urdf", "lbr_iiwa_link_7"),
-          "panda": (f"{DATA}/franka_panda/panda.urdf", "panda_hand")}
-
-
-@cache
-def load(name: str) -> BulletChain:
-    """The KUKA iiwa or Franka Panda chain of pybullet_data (built once)."""
-    return BulletChain(*CHAINS[name])
 
 
 @pytest.mark.parametrize("name", list(CHAINS))

@@ -9,29 +9,18 @@ budget) with hypothesis. The contract every solver keeps is in test_solver_contr
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import numpy as np
-import pybullet_data
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from urdf_chains import load
 
 from soft_envs.agents.ik import chain_ik, chain_ik_batch, chain_lm
 from soft_envs.agents.ik.chain_kernels import pose_error, pose_jacobian
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.geometry import matrix_to_quaternion, quaternion_error, quaternion_to_matrix
 from soft_envs.robots import BulletChain, Peter
-
-DATA = pybullet_data.getDataPath()
-CHAINS = {"iiwa": (f"{DATA}/kuka_iiwa/model.urdf", "lbr_iiwa_link_7"),
-          "panda": (f"{DATA}/franka_panda/panda.urdf", "panda_hand")}
-
-
-@cache
-def load(name: str) -> BulletChain:
-    """The KUKA iiwa or Franka Panda of pybullet_data (built once)."""
-    return BulletChain(*CHAINS[name])
 
 
 @pytest.fixture(scope="module")
