@@ -97,23 +97,18 @@ def check_residual_radius(task_feedback: float, radius: float) -> float:
     return float(radius)
 
 
-def residual_authority(env: Any, radius: float) -> np.ndarray | None:
-    """``min(1, |e| / radius)`` ``(N, 1)`` per row of ``env``'s measured task error ``e`` [m] (its
-    ``task_error()``), the share of a residual action that acts (module docstring); ``None`` for a
-    radius of 0 (all of it)."""
-    if not radius:
-        return None
-    error = np.atleast_2d(np.asarray(env.task_error(), dtype=np.float64))
-    return np.minimum(1.0, np.linalg.norm(error, axis=1, keepdims=True) / radius)
-
-
-def task_feedback_action(env: Any, gain: float, task_step: float) -> np.ndarray | None:
-    """The proportional law's task action ``gain · (goal − measured tip) / task_step`` ``(N, m)`` of
-    ``env`` (its ``task_error()``, the measured error in the task's coordinates [m]), or ``None`` for
-    a gain of 0: what ``task_feedback`` adds to the policy's action."""
+def residual_terms(env: Any, gain: float, task_step: float,
+                   radius: float = 0.0) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """What ``task_feedback`` and ``task_residual_radius`` add to a task action, from ``env``'s measured
+    error ``e`` in the task's coordinates (its ``task_error()`` [m], read once): the proportional law's
+    action ``gain · e / task_step`` ``(N, m)`` (``None`` for a gain of 0) and the share
+    ``min(1, |e| / radius)`` ``(N, 1)`` of the policy's action that acts (``None`` for a radius of 0:
+    all of it; module docstring)."""
     if not gain:
-        return None
-    return gain * np.asarray(env.task_error(), dtype=np.float64) / task_step
+        return None, None
+    error = np.atleast_2d(np.asarray(env.task_error(), dtype=np.float64))
+    authority = np.minimum(1.0, np.linalg.norm(error, axis=1, keepdims=True) / radius) if radius else None
+    return gain * error / task_step, authority
 
 
 def check_task_env(env: Any, task_feedback: float = 0.0) -> Any:
@@ -184,8 +179,8 @@ def next_commands(action: np.ndarray, previous: np.ndarray, command_box: gym.spa
     """The commands ``(N, n)`` a delta or task action batch (clipped into its box) leads to from
     ``previous`` ``(N, n)``, clipped into ``command_box``; ``jacobian``: the env's ``command_jacobian``
     (task mode); ``feedback`` ``(N, m)``: the proportional law's task action the action is a residual
-    on (:func:`task_feedback_action`; the sum clipped into ``[−1, 1]``); ``authority`` ``(N, 1)``: the share
-    of the action that acts beside the law (:func:`residual_authority`; ``None``: all of it)."""
+    on (:func:`residual_terms`; the sum clipped into ``[−1, 1]``); ``authority`` ``(N, 1)``: the share
+    of the action that acts beside the law (:func:`residual_terms`; ``None``: all of it)."""
     if action_mode == "task":
         if authority is not None:
             action = authority * action
@@ -261,8 +256,8 @@ def _delta_action(action: Any, previous: np.ndarray, box: gym.spaces.Box, comman
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError(f"action has NaN/inf: {arr}")
     clipped = np.clip(arr, box.low, box.high)
-    feedback = task_feedback_action(loop.env.unwrapped, loop.task_feedback, loop.task_step)
-    authority = residual_authority(loop.env.unwrapped, loop.task_residual_radius)
+    feedback, authority = residual_terms(loop.env.unwrapped, loop.task_feedback, loop.task_step,
+                                         loop.task_residual_radius)
     absolute = next_commands(clipped, previous, command_box, loop.action_mode, loop.delta_scale, loop.task_step,
                              jacobian, feedback, authority)
     return absolute, (clipped != arr).reshape(arr.shape[0], -1).any(axis=1)

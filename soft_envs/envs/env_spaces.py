@@ -18,8 +18,7 @@ from soft_envs.envs.closed_loop import (
     History,
     extended_space,
     next_commands,
-    residual_authority,
-    task_feedback_action,
+    residual_terms,
     task_space,
 )
 
@@ -99,7 +98,7 @@ class LoopSpaces(gym.Env):
 
     def _next_command(self, action: np.ndarray, previous: np.ndarray) -> np.ndarray:
         """The command a (validated) delta or task ``action`` leads to from ``previous`` (float64)."""
-        feedback = task_feedback_action(self, getattr(self, "task_feedback", 0.0), self.task_step)
-        authority = residual_authority(self, getattr(self, "task_residual_radius", 0.0))
+        feedback, authority = residual_terms(self, getattr(self, "task_feedback", 0.0), self.task_step,
+                                             getattr(self, "task_residual_radius", 0.0))
         return next_commands(action[None], previous[None], self.command_space, self.action_mode, self.delta_scale,
                              self.task_step, getattr(self, "command_jacobian", None), feedback, authority)[0]

@@ -6,7 +6,8 @@ times the nominal rate, but the valves open for at most ``t_max`` (the nominal f
 with ``gain < 1`` cannot reach the nominal full length; a leaking leg loses ``leak_rate`` for the
 whole episode and a valve held at its cap cannot top it up; a leg with an offset cannot be shorter
 than its offset. About 2 % of the realistic draws are goals that arm cannot hold (seeded Monte Carlo
-of the statics: they are exactly the proportional law's misses).
+of the statics: they are exactly the proportional law's misses); the check below, with its margin,
+redraws 3-4 % of them.
 
 :class:`ReachCheck` tests a goal against the episode's arm kinematically: the drawn arm (its leg
 radius, its base tilt) on the PCC model without gravity, each leg's inflation time (the nominal

@@ -101,6 +101,7 @@ extra payload. ``info["realism"]`` of the reset holds the values drawn;
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, cast
 
 import numpy as np
@@ -212,8 +213,6 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             ``frame_skip`` = 0.1 s / ``time_step`` soft / 12 stiff and kinematic, ``width``, ``height``,
             ``action_rate_weight`` = 0).
     """
-
-    _reach_check: Any = None  # the goal draw's ReachCheck (False: drawn as under "ideal"), built at the first reset
 
     __signature__ = PeterReachConfig.signature(SoftEnv.__init__)  # the flat keywords, for inspect and IDEs
     # The keywords, read from the env's configuration (:attr:`config`, one source of truth).
@@ -398,18 +397,21 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         :data:`~soft_envs.envs.peter_goal_reach.REACH_MARGIN` to spare (the last draw is kept if
         none passes). Under ``"ideal"`` (or a realism that leaves the legs' stroke and the arm's
         geometry ideal) it is :meth:`draw_task`: the same numbers, nothing more drawn."""
-        task = self.draw_task(rng)
-        if self._reach_check is None:
-            self._reach_check = ReachCheck(self) if reach_perturbed(self.realism) else False
-        if not self._reach_check:
+        task, check = self.draw_task(rng), self._reach_check
+        if check is None:
             return task
-        check = cast(ReachCheck, self._reach_check)
         n = self.model.n_dof
         for _ in range(GOAL_REDRAWS):
             if check.reachable(task[:n], perturbations, None if self.course is None else task[n:]):
                 break
             task = self.draw_task(rng)
         return task
+
+    @cached_property
+    def _reach_check(self) -> ReachCheck | None:
+        """The goal draw's check of the drawn arm (``None`` where the realism leaves what it reaches
+        ideal); built at the first reset, once ``gym.make`` has set the episode's length."""
+        return ReachCheck(self) if reach_perturbed(self.realism) else None
 
     def _command(self) -> np.ndarray:
         return self.inflation_times
