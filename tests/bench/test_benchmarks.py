@@ -248,6 +248,13 @@ def test_the_plausibility_audit_reads_each_envs_actuators_within_their_limits(ta
     assert result["reversals"] >= 0.0 and 0.0 <= result["at_bounds"] <= 1.0
 
 
+def test_the_audit_flags_a_ratio_beyond_its_limit_not_one_rounded_at_it():
+    from soft_envs.bench.plausibility import beyond_limit
+
+    assert not beyond_limit(1.0000000000000187)  # a leg filling at its cap, measured over a step
+    assert beyond_limit(1.01) and not beyond_limit(0.99)
+
+
 @pytest.mark.parametrize("task", shipped_names())
 def test_a_shipped_policy_drives_its_actuators_within_their_physical_limits(task):
     """What a shipped policy learned is physically real: in the preset of its card, every actuator
