@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from soft_envs.envs.pcc_parts import ResidualAim
-from soft_envs.envs.pcc_ramp import command_step, ramp_setpoint
+from soft_envs.envs.pcc_ramp import command_step, ramp_setpoints
 from soft_envs.envs.vector_parts import BatchedSensor, store_tips
 from soft_envs.robots.pcc_arm import PCCArm
 from soft_envs.sim import threads
@@ -95,6 +95,8 @@ class PCCArms:
         self._new_masses = not (realism.is_ideal("mass_error") and realism.is_ideal("payload"))
         self.aims = [ResidualAim(model, env.trajectory) for _ in range(n)] if env.action_type == "residual" else []
         self._period_tips: tuple[Any, np.ndarray] | None = None  # (the body's state, its tips (n, 6))
+        #: (previous set-point, set-point, their smooth forms) as :meth:`command` ramped them.
+        self._smooth_setpoints: tuple[np.ndarray, ...] | None = None
         #: Run the periods compiled where :attr:`compiled` allows (False: the numpy loop; equal to rounding).
         self.compiled_periods = True
 
@@ -123,6 +125,7 @@ class PCCArms:
         ``perturbations`` (``{name: (len(rows), …)}``) applied."""
         env, body, regulator = self.env, self.body, self.regulator
         self._period_tips = None
+        self._smooth_setpoints = None
         if self.realistic:
             self._apply_realism(rows, perturbations, realism_rngs)
         starts = self.start_configurations(tasks)
@@ -215,11 +218,20 @@ class PCCArms:
                             env.torque_limits, env.pressure_action_limit, env.dt, env.command_ramp_time)
         if env.setpoint_driven:
             self.previous_setpoint = self.setpoint
-            self.setpoint = ramp_setpoint(self.model, self.setpoint, target, step)
+            self.setpoint, *smooth = ramp_setpoints(self.model, self.setpoint, target, step)
+            self._smooth_setpoints = (self.previous_setpoint, self.setpoint, *smooth)
         else:
             if step is not None:
                 target = self.command_value + np.clip(target - self.command_value, -step, step)
             self.command_value = target
+
+    def smooth_setpoints(self) -> tuple[np.ndarray, np.ndarray]:
+        """The smooth forms ``(n, n_dof)`` of the period's set-points, before and after its command (the
+        law's interpolation ends; kept from :meth:`command` while neither set-point has changed)."""
+        kept = self._smooth_setpoints
+        if kept is not None and kept[0] is self.previous_setpoint and kept[1] is self.setpoint:
+            return kept[2], kept[3]
+        return self.model.to_smooth(self.previous_setpoint), self.model.to_smooth(self.setpoint)
 
     def _actuate(self, k: int, steps: int, u_from, u_to, active: np.ndarray, every: bool) -> None:
         """The command of physics step ``k`` of ``steps`` of the ``active`` arms (``every``: all are):
@@ -257,7 +269,7 @@ class PCCArms:
             return
         u_from = u_to = None
         if env.setpoint_driven:
-            u_from, u_to = self.model.to_smooth(self.previous_setpoint), self.model.to_smooth(self.setpoint)
+            u_from, u_to = self.smooth_setpoints()
         self.saturated[:] = False
         for k in range(n_steps):
             active = self.stop_code == 0
@@ -305,7 +317,7 @@ class PCCArms:
         n, n_dof, dt = self.n_arms, model.n_dof, env.time_step
         driven = env.setpoint_driven
         if driven:
-            u_from, u_to = (np.ascontiguousarray(model.to_smooth(x)) for x in (self.previous_setpoint, self.setpoint))
+            u_from, u_to = (np.ascontiguousarray(x) for x in self.smooth_setpoints())
         else:
             u_from = u_to = np.zeros((n, n_dof))
         self.saturated[:] = False

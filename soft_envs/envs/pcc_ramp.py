@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from soft_envs.robots.pcc_arm import PCCArm
+from soft_envs.sim.period_kernels import pcc_ramp
 
 DEFAULT_COMMAND_RAMP_TIME = 0.5  # s, the whole range of the command (the derivation above)
 
@@ -53,3 +54,17 @@ def ramp_setpoint(model: PCCArm, setpoint: np.ndarray, target: np.ndarray, step:
         return target
     ramped = model.from_smooth(u_from + np.clip(change, -step, step), reference=target)
     return np.where(limited[..., None], ramped, target) if np.ndim(target) > 1 else ramped
+
+
+def ramp_setpoints(model: PCCArm, setpoint: np.ndarray, target: np.ndarray,
+                   step: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ramp_setpoint` of a batch ``(B, n)``, and the smooth forms ``(B, n)`` of ``setpoint`` and
+    of the result (what the law interpolates between over the control period); a spatial arm's
+    ramp compiled (:func:`~soft_envs.sim.period_kernels.pcc_ramp`, equal to the numpy code to rounding)."""
+    if step is None or model.planar:
+        ramped = ramp_setpoint(model, setpoint, target, step)
+        return ramped, model.to_smooth(setpoint), model.to_smooth(ramped)
+    ramped, u_from, u_to = np.empty_like(target), np.empty_like(target), np.empty_like(target)
+    pcc_ramp(np.ascontiguousarray(setpoint, dtype=float), np.ascontiguousarray(target, dtype=float),
+             np.ascontiguousarray(step, dtype=float), ramped, u_from, u_to)
+    return ramped, u_from, u_to

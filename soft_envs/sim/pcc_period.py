@@ -27,7 +27,9 @@ C-contiguous; SI units.
 Measured (``soft-envs bench vector``, ``PCCTrack-v0``, 1024 arms, one thread): the step-major loop
 (five compiled calls per physics step, the law's gravity a full configuration pass of the core's
 terms) ran at 0.75–0.79 of the core's physics-only rate; arm-major, 0.79–0.81; with
-:func:`setpoint_gravity` (one sine and cosine a section, no inertias), see BENCHMARKS' vector section.
+:func:`setpoint_gravity` (one sine and cosine a section, no inertias) 0.83–0.85; with its planar runs,
+:func:`actuate_arm` inlined (a call passes some forty arrays) and the command ramp compiled
+(:func:`~soft_envs.sim.period_kernels.pcc_ramp`), see BENCHMARKS' vector section.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from soft_envs.sim.sections import MIN_BEND
 _CORE: dict = _JIT
 _CORE_INLINE: dict = _INLINE
 _CORE_LOOP: dict = _NO_NRT
+_CORE_LOOP_INLINE: dict = dict(_NO_NRT, inline="always")  # (a call would copy its ~40 arrays' structs)
 
 
 @njit(**_CORE_LOOP)
@@ -66,14 +69,18 @@ def setpoint_gravity(topology, mass, gravity, u, c, g, ws):
     """``G(u)`` ``(n,)`` of one arm at the smooth configuration ``u`` into ``g`` (``mass`` ``(K,)`` its
     links', ``gravity`` ``(3,)`` [m/s²] in its base frame, ``c`` its current ``c̃``, whose ``φ`` is a
     straight section's direction (none if it has a NaN: +x); ``ws`` = ``(cs (T, 2), S (K, 6), link (K, 4),
-    gc (3N,), jac (N, 3, 3))`` scratch): the gravity pass of
+    gc (3N,), jac (N, 3, 3))`` scratch): the gravity of
     :func:`~soft_envs.sim.batched_kernels.rigid_terms` alone (no velocities, no inertias) and the
     section map's projection, with every section in the representation ``θ = √(a² + b²) ≥ 0``,
     ``cos φ = a/θ``, ``sin φ = b/θ`` (``G`` does not depend on it), so that a section costs one sine
-    and one cosine. Bends below :data:`~soft_envs.sim.sections.MIN_BEND` are evaluated there, as the
-    terms are; equal to ``terms``' ``G`` to rounding (``tests/sim/test_pcc_period.py``). Its frame walk
-    transcribes ``rigid_terms``' rather than sharing a helper with it: the core's compiled code, and
-    with it the rounding the contact checks were measured with, stays as it is."""
+    and one cosine. Between a section's two ``φ`` joints its ``y`` revolutes and ``z`` prismatics turn
+    about one axis: the walk follows that run in its plane (the angle's cosine and sine, two
+    coordinates) and writes each joint's gravity as ``G_j = A_j·h_j + B_j m_j`` of the mass ``m_j`` and
+    first moment ``h_j`` beyond it (revolute: ``A = e × g``, ``B = −A·p``; prismatic: ``A = 0``,
+    ``B = −e·g``); massless links are skipped. Bends below :data:`~soft_envs.sim.sections.MIN_BEND`
+    are evaluated there, as the terms are; equal to ``terms``' ``G`` to rounding
+    (``tests/sim/test_pcc_period.py``); 0.31 µs an arm against 0.44 µs for the three-dimensional walk
+    of ``rigid_terms`` (the PCCTrack arm, 30 joints, this 2-core machine)."""
     ints, table, trig, sec, lref = topology
     cs, S, link, gc, jac = ws
     planar, chord, links = sec[0] != 0, sec[1] != 0, sec[2]
@@ -123,51 +130,68 @@ def setpoint_gravity(topology, mass, gravity, u, c, g, ws):
             angle = beta * gc[slot]
             cs[t, 0], cs[t, 1] = math.cos(angle), math.sin(angle)
     K = ints.shape[0]
+    gx, gy, gz = gravity[0], gravity[1], gravity[2]
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     px = py = pz = 0.0
-    for j in range(K):  # forward: frames, motion axes, the links' first moments m c
+    planar_run = False  # a run of y revolutes and z prismatics: the frame R0·Ry(α), at p0 + R0·(x, 0, z)
+    ca, sa, x, z = 1.0, 0.0, 0.0, 0.0
+    kx = ky = kz = c0 = klx = klz = glx = glz = 0.0
+    for j in range(K):  # forward: each joint's G_j = A_j·h_j + B_j m_j (S[j, :4]), the links' first moments
         kind, slot, t = ints[j, 0], ints[j, 1], ints[j, 2]
         coef = table[j, 1]
         off = table[j, 0]
-        px, py, pz = px + off * r02, py + off * r12, pz + off * r22
         co = sn = 0.0
         if kind != PRISMATIC_Z:
             co = cs[t, 0]
             sn = cs[t, 1] if coef == trig[t, 1] else -cs[t, 1]
-        if kind == REVOLUTE_Z:
-            ex, ey, ez = r02, r12, r22
+        if kind == REVOLUTE_Z and planar_run:  # the run's frame, back in three dimensions
+            planar_run = False
+            px, py, pz = px + r00 * x + r02 * z, py + r10 * x + r12 * z, pz + r20 * x + r22 * z
+            r00, r02 = ca * r00 - sa * r02, sa * r00 + ca * r02
+            r10, r12 = ca * r10 - sa * r12, sa * r10 + ca * r12
+            r20, r22 = ca * r20 - sa * r22, sa * r20 + ca * r22
+        if kind != REVOLUTE_Z and not planar_run:  # a run starts: its constant axis y0 and k = y0 × g
+            planar_run = True
+            ca, sa, x, z = 1.0, 0.0, 0.0, 0.0
+            kx, ky, kz = r11 * gz - r21 * gy, r21 * gx - r01 * gz, r01 * gy - r11 * gx
+            c0 = kx * px + ky * py + kz * pz
+            klx, klz = r00 * kx + r10 * ky + r20 * kz, r02 * kx + r12 * ky + r22 * kz  # R0ᵀ k
+            glx, glz = r00 * gx + r10 * gy + r20 * gz, r02 * gx + r12 * gy + r22 * gz  # R0ᵀ g
+        if planar_run:
+            x, z = x + off * sa, z + off * ca
+            if kind == REVOLUTE_Y:  # G = y0 · (g × (h − m p)) = k·h − m (k·p)
+                S[j, 0], S[j, 1], S[j, 2], S[j, 3] = kx, ky, kz, -(c0 + klx * x + klz * z)
+                ca, sa = ca * co - sa * sn, sa * co + ca * sn
+            else:  # G = −m (e·g), e = R0·(sin α, 0, cos α)
+                S[j, 0], S[j, 1], S[j, 2], S[j, 3] = 0.0, 0.0, 0.0, -(glx * sa + glz * ca)
+                q = coef * gc[slot]
+                x, z = x + q * sa, z + q * ca
+        else:  # a z revolute: G = e·(g × (h − m p)) = a·h − m (a·p), a = e × g
+            px, py, pz = px + off * r02, py + off * r12, pz + off * r22
+            ax, ay, az = r12 * gz - r22 * gy, r22 * gx - r02 * gz, r02 * gy - r12 * gx
+            S[j, 0], S[j, 1], S[j, 2], S[j, 3] = ax, ay, az, -(ax * px + ay * py + az * pz)
             r00, r01 = co * r00 + sn * r01, co * r01 - sn * r00
             r10, r11 = co * r10 + sn * r11, co * r11 - sn * r10
             r20, r21 = co * r20 + sn * r21, co * r21 - sn * r20
-        elif kind == REVOLUTE_Y:
-            ex, ey, ez = r01, r11, r21
-            r00, r02 = co * r00 - sn * r02, sn * r00 + co * r02
-            r10, r12 = co * r10 - sn * r12, sn * r10 + co * r12
-            r20, r22 = co * r20 - sn * r22, sn * r20 + co * r22
-        else:
-            ex, ey, ez = r02, r12, r22
-            q = coef * gc[slot]
-            px, py, pz = px + q * r02, py + q * r12, pz + q * r22
-        if kind == PRISMATIC_Z:
-            S[j, 0], S[j, 1], S[j, 2], S[j, 3], S[j, 4], S[j, 5] = 0.0, 0.0, 0.0, ex, ey, ez
-        else:
-            S[j, 0], S[j, 1], S[j, 2] = ex, ey, ez
-            S[j, 3], S[j, 4], S[j, 5] = py * ez - pz * ey, pz * ex - px * ez, px * ey - py * ex
         m = mass[j]
-        lx, ly, lz = table[j, 2], table[j, 3], table[j, 4]
         link[j, 0] = m
-        link[j, 1] = m * (px + r00 * lx + r01 * ly + r02 * lz)
-        link[j, 2] = m * (py + r10 * lx + r11 * ly + r12 * lz)
-        link[j, 3] = m * (pz + r20 * lx + r21 * ly + r22 * lz)
+        if m == 0.0:
+            link[j, 1], link[j, 2], link[j, 3] = 0.0, 0.0, 0.0
+            continue
+        lx, ly, lz = table[j, 2], table[j, 3], table[j, 4]
+        if planar_run:  # the centre of mass in the run's frame R0: (x, 0, z) + Ry(α) l
+            ox, oy, oz = x + ca * lx + sa * lz, ly, z - sa * lx + ca * lz
+        else:
+            ox, oy, oz = lx, ly, lz
+        link[j, 1] = m * (px + r00 * ox + r01 * oy + r02 * oz)
+        link[j, 2] = m * (py + r10 * ox + r11 * oy + r12 * oz)
+        link[j, 3] = m * (pz + r20 * ox + r21 * oy + r22 * oz)
     for k in range(gc.shape[0]):
         gc[k] = 0.0
-    gx, gy, gz = gravity[0], gravity[1], gravity[2]
     m = hx = hy = hz = 0.0
-    for j in range(K - 1, -1, -1):  # backward: G_j = S_j · (h × (−g), −m g) of the links beyond
+    for j in range(K - 1, -1, -1):  # backward: the links beyond joint j (its own included)
         m, hx, hy, hz = m + link[j, 0], hx + link[j, 1], hy + link[j, 2], hz + link[j, 3]
-        gn_x, gn_y, gn_z = -(hy * gz - hz * gy), -(hz * gx - hx * gz), -(hx * gy - hy * gx)
-        tg = S[j, 0] * gn_x + S[j, 1] * gn_y + S[j, 2] * gn_z - m * (S[j, 3] * gx + S[j, 4] * gy + S[j, 5] * gz)
-        gc[ints[j, 1]] += table[j, 1] * tg
+        gc[ints[j, 1]] += table[j, 1] * (S[j, 0] * hx + S[j, 1] * hy + S[j, 2] * hz + S[j, 3] * m)
     for i in range(n_sec):
         for p in range(per):
             g[per * i + p] = jac[i, 0, p] * gc[3 * i] + jac[i, 1, p] * gc[3 * i + 1] + jac[i, 2, p] * gc[3 * i + 2]
@@ -227,7 +251,7 @@ def _pd_law(u, w, u_d, rest, k, rayleigh, M, h, g, g_d, kp, kv, stiffness_factor
         out[i] = x
 
 
-@njit(**_CORE_LOOP)
+@njit(**_CORE_LOOP_INLINE)
 def actuate_arm(b, topology, params, u, w, c, rest, now, step, k, flags, law, setpoints, command_value, tau, chambers,
                 dead, pressures, saturated, terms, tau_s, tau_e, scratch):
     """Physics step ``k`` of the period's actuation of arm ``b`` at ``u``, ``w``, ``c`` ``(n,)``, ``(3N,)``

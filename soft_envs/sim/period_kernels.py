@@ -1,5 +1,5 @@
 """The soft arms' actuators and validity bookkeeping of a physics step compiled, for the blocks of arms
-that :mod:`soft_envs.sim.arm_period` steps in the core's threads (the vector step, issue 32's sequel).
+that :mod:`soft_envs.sim.arm_period` steps in the core's threads (the vector step).
 
 What a control period of ``PeterReach-v0`` does around the core's step
 (:func:`~soft_envs.sim.batched_integrator.batch_step`), per arm and physics step, written once here
@@ -12,7 +12,8 @@ and called for a block of arms at a time (``PCCTrack-v0``'s whole period is one 
 * :func:`settle` — after the step: time, rest, the ``fresh`` flags, and an arm whose state left its
   model back to the step's start, at rest (``restore(..., at_rest=True)``), its code kept;
 * :func:`release` — a dead time's due command (PETER's legs, the PCC arm's chambers);
-* :func:`pcc_observation` — ``PCCTrack-v0``'s observations.
+* :func:`pcc_observation` — ``PCCTrack-v0``'s observations;
+* :func:`pcc_ramp` — the PCC arms' command ramp (:mod:`soft_envs.envs.pcc_ramp`).
 
 Arithmetic. No fast-math here: the element-wise operations are numpy's, in numpy's order, so that
 PETER's period is the numpy code's to the bit (``tests/envs/test_vector_envs.py``).
@@ -21,6 +22,8 @@ Arrays are ``(B, …)`` float64 (``bool``/``int64`` flags), C-contiguous; SI uni
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -168,3 +171,44 @@ def pcc_observation(tip, goal, velocity, u, w, lengths, sin_phase, cos_phase, hi
                 clipped += 1
             out[b, k] = np.float32(y)
     return clipped
+
+
+@njit(**_ENV_LOOP)
+def _wrap(angle):
+    """``angle`` wrapped into ``[−π, π)`` (numpy's ``angle(exp(1j·angle))`` to rounding)."""
+    return angle - 2.0 * math.pi * math.floor((angle + math.pi) / (2.0 * math.pi))
+
+
+@njit(**_ENV)
+def pcc_ramp(setpoint, target, step, out, u_from, u_to):
+    """The PCC arms' configuration set-points ``(B, 3N)`` ``(ΔL, θ, φ)`` per segment moved towards
+    ``target`` by at most ``step`` ``(3N,)`` per smooth coordinate ``(ΔL, a, b)``
+    (:func:`~soft_envs.envs.pcc_ramp.ramp_setpoint`, row by row) into ``out``; the smooth forms of the
+    set-point before and after into ``u_from``, ``u_to``. A ramped row takes the ``(θ, φ)`` or
+    ``(−θ, φ ± π)`` nearest its target (``φ`` the target's at ``θ = 0``), as ``PCCArm.from_smooth``."""
+    B, n = setpoint.shape
+    for b in range(B):
+        limited = False
+        for j in range(0, n, 3):
+            u_from[b, j], u_to[b, j] = setpoint[b, j], target[b, j]
+            u_from[b, j + 1] = setpoint[b, j + 1] * math.cos(setpoint[b, j + 2])
+            u_from[b, j + 2] = setpoint[b, j + 1] * math.sin(setpoint[b, j + 2])
+            u_to[b, j + 1] = target[b, j + 1] * math.cos(target[b, j + 2])
+            u_to[b, j + 2] = target[b, j + 1] * math.sin(target[b, j + 2])
+        for j in range(n):
+            limited = limited or abs(u_to[b, j] - u_from[b, j]) > step[j]
+        if not limited:
+            for j in range(n):
+                out[b, j] = target[b, j]
+            continue
+        for j in range(n):
+            u_to[b, j] = u_from[b, j] + min(max(u_to[b, j] - u_from[b, j], -step[j]), step[j])
+        for j in range(0, n, 3):
+            a, c = u_to[b, j + 1], u_to[b, j + 2]
+            theta, phi = math.hypot(a, c), math.atan2(c, a)
+            ref_theta, ref_phi = target[b, j + 1], target[b, j + 2]
+            flip_phi = _wrap(phi + math.pi)
+            keep = abs(_wrap(phi - ref_phi)) + abs(theta - ref_theta)
+            if abs(_wrap(flip_phi - ref_phi)) + abs(-theta - ref_theta) < keep:
+                theta, phi = -theta, flip_phi
+            out[b, j], out[b, j + 1], out[b, j + 2] = u_to[b, j], theta, ref_phi if theta == 0.0 else phi
