@@ -64,7 +64,7 @@ def ramp_setpoints(model: PCCArm, setpoint: np.ndarray, target: np.ndarray,
     if step is None or model.planar:
         ramped = ramp_setpoint(model, setpoint, target, step)
         return ramped, model.to_smooth(setpoint), model.to_smooth(ramped)
-    ramped, u_from, u_to = np.empty_like(target), np.empty_like(target), np.empty_like(target)
+    ramped, u_from, u_to = (np.empty(np.shape(target)) for _ in range(3))
     pcc_ramp(np.ascontiguousarray(setpoint, dtype=float), np.ascontiguousarray(target, dtype=float),
              np.ascontiguousarray(step, dtype=float), ramped, u_from, u_to)
     return ramped, u_from, u_to
