@@ -124,6 +124,33 @@ def test_feedback_moves_the_aim_and_keeps_clear(pcc_case):
     assert _distance(arm, rows, q) >= 0
 
 
+def test_the_approach_is_corrected_by_the_model_error_seen_on_the_way(pcc_case):
+    arm, goal, rows = pcc_case
+    agent = ObstacleReachAgent(FakeEnv(arm, rows), feedback=True, step=(0.02, 0.02))
+    error = np.array([4e-3, -3e-3, 0.0])  # the real tip: the nominal one of the set-points a period ago, + 5 mm
+    commanded = [agent.act(_observation(arm.forward(np.zeros(arm.n_dof)) + error, goal))]
+    assert agent._route and agent._aim is not None
+    np.testing.assert_array_equal(agent._aim, agent._goal)  # the first plan: no error seen yet
+    for _ in range(4):
+        tip = arm.forward(commanded[-2] if len(commanded) > 1 else commanded[-1]) + error
+        commanded.append(agent.act(_observation(tip, goal, velocity=(0.05, 0.0, 0.0))))
+    np.testing.assert_allclose(agent._aim, goal - error, atol=1e-6)  # re-planned on the way (float32 tip)
+    assert agent.last_result is not None and agent.last_result.collision_free
+    quiet = ObstacleReachAgent(FakeEnv(arm, rows), feedback=True, step=(0.02, 0.02), approach_tolerance=0.01)
+    commanded = [quiet.act(_observation(np.zeros(3), goal))]
+    for _ in range(4):
+        commanded.append(quiet.act(_observation(arm.forward(commanded[-1]) + error, goal, velocity=(0.05, 0, 0))))
+    np.testing.assert_array_equal(quiet._aim, quiet._goal)  # 5 mm is below its 10 mm tolerance
+
+
+@pytest.mark.parametrize("keyword", [{"approach_lag": -1}, {"approach_every": 0}, {"approach_tolerance": 0.0},
+                                     {"approach_lag": 1.5}])
+def test_bad_approach_keywords_raise_value_error(pcc_case, keyword):
+    arm, _, rows = pcc_case
+    with pytest.raises(ValueError):
+        ObstacleReachAgent(FakeEnv(arm, rows), feedback=True, **keyword)
+
+
 def test_bad_clearance_and_rows_raise_value_error(pcc_case):
     arm, goal, rows = pcc_case
     with pytest.raises(ValueError):
