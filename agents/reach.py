@@ -179,13 +179,13 @@ class ObstacleReachAgent(TRRReachAgent):
     clearance), so that it can leave. ``path_margin`` covers
     what the nominal model does not see: the legs lagging a step and the soft body's motion and sag.
     Without a route clear by the solver's ``timeout`` it steps straight at the plan. With ``feedback=True``
-    the loop is also closed during the approach: each period the measured tip is compared with the
-    nominal model at the set-points commanded ``approach_lag`` periods before (the legs follow the
-    paced route within a period), and when that error differs from the correction in use by more than
-    ``approach_tolerance`` the plan and route are made again for the goal less the error, the obstacles
-    displaced by it (:func:`displaced_obstacles`) — the route then keeps its margin from where the real
-    body is, not the nominal one (a realistic arm misses by up to ~20 mm open loop; the path margin is
-    1 mm). Without the rates
+    (and ``approach=True``, the default) the loop is also closed during the approach: each period the
+    measured tip is compared with the nominal model at the set-points commanded ``approach_lag`` periods
+    before (the legs follow the paced route within a period), and when that error differs from the
+    correction in use by more than ``approach_tolerance`` the plan and route are made again for the goal
+    less the error, the obstacles displaced by it (:func:`displaced_obstacles`) — the route then keeps its
+    margin from where the real body is, not the nominal one (a realistic arm misses by up to ~20 mm open
+    loop; the path margin is 1 mm). Without the rates
     (``step=None`` on an env that does not give them, or ``paced=False``) it commands the plan at
     once, the path being the env's.
 
@@ -200,8 +200,9 @@ class ObstacleReachAgent(TRRReachAgent):
             from the env's rates (above).
         spacing: the route's configurations are checked no more than this apart in every coordinate
             (default half the smaller step).
+        approach: with ``feedback=True``, also close the loop during the approach (above).
         approach_lag: control periods between the set-points commanded and the tip they are judged by
-            during the approach (``feedback=True``).
+            during the approach.
         approach_tolerance: change of the model error [m] that makes a new plan during the approach.
         approach_every: control periods at least between two such plans.
         **options: :class:`TRRReachAgent`'s keywords (``feedback``, …) and the solver's.
@@ -215,9 +216,10 @@ class ObstacleReachAgent(TRRReachAgent):
     def __init__(self, env, model: KinematicModel | None = None, *, clearance: float = DEFAULT_CLEARANCE,
                  path_margin: float = DEFAULT_PATH_MARGIN, paced: bool = True,
                  step: tuple[ArrayLike, ArrayLike] | None = None, spacing: float | None = None,
-                 approach_lag: int = 1, approach_tolerance: float = 1.5e-3, approach_every: int = 3,
-                 **options) -> None:
+                 approach: bool = True, approach_lag: int = 1, approach_tolerance: float = 1.5e-3,
+                 approach_every: int = 3, **options) -> None:
         super().__init__(env, model, **options)
+        self.approach = bool(approach)
         self.approach_lag = check_integer("approach_lag", approach_lag, minimum=0)
         self.approach_tolerance = check_positive("approach_tolerance", approach_tolerance)
         self.approach_every = check_integer("approach_every", approach_every, minimum=1)
@@ -323,7 +325,7 @@ class ObstacleReachAgent(TRRReachAgent):
             self._plan(goal)
         elif self._aim is not None and self._rows is not None and not np.array_equal(self.obstacles(), self._rows):
             self._plan(self._aim)  # the obstacles moved: the same aim, around them, from here
-        elif self.feedback and not arrived and not isinstance(obs, dict) and self._goal is not None \
+        elif self.feedback and self.approach and not arrived and not isinstance(obs, dict) and self._goal is not None \
                 and self._aim is not None and len(self._commanded) > self.approach_lag:
             self._correct_approach(np.asarray(obs, dtype=float)[0:3])
         elif self.feedback and arrived and not isinstance(obs, dict) and self._aim is not None:

@@ -141,6 +141,11 @@ def test_the_approach_is_corrected_by_the_model_error_seen_on_the_way(pcc_case):
     for _ in range(4):
         commanded.append(quiet.act(_observation(arm.forward(commanded[-1]) + error, goal, velocity=(0.05, 0, 0))))
     np.testing.assert_array_equal(quiet._aim, quiet._goal)  # 5 mm is below its 10 mm tolerance
+    off = ObstacleReachAgent(FakeEnv(arm, rows), feedback=True, step=(0.02, 0.02), approach=False)
+    commanded = [off.act(_observation(np.zeros(3), goal))]
+    for _ in range(4):
+        commanded.append(off.act(_observation(arm.forward(commanded[-1]) + error, goal, velocity=(0.05, 0, 0))))
+    np.testing.assert_array_equal(off._aim, off._goal)  # no loop on the way
 
 
 @pytest.mark.parametrize("keyword", [{"approach_lag": -1}, {"approach_every": 0}, {"approach_tolerance": 0.0},
