@@ -41,15 +41,16 @@ class ContactTally:
         """A control period begins: the deepest penetration is of its steps only."""
         self.penetration[:] = 0.0
 
-    def record(self, scene: ArmScene, penetration: np.ndarray | None = None) -> None:
+    def record(self, scene: ArmScene, penetration: np.ndarray | None = None, rows: slice = slice(None)) -> None:
         """After a physics step: the scene's measurements at its end (``penetration`` ``(n,)`` [m]: the
-        deepest, where the scene's own is not the bodies' true one, as with a moving object)."""
-        touched = scene.touched[:, self.first:self.first + self.count]
-        self.collisions += np.count_nonzero(touched & ~self.touching, axis=1)
-        self.touching[:] = touched
-        depth = scene.diagnostics[:, DIAG_PENETRATION] if penetration is None else penetration
-        np.maximum(self.penetration, depth, out=self.penetration)
-        self.contact_force[:] = scene.diagnostics[:, DIAG_NORMAL_FORCE]
+        deepest, where the scene's own is not the bodies' true one, as with a moving object) of the arms
+        ``rows`` (default all; a block of a compiled period records its own, in its thread)."""
+        touched = scene.touched[rows, self.first:self.first + self.count]
+        self.collisions[rows] += np.count_nonzero(touched & ~self.touching[rows], axis=1)
+        self.touching[rows] = touched
+        depth = scene.diagnostics[rows, DIAG_PENETRATION] if penetration is None else penetration[rows]
+        np.maximum(self.penetration[rows], depth, out=self.penetration[rows])
+        self.contact_force[rows] = scene.diagnostics[rows, DIAG_NORMAL_FORCE]
 
     def add_info(self, rows, info: dict[str, Any]) -> None:
         """``collisions``, ``penetration`` [m] and ``contact_force`` [N] of ``rows`` into ``info``, whose

@@ -106,9 +106,10 @@ class PeterArms:
 
     @property
     def compiled(self) -> bool:
-        """Whether the periods run compiled, block by block in the core's threads (:mod:`soft_envs.sim.arm_period`):
-        the batched core without obstacles (else the numpy loop of :meth:`simulate`, the same numbers)."""
-        return self.compiled_periods and isinstance(self.body, BatchedSoftPeter) and self.scene is None
+        """Whether the periods run compiled, block by block in the core's threads (:mod:`soft_envs.sim.arm_period`;
+        with obstacles, their contact and its tally too): the batched core (else the numpy loop of
+        :meth:`simulate`, the same numbers)."""
+        return self.compiled_periods and isinstance(self.body, BatchedSoftPeter)
 
     @property
     def touching(self) -> np.ndarray:
@@ -233,7 +234,11 @@ class PeterArms:
         arrays = PeriodArrays.zeros(self.n_arms, body.n_dof, moving_rest=True)
         period = _LegsPeriod(legs, body, arrays.rest_end, self._leg_directions, 0.5 * self.model.leg_length_at_rest,
                              self.env.time_step)
-        result = run_period(body, n_steps, self.env.time_step, ~self.stopped, arrays, period.block)
+        scene, tally = self.scene, self.tally
+        if scene is not None:
+            tally.start_period()
+        result = run_period(body, n_steps, self.env.time_step, ~self.stopped, arrays, period.block, scene=scene,
+                            record=None if scene is None else lambda rows: tally.record(scene, rows=rows))
         for i in np.flatnonzero(result.codes).tolist():
             self.stopped[i] = True
             self.stop_reason[i] = self._reason(i, int(result.codes[i]), result.violation[i])

@@ -33,7 +33,9 @@ from soft_envs.sim.batched_arm import BatchedSoftArm
 from soft_envs.sim.batched_integrator import batch_step
 from soft_envs.sim.batched_kernels import batch_point_state
 from soft_envs.sim.batched_types import ArmState
+from soft_envs.sim.contact import batch_step_contact
 from soft_envs.sim.period_kernels import settle
+from soft_envs.sim.scene import ArmScene
 
 #: A block's state arrays, in :class:`ArmState`'s order ``(u, w, a, c, rest, time, fresh)``.
 StateViews = tuple[np.ndarray, ...]
@@ -84,11 +86,18 @@ class PeriodResult:
 
 
 def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray, arrays: PeriodArrays,
-               make_block: Callable[[slice], Block], counts: np.ndarray | None = None) -> PeriodResult:
+               make_block: Callable[[slice], Block], counts: np.ndarray | None = None,
+               scene: ArmScene | None = None, record: Callable[[slice], None] | None = None) -> PeriodResult:
     """Up to ``n_steps`` physics steps of ``dt`` [s] of ``body``'s ``active`` arms (``(B,)`` bool, updated:
     an arm that stops leaves it), block by block in ``body.num_threads`` threads (module docstring);
     ``make_block(rows)`` gives the env's :class:`Block` of the rows; ``counts`` ``(B,)`` int64 (optional)
-    counts the physics steps of each arm. ``body.state`` becomes the state at the period's end."""
+    counts the physics steps of each arm. ``body.state`` becomes the state at the period's end.
+
+    With a ``scene`` (static shapes: nothing moves them during the period) the steps are
+    :func:`~soft_envs.sim.contact.batch_step_contact`'s, which measure each step's contact into it, and
+    ``record(rows)`` reads those measurements after every physics step of a block (an env's tally). A
+    block whose arms all stopped before the batch's last step is recorded once more with its
+    measurements zeroed, as the batch loop's further steps leave a stopped arm's."""
     start = body.state
     B, n = start.u.shape
     moving = arrays.moving_rest
@@ -108,6 +117,9 @@ def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray
     coefficients = (float(dt), *body.alpha_parameters)
     passes = int(body.corrector_passes)
     ran: dict[int, int] = {}
+    contact = scene is not None and scene.has_shapes()
+    if scene is not None and not contact:
+        scene.clear_measurements()
 
     def run_block(rows: slice) -> None:
         views = [tuple(getattr(s, f)[rows] for f in ("u", "w", "a", "c", "rest", "time", "fresh")) for s in sets]
@@ -120,13 +132,24 @@ def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray
         records = (codes[rows], steps[rows], violation[rows])
         no_cancel = cancel[rows]
         block = make_block(rows)
+        if contact:
+            assert scene is not None
+            shapes = (scene.shapes[rows], scene.velocity[rows], scene.cp[rows], scene.radius, scene.points)
+            measured = (scene.diagnostics[rows], scene.touched[rows], scene.wrench[rows])
         left, k = int(np.count_nonzero(act)), 0
         while k < n_steps and left:
             before, after = views[0 if k == 0 else 1 + (k - 1) % 2], views[1 + k % 2]
             block.before(k, before)
             fresh = before[6] if passes > 0 else no_cancel  # (the step's consistent start: fresh arms)
-            batch_step(*topology, *params, *before[:5], rest_end if moving else before[4], *torques, no_cancel,
-                       fresh, act, *coefficients, passes, False, *terms, *after[:4])
+            if contact:
+                batch_step_contact(*topology, *params, *before[:5], rest_end if moving else before[4], *torques,
+                                   no_cancel, fresh, act, *coefficients, passes, *shapes, *terms, *after[:4],
+                                   *measured)
+            else:
+                batch_step(*topology, *params, *before[:5], rest_end if moving else before[4], *torques, no_cancel,
+                           fresh, act, *coefficients, passes, False, *terms, *after[:4])
+            if record is not None:
+                record(rows)
             check = block.check(after, act)
             left = settle(before, after, rest_end, moving, act, coefficients[0], check, records[1], records[2],
                           records[0])
@@ -148,5 +171,9 @@ def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray
             held = tuple(getattr(sets[1], f)[rows] for f in ("u", "w", "a", "c", "rest", "time", "fresh"))
             for k in range(ran[rows.start], total):
                 block.idle(k, held)
+            if contact and record is not None:
+                assert scene is not None
+                scene.diagnostics[rows] = 0.0
+                record(rows)
     body.state = sets[1]  # (a new state: the body's terms of the old one are not reused)
     return PeriodResult(codes, violation, tips, total)

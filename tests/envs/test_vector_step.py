@@ -28,6 +28,8 @@ CASES = [
                  id="pcc-planar-direct"),
     pytest.param(PCC, dict(controller_period=0.01, command_ramp_time=0.0, regulator_delay=0.12), id="pcc-stops"),
     pytest.param("soft_envs/PCCReach-v0", dict(goal_conditioned=True), id="pcc-reach"),
+    pytest.param(PETER, dict(obstacles=3, realism="realistic"), id="peter-obstacles-realistic"),
+    pytest.param(PETER, dict(obstacles=2, n_modules=3), id="peter-obstacles"),
 ]
 
 
@@ -80,7 +82,7 @@ def test_compiled_periods_run_the_numpy_loops_episodes(env_id, kwargs):
     _assert_same(_run(env_id, kwargs, True), _run(env_id, kwargs, False), exact=env_id == PETER)
 
 
-@pytest.mark.parametrize("env_id, kwargs", [CASES[1], CASES[4], CASES[7]])
+@pytest.mark.parametrize("env_id, kwargs", [CASES[1], CASES[4], CASES[7], CASES[9]])
 def test_threads_do_not_change_the_compiled_periods(env_id, kwargs):
     # 100 arms: three blocks of arms in three threads against one
     _assert_same(_run(env_id, kwargs, True, n=100, steps=12, num_threads=3),
@@ -98,6 +100,17 @@ def test_a_block_whose_arms_all_stopped_runs_the_batchs_remaining_steps():
     assert info["termination_reason"][0] == "the state is not finite"
 
 
+def test_the_obstacles_contact_and_tally_are_the_numpy_loops_in_every_block():
+    # contact happens in these episodes; a block whose arms all stopped at once runs the batch's remaining steps
+    kwargs = dict(obstacles=3, realism="realistic")
+    compiled = _run(PETER, kwargs, True, n=64, steps=12, num_threads=2, poison=slice(0, 32))
+    _assert_same(compiled, _run(PETER, kwargs, False, n=64, steps=12, num_threads=2, poison=slice(0, 32)), exact=True)
+    infos = [step[4] for step in compiled[1::2] if isinstance(step, tuple)]
+    assert max(float(info["contact_force"].max()) for info in infos) > 0.0
+    assert sum(int(info["collisions"].sum()) for info in infos) > 0
+    assert not infos[0]["contact_force"][:32].any()  # (stopped at their first physics step: no force)
+
+
 def test_the_reasons_of_stopped_arms_are_the_numpy_loops():
     # a module squeezed far below half its legs' length: "a leg crushed to ... mm", from the state that stopped
     compiled = _run(PETER, {}, True, steps=2, crush=0.04)
@@ -113,5 +126,5 @@ def test_the_period_kernels_compile_once():
         _run(env_id, kwargs, True, n=3, steps=2)
     _run(PETER, {}, True, n=100, steps=1, num_threads=3)
     for kernel in (period_kernels.peter_legs, period_kernels.settle, pcc_period.pcc_period,
-                   period_kernels.pcc_observation):
+                   period_kernels.pcc_observation, period_kernels.pcc_ramp):
         assert len(kernel.signatures) == 1, kernel.py_func.__name__
