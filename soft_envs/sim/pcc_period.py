@@ -61,7 +61,8 @@ from soft_envs.sim.sections import MIN_BEND
 _CORE: dict = _JIT
 _CORE_INLINE: dict = _INLINE
 _CORE_LOOP: dict = _NO_NRT
-_CORE_LOOP_INLINE: dict = dict(_NO_NRT, inline="always")  # (a call would copy its ~40 arrays' structs)
+#: actuate_arm's: inlined into the period (some 40 array arguments; the period measured ~2 % faster than with a call).
+_CORE_LOOP_INLINE: dict = dict(_NO_NRT, inline="always")
 
 
 @njit(**_CORE_LOOP)
