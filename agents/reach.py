@@ -69,7 +69,9 @@ class TRRReachAgent:
     and the tip misses the goal by more than ``feedback_tolerance`` [m], it shifts its aim
     point by ``feedback_gain`` times the miss and re-plans — compensating gravity sag, payload
     and model error, as a real controller would (a gain below 1 with a longer ``hold_time``
-    keeps the loop calm under measurement noise, latency and valve delay).
+    keeps the loop calm under measurement noise, latency and valve delay). With
+    ``feedback_samples`` above 1 the miss is the mean over that many settled control periods: a
+    camera's noise (the PCC arm's realistic 0.1-0.5 mm per axis) averages out of the correction.
 
     Args:
         env: a ``PeterReach-v0`` env (wrapped or not).
@@ -79,6 +81,7 @@ class TRRReachAgent:
         feedback_tolerance: miss [m] below which the aim is kept.
         feedback_gain: fraction of the miss the aim moves by per correction, in ``(0, 1]``.
         settle_speed: tip speed [m/s] below which the arm counts as settled.
+        feedback_samples: settled control periods whose mean miss makes one correction.
         hold_time: time [s] after a plan before the tip is judged (default 0.3 s: longer than
             the valves' delay the bench uses).
         **trr_options: passed to :func:`~soft_envs.agents.ik.trr`.
@@ -89,9 +92,11 @@ class TRRReachAgent:
 
     def __init__(self, env, model: KinematicModel | None = None, *, feedback: bool = False,
                  feedback_tolerance: float = 5e-5, feedback_gain: float = 1.0, settle_speed: float = 2e-3,
-                 hold_time: float = 0.3, **trr_options) -> None:
+                 hold_time: float = 0.3, feedback_samples: int = 1, **trr_options) -> None:
         if not 0.0 < feedback_gain <= 1.0:
             raise InvalidParameterError(f"feedback_gain must be in (0, 1]; got {feedback_gain!r}")
+        self.feedback_samples = check_integer("feedback_samples", feedback_samples, minimum=1)
+        self._misses: list[np.ndarray] = []  # the settled misses [m] since the last correction
         self.env = env.unwrapped
         self.model = model if model is not None else self.env.model
         self.feedback = feedback
@@ -110,6 +115,7 @@ class TRRReachAgent:
         """Forget the previous goal (the next ``act`` plans from scratch)."""
         self._goal, self._aim, self._solution, self.last_result = None, None, None, None
         self._since_plan = 0.0
+        self._misses = []
 
     def _plan(self, aim: np.ndarray) -> None:
         result = trr(self.model, aim, self._solution, **self.trr_options)
@@ -131,12 +137,25 @@ class TRRReachAgent:
             self._plan(goal)
         elif self.feedback and not isinstance(obs, dict):
             self._since_plan += self.env.dt
-            obs = np.asarray(obs, dtype=float)
-            miss, speed = obs[6:9], np.linalg.norm(obs[9:12])
-            if self._since_plan >= self.hold_time - 1e-9 and speed < self.settle_speed \
-                    and np.linalg.norm(miss) > self.feedback_tolerance:
+            miss = self._settled_miss(np.asarray(obs, dtype=float))
+            if miss is not None and self._aim is not None:
                 self._plan(self._aim + self.feedback_gain * miss)
         return self.env.model_to_action(self._solution)
+
+    def _settled_miss(self, obs: np.ndarray) -> np.ndarray | None:
+        """The miss [m] to correct now: the mean of the observed misses (``obs[6:9]``) over the last
+        ``feedback_samples`` control periods in which the arm was settled (``hold_time`` after the last
+        plan, the tip slower than ``settle_speed``), when it exceeds ``feedback_tolerance``; ``None``
+        while they are being gathered (a measurement's noise averages out over them)."""
+        if self._since_plan < self.hold_time - 1e-9 or np.linalg.norm(obs[9:12]) >= self.settle_speed:
+            self._misses.clear()
+            return None
+        self._misses.append(obs[6:9])
+        if len(self._misses) < self.feedback_samples:
+            return None
+        miss = np.mean(self._misses, axis=0)
+        self._misses.clear()
+        return miss if np.linalg.norm(miss) > self.feedback_tolerance else None
 
 
 def displaced_obstacles(rows: np.ndarray, correction: np.ndarray, goal: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -330,10 +349,8 @@ class ObstacleReachAgent(TRRReachAgent):
             self._correct_approach(np.asarray(obs, dtype=float)[0:3])
         elif self.feedback and arrived and not isinstance(obs, dict) and self._aim is not None:
             self._since_plan += self.env.dt
-            obs = np.asarray(obs, dtype=float)
-            miss, speed = obs[6:9], np.linalg.norm(obs[9:12])
-            if self._since_plan >= self.hold_time - 1e-9 and speed < self.settle_speed \
-                    and np.linalg.norm(miss) > self.feedback_tolerance and self._solution is not None:
+            miss = self._settled_miss(np.asarray(obs, dtype=float))
+            if miss is not None and self._solution is not None:
                 # From the plan's own tip, not the aim: a plan the obstacles keep off its aim does not
                 # wind the aim up. A correction re-plans from the plan alone (no random restarts).
                 self._plan(self.model.forward(self._solution) + self.feedback_gain * miss, local=True)
