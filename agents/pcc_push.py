@@ -13,13 +13,13 @@ phases:
 2. **descend**: the tip down to the push's start at the box's mid-height;
 3. **push**: every step the push line is the current one (box to goal; held once the box is within
    ``hold_line`` of its goal) and the tip aims ``press`` [m] into the box's back face on it, ``press``
-   growing while the box lags ``push_speed`` (the soft arm's force grows with how far its set-point is
-   beyond the face; slower near the goal): the box's own motion moves the aim (feedback on the box's
-   position). The push ends — the aim drops to the measured tip, so that the arm stops pressing at
-   once — when the box is within ``done`` [m] of its goal (**retreat**), or when the tip is no longer
-   behind the box on its line: more than ``max_side`` beside it (the box drifted or turned) or level
-   with its back face (the box passed its goal) (**back**, then a new approach on the new line: the
-   lateral correction);
+   growing while the box lags ``push_speed``, from ``press`` at each push's start (the soft arm's force
+   grows with how far its set-point is beyond the face; slower near the goal): the box's own motion moves
+   the aim (feedback on the box's position). The push ends — the aim drops to the measured tip, so that the
+   arm stops pressing at once — when the box is within ``done`` [m] of its goal (**retreat**), or when the
+   tip is no longer behind the box on its line: more than ``max_side`` beside it (the box drifted or
+   turned) or level with its back face (the box passed its goal) (**back**, then a new approach on the new
+   line: the lateral correction);
 4. **back** and **retreat**: the tip backs off ``back_off`` [m] straight away from the box's centre,
    off it; after the retreat a box farther than ``repush`` from its goal is pushed again.
 
@@ -257,6 +257,7 @@ class ScriptedPushAgent:
         if self.phase in ("descend", "side") and self._arrived(tip, start, speed):
             self.phase = "push"
             self._line = direction
+            self._press = self.press  # each push starts pressing lightly (the last one's press was for its line)
         self._phase_steps = self._phase_steps + 1 if self.phase == phase else 0
         if self.phase == "approach":  # up beside the box first, then over it
             if phase != "approach":

@@ -96,6 +96,26 @@ def test_the_scripted_push_moves_the_box_to_its_goal(seed):
     env.close()
 
 
+def test_every_push_starts_pressing_lightly():
+    """A new push on a new line starts at ``press``: the last push's press, grown against its stuck
+    box, would throw this one's box forward (a realistic episode with a second push)."""
+    env = gym.make(ENV_ID, realism="realistic")
+    obs, info = env.reset(seed=1015)
+    agent = ScriptedPushAgent(env)
+    agent.reset(obs, info)
+    starts, previous = [], agent.phase
+    for _ in range(gym.spec(ENV_ID).max_episode_steps):
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        if agent.phase == "push" and previous != "push":
+            starts.append(agent._press)
+        previous = agent.phase
+        if terminated or truncated:
+            break
+    env.close()
+    assert len(starts) >= 2
+    assert all(press <= agent.press + agent.press_gain * agent.push_speed * env.unwrapped.dt for press in starts)
+
+
 def test_bad_push_keywords_are_value_errors():
     from soft_envs.exceptions import InvalidParameterError
 
