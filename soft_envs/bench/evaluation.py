@@ -15,7 +15,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     text = result.table()
     text += (f"\n\n{episodes} seeded episodes per row (the same goals and starts under both presets, but for the "
              "realistic PETER goals its drawn arm cannot reach, ~3 %, redrawn), in 2 worker processes. "
-             "Success: the env's `is_success` at the end (PETER 1 mm, PCC 3 mm, the quadruped pose 1°, "
+             "Success: the env's `is_success` at the end (PETER 1 mm, the PCC spiral 3 mm, the PCC reach 1 mm; "
+             "around obstacles also no collision; the push: the box within 1 cm; the quadruped pose 1°, "
              "the hexapod 1 mm and 1°; the walk: not fallen). Time to goal: mean first "
              "time `is_success` held, over the episodes that reached it. Same table: "
              f"`soft-envs evaluate --episodes {episodes}`. Trained SB3 policies (`sb3:ALGO:PATH`) join the "
