@@ -83,8 +83,8 @@ def test_the_pcc_arm_s_controllers_average_their_feedback():
     for env, expected in ((pcc, PCC_FEEDBACK["feedback_samples"]), (peter, 1)):
         agent = build_controller("trr-feedback", env)
         assert agent.feedback_samples == expected
+    assert all(getattr(agent, key) != value for key, value in PCC_FEEDBACK.items())  # PETER's own settings
     pcc.command_ramp_time = 0.0  # unpaced: the agent needs no ramp for its settings
     agent = PCCObstacleReachAgent(pcc, feedback=True)
-    assert (agent.feedback_samples, agent.feedback_gain, agent.settle_speed) == tuple(
-        PCC_FEEDBACK[key] for key in ("feedback_samples", "feedback_gain", "settle_speed"))
+    assert all(getattr(agent, key) == value for key, value in PCC_FEEDBACK.items())
     assert PCCObstacleReachAgent(pcc, feedback=True, feedback_samples=2).feedback_samples == 2
