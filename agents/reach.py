@@ -121,6 +121,7 @@ class TRRReachAgent:
         result = trr(self.model, aim, self._solution, **self.trr_options)
         self.last_result, self._aim, self._solution = result, aim, result.solution
         self._since_plan = 0.0
+        self._misses.clear()  # (samples of the plan before are no measure of this one)
 
     @staticmethod
     def goal_from_observation(obs) -> np.ndarray:
@@ -294,6 +295,7 @@ class ObstacleReachAgent(TRRReachAgent):
         result = self.solver(self.model, aim, q0, obstacles=present, clearance=self.clearance, **options)
         self.last_result, self._aim, self._solution = result, aim, result.solution
         self._since_plan = 0.0
+        self._misses.clear()
         self._rows = rows
         if self.step_limits is None or self._setpoint is None:
             return

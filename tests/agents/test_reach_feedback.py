@@ -61,6 +61,23 @@ def test_a_moving_tip_restarts_the_samples(peter_goal):
     np.testing.assert_allclose(agent._aim, goal - np.array([1e-3, 0.0, 0.0]), atol=1e-12)
 
 
+def test_a_new_plan_restarts_the_samples(peter_goal):
+    arm, goal = peter_goal
+    agent = TRRReachAgent(FakeEnv(arm), feedback=True, hold_time=0.0, feedback_samples=3)
+    agent.act(_observation(np.zeros(3), goal))
+    old = goal + np.array([5e-3, 0.0, 0.0])  # two samples of the first goal's miss
+    for _ in range(2):
+        agent.act(_observation(old, goal))
+    other = goal + np.array([0.0, 0.0, 2e-3])  # a new goal: its plan starts the count again
+    tip = other + np.array([0.0, 1e-3, 0.0])
+    for _ in range(2):
+        agent.act(_observation(tip, other))
+    np.testing.assert_array_equal(agent._aim, other)  # the new goal's plan, then one sample of it
+    for _ in range(2):
+        agent.act(_observation(tip, other))
+    np.testing.assert_allclose(agent._aim, other - np.array([0.0, 1e-3, 0.0]), atol=1e-12)
+
+
 def test_one_sample_is_the_single_measurement_feedback(peter_goal):
     arm, goal = peter_goal
     agent = TRRReachAgent(FakeEnv(arm), feedback=True, hold_time=0.0)
