@@ -106,7 +106,7 @@ TASKS: dict[str, Task] = {task.name: _with_learned(task) for task in (
          ("trr", "trr-feedback", "trr-paper-model", "nn", "hybrid")),
     # Obstacle reach: three spheres drawn near the path every episode; success = within 1 mm, no collision.
     Task("peter-2-obstacles", "soft_envs/PeterReach-v0", (("n_modules", 2), ("obstacles", 3)), "distance", "m",
-         ("trr", "trr-feedback", "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles-feedback")),
+         ("trr", "trr-feedback", "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles-feedback", "task-feedback")),
     # The PCC arm's reach in free space (the obstacle reach's arm and goals, no obstacles): its feedback's figures.
     Task("pcc-reach", "soft_envs/PCCReach-v0", (("n_segments", 2),), "distance", "m", ("trr", "trr-feedback")),
     # The PCC arm's obstacle reach: SQP (the seed's solver) and TRR around three spheres, routes paced at the ramp.

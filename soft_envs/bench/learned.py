@@ -198,6 +198,13 @@ def _verdict(goal: Goal, metrics: dict[tuple, Any], spec: str, rms=None) -> tupl
         w1, w5 = float(np.mean(d < 1e-3)), float(np.mean(d < 5e-3))
         met = w1 >= 0.9 if goal.presets == ("ideal",) else (w5 >= 0.9 and w1 >= 0.5)
         return f"{100 * w5:.0f} % within 5 mm, {100 * w1:.0f} % within 1 mm", met
+    if goal.task.endswith("-obstacles"):  # success without a collision, against the obstacle-aware IK's
+        preset = goal.presets[0]
+        success = {c: float(np.mean(~metrics[c, preset, "fell"])) for c in (*goal.ik, spec)}
+        rivals = [c for c in goal.ik if "obstacles" in c]
+        met = success[spec] >= max(success[c] for c in rivals)
+        others = ", ".join(f"{c} {100 * success[c]:.0f} %" for c in goal.ik)
+        return f"success without a collision {100 * success[spec]:.0f} %; {others}", met
     if goal.task == "pcc-spiral" and rms is not None:
         parts, met = [], True
         for preset, factor in (("ideal", 2.0), ("realistic", 1.0)):

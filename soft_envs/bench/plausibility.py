@@ -18,7 +18,9 @@ reports, per controller:
   the set-point reversals against the pressure regulators' bandwidth (``1/(2π τ)``, reversals
   beyond twice it are chatter the regulator filters out); the quadruped's peak joint speed
   against its servos' no-load speed and the stance feet's slip; the hexapod's guide speed (the
-  env is quasi-static and models no guide speed: the figure says what a real guide would need).
+  env is quasi-static and models no guide speed: the figure says what a real guide would need);
+  around obstacles the deepest penetration against the 1 mm the contact allows, and the largest
+  normal force on the arm against the most its legs can push (:func:`legs_push`).
 
 A row is flagged where the learned policy beats the IK controller on the measure and one of its
 actuator figures is beyond the physical limit.
@@ -58,6 +60,7 @@ class Audit:
 
 AUDITS: tuple[Audit, ...] = (
     Audit("peter-2", "peter-soft", ("trr-feedback",)),
+    Audit("peter-2-obstacles", "peter-obstacles-residual", ("sqp-obstacles-feedback",)),
     Audit("pcc-spiral", "soft_envs/PCCTrack-v0", ("pd-ff",)),
     Audit("quadruped-walk", "quadruped-walk-gait", ("trot",)),
     Audit("quadruped-pose", "soft_envs/QuadrupedPose-v0", ("body-pose",)),
@@ -76,6 +79,22 @@ def _train(item: tuple[Audit, str, float, int]) -> str:
     train(recipe, minutes=minutes, seed=seed, output=output, eval_every=10**9, eval_episodes=2, progress=False,
           log=lambda *parts: None, budget_clock="cpu")
     return f"sb3:{recipe.algo}:{output}"
+
+
+#: The deepest penetration [m] the contact allows at its default settings (issue 43's bound).
+PENETRATION_BOUND = 1e-3
+def legs_push(env) -> float:
+    """The most PETER's legs can push on an obstacle [N]: every leg's spring, at the stiffest a
+    realism draw makes it (``PETER_REALISM``), compressed by its whole stroke, plus the weight of the
+    heaviest drawn arm with the env's payload and the largest drawn one."""
+    from soft_envs.envs.peter_reach import PETER_REALISM
+
+    high = {p.name: p.realistic[1] for p in PETER_REALISM}
+    model = env.model
+    stroke = model.leg_rate * float(np.max(model.upper))  # [m]: a leg's fill at its rate over the longest time
+    springs = 3 * model.n_modules * (1.0 + high["leg_stiffness_error"]) * model.leg_stiffness * stroke
+    mass = (1.0 + high["mass_error"]) * model.n_modules * model.module_mass + float(env.payload) + high["payload"]
+    return springs + mass * 9.81
 
 
 class _ActuatorProbe:
@@ -118,6 +137,9 @@ class _ActuatorProbe:
         if "gait_peak_joint_speed" in info:  # quadruped: servos and feet
             self.figures["peak joint speed / servo"] = info["gait_peak_joint_speed"] / env.model.servo_speed
             self.figures["stance slip [mm/s]"] = 1e3 * info["gait_stance_slip_speed"]
+        if "contact_force" in info and legs is not None:  # PETER around obstacles: how deep, how hard
+            self._peak("penetration / 1 mm", info["penetration"] / PENETRATION_BOUND)
+            self._peak("contact force / legs' push", info["contact_force"] / legs_push(env))
         if "inputs" in info:  # hexapod: the guides' speed
             self._peak("guide speed [mm/s]", 1e3 * np.max(np.abs(self._rate(np.asarray(info["inputs"], dtype=float)))))
 
@@ -195,7 +217,8 @@ def _better(task: str, mine: float, theirs: float) -> bool:
 
 
 #: The actuator figures whose limit is 1 (ratios).
-_RATIOS = ("leg rate / its limit", "pressure / bound", "pressure reversals/s / 2·bandwidth", "peak joint speed / servo")
+_RATIOS = ("leg rate / its limit", "pressure / bound", "pressure reversals/s / 2·bandwidth", "peak joint speed / servo",
+           "penetration / 1 mm", "contact force / legs' push")
 #: How far above 1 a ratio may read and still be at its limit: an actuator at its cap (a leg filling at its
 #: rate, measured as a difference of lengths over a step) reads 1 ± ~1e-14 in floating point.
 RATIO_ROUNDING = 1e-9

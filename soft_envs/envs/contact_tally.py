@@ -18,7 +18,8 @@ class ContactTally:
 
     Attributes (``(n, …)``): :attr:`collisions` — touches so far this episode (an obstacle counts once
     per touch: from not touching to touching at a physics step's end); :attr:`touching` — the
-    obstacles touched at the last physics step; :attr:`penetration` [m] — the deepest of the last
+    obstacles touched at the last physics step; :attr:`touched_in_period` — whether an obstacle was
+    touched at any physics step of the last control period; :attr:`penetration` [m] — the deepest of the last
     control period's physics steps; :attr:`contact_force` [N] — the total normal force on the arm at
     the last physics step's end (every shape of the scene, obstacles or not).
     """
@@ -27,6 +28,7 @@ class ContactTally:
         self.count, self.first = int(count), int(first)
         self.collisions = np.zeros(n, dtype=np.int64)
         self.touching = np.zeros((n, count), dtype=bool)
+        self.touched_in_period = np.zeros(n, dtype=bool)
         self.penetration = np.zeros(n)
         self.contact_force = np.zeros(n)
 
@@ -34,12 +36,14 @@ class ContactTally:
         """New episodes for ``rows``: nothing touched yet."""
         self.collisions[rows] = 0
         self.touching[rows] = False
+        self.touched_in_period[rows] = False
         self.penetration[rows] = 0.0
         self.contact_force[rows] = 0.0
 
     def start_period(self) -> None:
-        """A control period begins: the deepest penetration is of its steps only."""
+        """A control period begins: the deepest penetration and the touches are of its steps only."""
         self.penetration[:] = 0.0
+        self.touched_in_period[:] = False
 
     def record(self, scene: ArmScene, penetration: np.ndarray | None = None, rows: slice = slice(None)) -> None:
         """After a physics step: the scene's measurements at its end (``penetration`` ``(n,)`` [m]: the
@@ -48,9 +52,15 @@ class ContactTally:
         touched = scene.touched[rows, self.first:self.first + self.count]
         self.collisions[rows] += np.count_nonzero(touched & ~self.touching[rows], axis=1)
         self.touching[rows] = touched
+        self.touched_in_period[rows] |= touched.any(axis=1)
         depth = scene.diagnostics[rows, DIAG_PENETRATION] if penetration is None else penetration[rows]
         np.maximum(self.penetration[rows], depth, out=self.penetration[rows])
         self.contact_force[rows] = scene.diagnostics[rows, DIAG_NORMAL_FORCE]
+
+    def collision_term(self, weight: float) -> np.ndarray:
+        """The ``collision`` reward term of every arm, ``(n,)``: ``−weight`` where an obstacle was
+        touched during the last control period, else 0."""
+        return -float(weight) * self.touched_in_period
 
     def add_info(self, rows, info: dict[str, Any]) -> None:
         """``collisions``, ``penetration`` [m] and ``contact_force`` [N] of ``rows`` into ``info``, whose

@@ -35,10 +35,11 @@ slice                  content
 =====================  =========================================================
 
 ``goal_conditioned=True``: a ``Dict`` (``observation`` from ``[9:]``, ``achieved_goal``,
-``desired_goal``). Reward terms: ``distance = −tracking_weight · ‖goal − tip‖`` [m] and
-``action_rate``. ``info``: ``distance`` [m], ``is_success``, ``setpoint``, the chambers' ``pressures``
-and, with obstacles, the contact entries above. Vector form: ``gym.make_vec("soft_envs/PCCReach-v0",
-num_envs=N, ...)`` (:mod:`soft_envs.envs.pcc_reach_vector`).
+``desired_goal``). Reward terms: ``distance = −tracking_weight · ‖goal − tip‖`` [m],
+``action_rate`` and, with obstacles and ``collision_weight > 0``, ``collision = −collision_weight ·
+[an obstacle touched during the step]``. ``info``: ``distance`` [m], ``is_success``, ``setpoint``, the
+chambers' ``pressures`` and, with obstacles, the contact entries above. Vector form:
+``gym.make_vec("soft_envs/PCCReach-v0", num_envs=N, ...)`` (:mod:`soft_envs.envs.pcc_reach_vector`).
 """
 
 from __future__ import annotations
@@ -72,11 +73,14 @@ class PCCReachEnv(PCCTrackEnv):
         obstacles: spheres drawn near the path at every reset (0 to 8; soft physics, batched core).
         goal_conditioned: ``Dict`` observation with ``achieved_goal`` (tip) / ``desired_goal``.
         success_threshold: distance to the goal counted as success [m] (default 1 mm).
+        collision_weight: the ``collision`` term's penalty per step in which the arm touched an
+            obstacle (with ``obstacles``; default 0: no such term).
     """
 
     config_class: type[PCCTrackConfig] = PCCReachConfig
     __signature__ = PCCReachConfig.signature(SoftEnv.__init__)
     goal_range, obstacles, goal_conditioned = configured("task", 3)
+    (collision_weight,) = configured("reward", 1, settable=True)
     arms: PCCReachArms
 
     def __init__(self, *args: Any, config: PCCReachConfig | None = None, **kwargs: Any) -> None:

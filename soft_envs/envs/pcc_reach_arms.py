@@ -88,7 +88,12 @@ class PCCReachArms(PCCArms):
         return obs
 
     def reward_terms(self) -> dict[str, np.ndarray]:
-        return self.env.goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
+        """The task's reward terms of every arm, ``{name: (n,)}``, from the measured tips (and the
+        touches of the last period: ``collision``)."""
+        terms = self.env.goal_terms(self.measured_tip.astype(np.float32), self.goal.astype(np.float32))
+        if self.env.collision_weight > 0.0:
+            terms["collision"] = self.tally.collision_term(self.env.collision_weight)
+        return terms
 
     def info(self, rows) -> dict[str, Any]:
         """``info`` entries of ``rows``: the true ``distance`` [m] to the goal and ``is_success`` (within

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from soft_envs.envs.obstacle_course import MAX_OBSTACLES
 from soft_envs.envs.pcc_track_config import PCCRewardGroup, PCCTrackConfig
-from soft_envs.exceptions import InvalidParameterError, check_integer, check_positive
+from soft_envs.exceptions import InvalidParameterError, check_integer, check_nonnegative, check_positive
 
 
 @dataclass
@@ -23,9 +23,11 @@ class PCCReachTaskGroup:
 
 @dataclass
 class PCCReachRewardGroup(PCCRewardGroup):
-    """The reward: the distance term's weight, the distance counted as success [m] (1 mm)."""
+    """The reward: the distance term's weight, the distance counted as success [m] (1 mm), the
+    penalty per step that touches an obstacle."""
 
     success_threshold: float = 1e-3
+    collision_weight: float = 0.0
 
 
 @dataclass
@@ -46,3 +48,11 @@ class PCCReachConfig(PCCTrackConfig):
         if task.obstacles and not (self.soft and self.physics.backend == "batched"):
             raise InvalidParameterError("obstacles need the soft arm on the batched core (physics='soft', "
                                         "backend='batched'): it computes the contact")
+
+    def _validate_reward(self) -> None:
+        super()._validate_reward()
+        reward = self.reward
+        check_nonnegative(collision_weight=reward.collision_weight)
+        reward.collision_weight = float(reward.collision_weight)
+        if reward.collision_weight and not self.task.obstacles:
+            raise InvalidParameterError("collision_weight needs obstacles (the penalty is for touching them)")

@@ -40,7 +40,9 @@ Reward terms (``info["reward_<name>"]``, summing exactly to the reward):
 ``action_rate = −action_rate_weight · ‖a − a_prev‖²``, and with ``success_reward > 0``
 ``success = success_reward · [‖goal − tip‖ < success_threshold]`` (a bonus on every step within the
 threshold, of the measured tip: it sharpens the value near the goal, where the distance term's
-slope is a tenth of a reward unit per millimetre). ``info["is_success"]`` when the
+slope is a tenth of a reward unit per millimetre), and with ``obstacles`` and ``collision_weight > 0``
+``collision = −collision_weight · [an obstacle touched during the step]`` (the penalty a learner
+needs to go around them). ``info["is_success"]`` when the
 distance is below ``success_threshold`` (1 mm); ``info["distance"]`` is the distance [m]. The
 default ``distance_weight = 100`` /m measures the distance in centimetres, the workspace's own
 scale (the goals' standard deviation is about 1 cm per horizontal axis, the mean distance at a
@@ -188,6 +190,8 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         success_threshold: success distance [m].
         success_reward: the ``success`` term's bonus per step within ``success_threshold``
             (default 0: no such term).
+        collision_weight: the ``collision`` term's penalty per step in which the arm touched an
+            obstacle (with ``obstacles``; default 0: no such term).
         payload: tip payload [kg] (physics only).
         gravity: standard gravity on (physics only).
         physics: ``"soft"`` (compliant legs, default) or ``"stiff"`` (position servos, the
@@ -219,7 +223,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     kinematic, physics, gravity, payload, rayleigh_stiffness, backend, solver_iterations = configured("physics", 7)
     actuation, vent_rate, command_delay = configured("actuation", 3)
     goal_conditioned, obstacles = configured("task", 2)
-    distance_weight, success_threshold, success_reward = configured("reward", 3, settable=True)
+    distance_weight, success_threshold, success_reward, collision_weight = configured("reward", 4, settable=True)
 
     def __init__(self, *args: Any, config: PeterReachConfig | None = None, **kwargs: Any) -> None:
         config, kwargs = PeterReachConfig.split(kwargs, config, args)
@@ -471,7 +475,10 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return terms
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
-        return self._step_goal_terms()
+        terms = self._step_goal_terms()
+        if self.collision_weight > 0.0:
+            terms["collision"] = float(self.arms.tally.collision_term(self.collision_weight)[0])
+        return terms
 
     def _terminated(self) -> bool:
         return bool(self.arms.stopped[0])

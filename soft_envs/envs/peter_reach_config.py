@@ -79,11 +79,13 @@ class PeterTaskGroup:
 
 @dataclass
 class PeterRewardGroup:
-    """The reward: the distance term's weight [1/m], the success distance [m], its bonus per step."""
+    """The reward: the distance term's weight [1/m], the success distance [m], its bonus per step, the
+    penalty per step that touches an obstacle."""
 
     distance_weight: float = DISTANCE_WEIGHT
     success_threshold: float = SUCCESS_THRESHOLD
     success_reward: float = 0.0
+    collision_weight: float = 0.0
 
 
 @dataclass
@@ -114,13 +116,15 @@ class PeterReachConfig(EnvConfig):
             if value not in allowed:
                 raise InvalidParameterError(f"{name} must be one of {allowed}; got {value!r}")
         check_nonnegative(distance_weight=reward.distance_weight, success_reward=reward.success_reward,
-                          payload=phys.payload, command_delay=act.command_delay,
+                          collision_weight=reward.collision_weight, payload=phys.payload,
+                          command_delay=act.command_delay,
                           rayleigh_stiffness=phys.rayleigh_stiffness)
         if act.command_delay > MAX_COMMAND_DELAY:
             raise InvalidParameterError(f"command_delay must be at most {MAX_COMMAND_DELAY:g} s; "
                                         f"got {act.command_delay!r}")
         reward.success_threshold = check_positive("success_threshold [m]", reward.success_threshold)
         reward.distance_weight, reward.success_reward = float(reward.distance_weight), float(reward.success_reward)
+        reward.collision_weight = float(reward.collision_weight)
         phys.solver_iterations = check_integer("solver_iterations", phys.solver_iterations, minimum=1,
                                                maximum=MAX_SOLVER_ITERATIONS)
         phys.kinematic, phys.gravity = bool(phys.kinematic), bool(phys.gravity)
@@ -131,6 +135,8 @@ class PeterReachConfig(EnvConfig):
         if self.task.obstacles and not (self.soft_body and phys.backend == "batched"):
             raise InvalidParameterError("obstacles need the soft arm on the batched core (physics='soft', "
                                         "kinematic=False, backend='batched'): it computes the contact")
+        if reward.collision_weight and not self.task.obstacles:
+            raise InvalidParameterError("collision_weight needs obstacles (the penalty is for touching them)")
         if phys.time_step is None:
             phys.time_step = SOFT_TIME_STEP if self.soft_body else RIGID_TIME_STEP
         if phys.frame_skip is None:  # soft: 10 Hz control whatever the physics step (a bad step: the base says why)

@@ -126,6 +126,7 @@ class PeterReachCudaVectorEnv(VectorEnv):
                        f"action_mode={single.action_mode!r}": single.action_mode != "absolute",
                        "history": single.history > 0,
                        "action_rate_weight": single.action_rate_weight != 0.0,
+                       "collision_weight": single.collision_weight != 0.0,
                        "render_mode": single.render_mode is not None}
         named = [name for name, present in unsupported.items() if present]
         if named:

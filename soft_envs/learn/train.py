@@ -65,7 +65,8 @@ __all__ = ["ALGORITHMS", "EVAL_SEED", "EvalResult", "RECIPES", "Recipe", "TrainR
 class EvalResult:
     """Deterministic evaluation episodes: the metric at the end of each (``distances``, [m] or
     [rad]; the walk: distance walked), its RMS over each episode's steps, success at the end,
-    whether the episode terminated early (a fall, a folded arm), and the returns."""
+    whether the episode terminated early (a fall, a folded arm), the returns, and in an env with
+    obstacles the collisions of each episode (``collisions``; empty otherwise)."""
 
     distances: np.ndarray
     rms: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -73,6 +74,7 @@ class EvalResult:
     terminated: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     returns: np.ndarray = field(default_factory=lambda: np.zeros(0))
     metric: str = "distance"
+    collisions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def episodes(self) -> int:
@@ -84,12 +86,16 @@ class EvalResult:
 
     def summary(self) -> dict[str, float]:
         """``within_5mm``, ``within_1mm``, ``median_m``, ``mean_m`` (the final metric), ``rms_m``
-        (mean of the episodes' RMS), ``success``, ``terminated``, ``return``, ``episodes``."""
+        (mean of the episodes' RMS), ``success``, ``terminated``, ``return``, ``episodes``, and with
+        obstacles ``collision_free`` (the fraction of episodes without a collision)."""
         mean = lambda a: float(np.mean(a)) if np.size(a) else float("nan")  # noqa: E731
-        return {"episodes": self.episodes, "within_5mm": self.within(5e-3), "within_1mm": self.within(1e-3),
-                "median_m": float(np.median(self.distances)), "mean_m": float(np.mean(self.distances)),
-                "rms_m": mean(self.rms), "success": mean(self.success), "terminated": mean(self.terminated),
-                "return": mean(self.returns)}
+        summary = {"episodes": self.episodes, "within_5mm": self.within(5e-3), "within_1mm": self.within(1e-3),
+                   "median_m": float(np.median(self.distances)), "mean_m": float(np.mean(self.distances)),
+                   "rms_m": mean(self.rms), "success": mean(self.success), "terminated": mean(self.terminated),
+                   "return": mean(self.returns)}
+        if self.collisions.size:
+            summary["collision_free"] = float(np.mean(self.collisions == 0))
+        return summary
 
     def line(self) -> str:
         s = self.summary()
@@ -102,8 +108,11 @@ class EvalResult:
         if self.metric == "orientation_error":
             return (f"final error mean {np.degrees(s['mean_m']):.2f}°, success {100 * s['success']:.0f} %, "
                     f"falls {100 * s['terminated']:.0f} % ({s['episodes']} episodes)")
+        contact = "" if "collision_free" not in s else \
+            f", collision-free {100 * s['collision_free']:.0f} %, success (no collision) {100 * s['success']:.0f} %"
         return (f"within 5 mm {100 * s['within_5mm']:.0f} %, within 1 mm {100 * s['within_1mm']:.0f} %, "
-                f"median {1e3 * s['median_m']:.2f} mm, mean {1e3 * s['mean_m']:.2f} mm ({s['episodes']} episodes)")
+                f"median {1e3 * s['median_m']:.2f} mm, mean {1e3 * s['mean_m']:.2f} mm{contact} "
+                f"({s['episodes']} episodes)")
 
 
 @dataclass
@@ -207,6 +216,7 @@ def evaluate_policy(model, env_kwargs: dict[str, Any], episodes: int = 100, seed
     recurrent = type(model).__name__ == "RecurrentPPO"
     n = int(episodes)
     final, rms, success, ended, returns = np.empty(n), np.empty(n), np.zeros(n, bool), np.zeros(n, bool), np.empty(n)
+    collisions, touches = np.zeros(n, np.int64), False
     try:
         for k in progress_bar(range(n), desc=f"evaluation on {env_id.split('/')[-1]}", unit="episodes",
                               enabled=progress, leave=False):
@@ -224,9 +234,11 @@ def evaluate_policy(model, env_kwargs: dict[str, Any], episodes: int = 100, seed
                 done = terminated or truncated
             final[k], rms[k], returns[k] = info[metric], np.sqrt(np.mean(squares)), total
             success[k], ended[k] = bool(info.get("is_success", False)), bool(terminated)
+            collisions[k] = int(info.get("collisions", 0))
+            touches = "collisions" in info
     finally:
         env.close()
-    return EvalResult(final, rms, success, ended, returns, metric)
+    return EvalResult(final, rms, success, ended, returns, metric, collisions if n and touches else collisions[:0])
 
 
 def _sidecar(path: str | Path) -> Path:

@@ -60,7 +60,8 @@ def _own_functions(module, host_only: tuple[str, ...]) -> tuple[str, ...]:
 DEVICE_FUNCTIONS: dict[Any, tuple[str, ...]] = {
     batched_kernels: ("_wrap", "_sinc", "configuration", "evaluation_point", "section_jacobian", "rigid_terms",
                       "point_state", "_rates", "_evaluation_map", "_evaluation_state", "arm_terms", "terms_of_arm"),
-    batched_integrator: ("cholesky_solve", "_force", "prepare", "predict", "solve_pass", "arm_step"),
+    batched_integrator: ("cholesky_solve", "_force", "prepare", "predict", "solve_pass", "corrector_passes",
+                         "arm_step"),
     collision: collision.KERNEL_FUNCTIONS,
     contact: _own_functions(contact, CONTACT_HOST_ONLY),
 }

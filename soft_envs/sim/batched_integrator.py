@@ -172,13 +172,22 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
     terms at the latest end state and :func:`solve_pass`; the start terms are computed here unless
     ``start`` (then they are given). The new ``u``, ``u̇``, ``a`` and ``c̃`` (θ's sign nearest ``c``)
     go to the ``*_out`` arrays. ``topology`` = ``(ints, table, trig, sec, lref)``."""
-    sec, lref = topology[3], topology[4]
-    M_e, A, vec = sws
-    g_e, h_e = vec[9], vec[10]
     if not start:
         terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
     predict(u, w, a, k, rayleigh, rest_s, rest_e, tau_s, tau_e, cancel, fresh, coefficients, passes, M_s, h_s,
-            A, vec, u_out, w_out, a_out)
+            sws[1], sws[2], u_out, w_out, a_out)
+    corrector_passes(topology, mass, inertia, gravity, k, rest_e, tau_e, cancel, coefficients, passes, M_s, h_s, g_s,
+                     c, u_out, w_out, a_out, c_out, ws, sws)
+
+
+@njit(**_INLINE)
+def corrector_passes(topology, mass, inertia, gravity, k, rest_e, tau_e, cancel, coefficients, passes, M_s, h_s, g_s,
+                     c, u_out, w_out, a_out, c_out, ws, sws):
+    """:func:`arm_step` after its predictor (``*_out`` hold the predictor's end state): per corrector pass
+    the configuration terms at the latest end state and :func:`solve_pass`; then the end state's ``c̃``."""
+    sec, lref = topology[3], topology[4]
+    M_e, A, vec = sws
+    g_e, h_e = vec[9], vec[10]
     for _ in range(passes):
         configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
         terms_of_arm(topology, mass, inertia, gravity, u_out, w_out, c_out, True, True, M_e, h_e, g_e, ws)

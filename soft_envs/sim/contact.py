@@ -34,14 +34,17 @@ at all, the method's carried acceleration can return part of an unresolved impac
 why the checks run at the default damping.
 
 Cost. Each function here is compiled once and called (numba's inlining of them made the cold
-compile minutes long); an arm far from every shape costs the bound checks, the backbone's points
-(each distinct joint angle's cosine and sine once, the chain's trig table) and one extra solve per
-pass (the end state's ``c̃`` is computed once per solve, and a pass does not evaluate again the state
-that the previous pass's last evaluation found clear); the points' Jacobians are computed only where
-a shape is within reach, once per pass (the Newton iterations after the first reuse them: modified
-Newton). Measured (256 PETER arms released from a bend, one thread, 2 shared cores, the first 30
-steps, best of 6): free space 3.1 µs an arm-step; three 12 mm spheres 1 m away 5.5 µs (1.8×; 6.5 µs
-before the trig table and those two savings); three beside the tip 14 µs (4.5×; 15 µs before).
+compile minutes long). An arm with no shape within reach at the predictor's state and at the end
+of the free step from there takes that free step (:func:`arm_step_contact`): it costs the bound
+checks and the backbone's points twice (each distinct joint angle's cosine and sine once, the
+chain's trig table). Where a shape is within reach, the points' Jacobians are computed once per
+pass (the Newton iterations after the first reuse them: modified Newton), the end state's ``c̃``
+once per solve, and a pass does not evaluate again the state that the previous pass's last
+evaluation found clear. Measured (``soft-envs bench contact``'s cost setting: 256 PETER arms
+released from a bend, one thread, thread CPU time, best of 3 of 60 steps, two runs, the other core
+busy): free space 3.2-3.5 µs an arm-step; three 12 mm spheres 0.3 m away 4.5 µs (1.3-1.45×; 5.2 µs,
+1.6×, before the free step was taken for clear arms); three beside the tip, every arm touching,
+9.3-9.8 µs (2.7-3.1×; 9.0-9.2 µs before: the check at ``û`` is an evaluation more).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from numba import njit
 
 from soft_envs import kernel_cache  # noqa: F401  (the package's on-disk kernel cache: soft_envs.kernel_cache)
 from soft_envs.collision import EMPTY, segment_shape_distance, shape_bound_distance
-from soft_envs.sim.batched_integrator import hold, prepare, solve_pass, step_workspace
+from soft_envs.sim.batched_integrator import corrector_passes, hold, prepare, solve_pass, step_workspace
 from soft_envs.sim.batched_kernels import (
     _INLINE,
     _JIT,
@@ -341,20 +344,35 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
     """:func:`~soft_envs.sim.batched_integrator.arm_step` with the scene's contact acting at the step's
     end (module docstring): Newton's method on the contact in the predictor's solve and in each
     corrector pass's (:func:`_end_contact`); the end state's contact measured into ``diag``,
-    ``touched``, ``wrench``."""
-    sec, lref = topology[3], topology[4]
+    ``touched``, ``wrench``. Where no shape is within reach of the body (:func:`_near`) at the
+    predictor's state ``û`` (the contact's first evaluation), the free step is taken from there, and
+    kept where none is within reach at its end either: the contact step would find no force at
+    those states and end at the same state (its Newton iterations stop once the force is zero
+    before and after a solve)."""
+    ints, table, trig, sec, lref = topology
+    shapes, points, radius = scene[0], scene[4], scene[3]
     M_e, A, vec = sws
     g_e, h_e = vec[9], vec[10]
     n = u.shape[0]
-    held = cws[8]
-    for i in range(held.shape[0]):  # no pair has pushed yet this step (the scene's slots: no other is read)
-        for s in range(scene[0].shape[0]):
-            held[i, s] = False
     terms_of_arm(topology, mass, inertia, gravity, u, w, c, True, True, M_s, h_s, g_s, ws)
     prepare(u, w, a, k, rayleigh, rest_s, tau_s, cancel, fresh, coefficients, passes, M_s, h_s, A, vec)
     for i in range(n):  # linearised first at (û, ŵ): a_{n+1} = 0
         u_out[i], w_out[i], a_out[i] = vec[4, i], vec[5, i], 0.0
     configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+    if not _near_at(topology, c_out, points, shapes, radius, ws, cws):  # the free step: predict's solve, the passes
+        solve_pass(k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, A, vec, A, False, u_out, w_out, a_out)
+        corrector_passes(topology, mass, inertia, gravity, k, rest_e, tau_e, cancel, coefficients, passes, M_s, h_s,
+                         g_s, c, u_out, w_out, a_out, c_out, ws, sws)
+        if not _near_at(topology, c_out, points, shapes, radius, ws, cws):
+            _no_contact(diag, touched, wrench)
+            return
+        for i in range(n):  # within reach at the end: the contact step from û (prepare's vec is intact)
+            u_out[i], w_out[i], a_out[i] = vec[4, i], vec[5, i], 0.0
+        configuration(u_out, c, True, sec[0] != 0, sec[1] != 0, sec[2], lref, c_out)
+    held = cws[8]
+    for i in range(held.shape[0]):  # no pair has pushed yet this step (the scene's slots: no other is read)
+        for s in range(shapes.shape[0]):
+            held[i, s] = False
     recorded = _end_contact(topology, scene, k, rest_e, tau_e, coefficients, M_s, h_s, M_s, False, c, A, vec,
                             u_out, w_out, a_out, c_out, ws, cws, diag, touched, wrench, NOT_MEASURED)
     for _ in range(passes):  # (c_out is the c̃ of u_out here: _end_contact keeps it so)
@@ -367,6 +385,25 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
     if recorded == NOT_MEASURED:  # the Newton iterations ran out: measure the end state itself
         arm_contact(topology, scene, u_out, w_out, c_out, (0.0, 0.0), False, True, cws[0][0], ws, cws, diag,
                     touched, wrench)
+
+
+@njit(**_INLINE)
+def _near_at(topology, c, points, shapes, radius, ws, cws):
+    """:func:`_near` of the backbone at ``c̃ = c`` (into the scratch ``cws``)."""
+    P = cws[2]
+    backbone_points(topology[0], topology[1], topology[2], c, points, cws[5], P, ws[12])
+    return _near(P, shapes, radius)
+
+
+@njit(**_INLINE)
+def _no_contact(diag, touched, wrench):
+    """The measurements of a step that ended with no shape within reach: zero, nothing touched."""
+    for i in range(diag.shape[0]):
+        diag[i] = 0.0
+    for s in range(touched.shape[0]):
+        touched[s] = False
+        for r in range(wrench.shape[1]):
+            wrench[s, r] = 0.0
 
 
 #: :func:`_end_contact`'s outcomes: the end state's contact not measured by its last evaluation; measured

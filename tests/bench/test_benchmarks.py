@@ -248,6 +248,23 @@ def test_the_plausibility_audit_reads_each_envs_actuators_within_their_limits(ta
     assert result["reversals"] >= 0.0 and 0.0 <= result["at_bounds"] <= 1.0
 
 
+def test_the_audit_reads_how_deep_and_how_hard_an_arm_touches_an_obstacle():
+    """The obstacle-blind TRR presses into a sphere on this seed: the deepest penetration within the
+    contact's 1 mm and the normal force within what the legs can push (both read, both ≤ 1)."""
+    import gymnasium as gym
+
+    from soft_envs.bench.plausibility import _episode, legs_push
+
+    result = _episode(("peter-2-obstacles", "trr-feedback", 3_000_001, "ideal"))
+    assert not result["success"]
+    assert 0.0 < result["actuators"]["penetration / 1 mm"] <= 1.0
+    assert 0.0 < result["actuators"]["contact force / legs' push"] <= 1.0
+    env = gym.make("soft_envs/PeterReach-v0", obstacles=1, payload=0.2).unwrapped
+    # six legs of 1.3 × 1300 N/m over 20 mm, and (1.2 × 0.24 + 0.2 + 0.5) kg of weight
+    assert legs_push(env) == pytest.approx(6 * 1.3 * 1300 * 0.02 + (1.2 * 0.24 + 0.7) * 9.81)
+    env.close()
+
+
 def test_the_audit_flags_a_ratio_beyond_its_limit_not_one_rounded_at_it():
     from soft_envs.bench.plausibility import beyond_limit
 

@@ -129,3 +129,47 @@ def test_pictures_show_the_obstacles_as_visual_spheres():
     env.render()
     np.testing.assert_allclose(client.getVisualShapeData(body)[0][7], TOUCHED_RGBA, atol=1e-6)
     env.close()
+
+
+@pytest.mark.parametrize("env_id, kwargs", [(PETER, {}), ("soft_envs/PCCReach-v0", {"n_segments": 2})])
+def test_the_collision_term_charges_every_step_that_touches_an_obstacle(env_id, kwargs):
+    """``collision_weight``: ``reward_collision`` is −weight in every step with a touch (a collision
+    counted, or an obstacle touching at the step's end), 0 in steps that neither touch nor go on
+    with a touch from the step before, and the terms sum to the reward."""
+    weight = 7.0
+    env = gym.make(env_id, obstacles=4, collision_weight=weight, **kwargs)
+    env.action_space.seed(0)
+    charged = 0
+    for seed in range(3):
+        env.reset(seed=seed)
+        collisions, before, done = 0, False, False
+        while not done:
+            _, reward, terminated, truncated, info = env.step(env.action_space.sample())
+            now = bool(env.unwrapped.arms.tally.touching[0].any())
+            touched = info["collisions"] > collisions or now
+            assert info["reward_collision"] in (-weight, 0.0)
+            if touched:
+                assert info["reward_collision"] == -weight
+            elif not before:
+                assert info["reward_collision"] == 0.0
+            assert reward == pytest.approx(sum(v for k, v in info.items() if k.startswith("reward_")))
+            charged += touched
+            collisions, before, done = info["collisions"], now, terminated or truncated
+    assert charged >= 1
+    env.close()
+
+
+@pytest.mark.parametrize("env_id, kwargs", [(PETER, {}), ("soft_envs/PCCReach-v0", {"n_segments": 2})])
+def test_the_collision_term_needs_obstacles_and_a_nonnegative_weight(env_id, kwargs):
+    assert "reward_collision" not in gym.make(env_id, obstacles=2, **kwargs).unwrapped.reset(seed=0)[1]
+    with pytest.raises(InvalidParameterError, match="collision_weight needs obstacles"):
+        gym.make(env_id, collision_weight=1.0, **kwargs)
+    with pytest.raises(InvalidParameterError, match="collision_weight"):
+        gym.make(env_id, obstacles=2, collision_weight=-1.0, **kwargs)
+
+
+def test_the_gpu_env_refuses_the_collision_term_it_does_not_compute():
+    from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
+
+    with pytest.raises(InvalidParameterError, match="collision_weight"):
+        PeterReachCudaVectorEnv._check_supported(gym.make(PETER, obstacles=1, collision_weight=1.0).unwrapped)

@@ -201,3 +201,22 @@ def test_the_learned_bench_judges_a_residual_goal_against_its_law(tmp_path, monk
     assert not learned._verdict(goal, worse, spec)[1]
     missing = {(spec, "realistic"): np.r_[np.full(98, 0.1e-3), 2e-3, 2e-3], (learned.LAW, "realistic"): law}
     assert not learned._verdict(goal, missing, spec)[1]  # 98 % within 1 mm, however precise the rest
+
+
+def test_the_learned_bench_judges_an_obstacle_goal_by_success_without_a_collision():
+    from soft_envs.bench import learned
+    from soft_envs.learn.recipes import GOALS, recipe_for
+
+    goal = next(g for g in GOALS if g.stem == "peter_obstacles")
+    kwargs = recipe_for(goal.recipe).env_kwargs
+    assert kwargs["obstacles"] == 3 and kwargs["collision_weight"] > 0 and goal.task == "peter-2-obstacles"
+    spec, preset = "policy:x.npz", goal.presets[0]
+
+    def fails(successes: int) -> np.ndarray:  # ``fell`` is "not a success" (a miss or a collision)
+        return np.arange(20) >= successes
+
+    rivals = {(c, preset, "fell"): fails(18) for c in goal.ik}
+    rivals[learned.LAW, preset, "fell"] = fails(12)  # the obstacle-blind law does not count
+    text, met = learned._verdict(goal, rivals | {(spec, preset, "fell"): fails(18)}, spec)
+    assert met and "90 %" in text and "task-feedback 60 %" in text
+    assert not learned._verdict(goal, rivals | {(spec, preset, "fell"): fails(17)}, spec)[1]

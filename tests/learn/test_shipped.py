@@ -104,7 +104,8 @@ assert "torch" not in [m for m in sys.modules if sys.modules[m] is not None]
 
 #: The range one episode of each shipped policy's task measure falls in [m] (its final step): an
 #: error below its bound; the walk's distance walked above it.
-WITHIN = {"peter-2": (0.0, 5e-3), "pcc-spiral": (0.0, 20e-3), "quadruped-walk": (0.5, float("inf"))}
+WITHIN = {"peter-2": (0.0, 5e-3), "peter-2-obstacles": (0.0, 5e-3), "pcc-spiral": (0.0, 20e-3),
+          "quadruped-walk": (0.5, float("inf"))}
 
 
 @pytest.mark.parametrize("name", shipped_names())
