@@ -180,7 +180,7 @@ def arm_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, 
                      c, u_out, w_out, a_out, c_out, ws, sws)
 
 
-@njit(**_INLINE)
+@njit(**_NO_NRT)
 def corrector_passes(topology, mass, inertia, gravity, k, rest_e, tau_e, cancel, coefficients, passes, M_s, h_s, g_s,
                      c, u_out, w_out, a_out, c_out, ws, sws):
     """:func:`arm_step` after its predictor (``*_out`` hold the predictor's end state): per corrector pass
