@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from soft_envs.bench import markdown_table
+from soft_envs.geometry import STANDARD_GRAVITY
 
 TITLE = "Plausibility: how learned policies use their actuators, next to the IK controllers (every env)"
 FIRST_SEED = 3_000_000  # held out from training (own stream) and from train-rl's evaluations (1 000 000)
@@ -81,8 +82,10 @@ def _train(item: tuple[Audit, str, float, int]) -> str:
     return f"sb3:{recipe.algo}:{output}"
 
 
-#: The deepest penetration [m] the contact allows at its default settings (issue 43's bound).
+#: The deepest penetration [m] the contact allows at its default settings (the obstacle tasks' bound).
 PENETRATION_BOUND = 1e-3
+
+
 def legs_push(env) -> float:
     """The most PETER's legs can push on an obstacle [N]: every leg's spring, at the stiffest a
     realism draw makes it (``PETER_REALISM``), compressed by its whole stroke, plus the weight of the
@@ -94,7 +97,7 @@ def legs_push(env) -> float:
     stroke = model.leg_rate * float(np.max(model.upper))  # [m]: a leg's fill at its rate over the longest time
     springs = 3 * model.n_modules * (1.0 + high["leg_stiffness_error"]) * model.leg_stiffness * stroke
     mass = (1.0 + high["mass_error"]) * model.n_modules * model.module_mass + float(env.payload) + high["payload"]
-    return springs + mass * 9.81
+    return springs + mass * STANDARD_GRAVITY
 
 
 class _ActuatorProbe:
@@ -105,6 +108,9 @@ class _ActuatorProbe:
         self.figures: dict[str, float] = {}
         self._last: np.ndarray | None = None
         self.pressure_reversals = None
+        #: [N] the most PETER's legs push (:func:`legs_push`), with obstacles to push on; else ``None``.
+        self.push = legs_push(self.env) if getattr(self.env, "legs", None) is not None and \
+            getattr(self.env, "obstacles", 0) else None
         regulator = getattr(self.env, "regulator", None)
         if regulator is not None:
             from soft_envs.envs.gait_meter import ReversalCounter
@@ -137,9 +143,9 @@ class _ActuatorProbe:
         if "gait_peak_joint_speed" in info:  # quadruped: servos and feet
             self.figures["peak joint speed / servo"] = info["gait_peak_joint_speed"] / env.model.servo_speed
             self.figures["stance slip [mm/s]"] = 1e3 * info["gait_stance_slip_speed"]
-        if "contact_force" in info and legs is not None:  # PETER around obstacles: how deep, how hard
+        if "contact_force" in info and self.push is not None:  # PETER around obstacles: how deep, how hard
             self._peak("penetration / 1 mm", info["penetration"] / PENETRATION_BOUND)
-            self._peak("contact force / legs' push", info["contact_force"] / legs_push(env))
+            self._peak("contact force / legs' push", info["contact_force"] / self.push)
         if "inputs" in info:  # hexapod: the guides' speed
             self._peak("guide speed [mm/s]", 1e3 * np.max(np.abs(self._rate(np.asarray(info["inputs"], dtype=float)))))
 
