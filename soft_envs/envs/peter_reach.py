@@ -475,10 +475,7 @@ class PeterReachEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         return terms
 
     def _reward_terms(self, action: np.ndarray) -> dict[str, float]:
-        terms = self._step_goal_terms()
-        if self.collision_weight > 0.0:
-            terms["collision"] = float(self.arms.tally.collision_term(self.collision_weight)[0])
-        return terms
+        return {name: float(value[0]) for name, value in self.arms.reward_terms().items()}  # (a batch of one)
 
     def _terminated(self) -> bool:
         return bool(self.arms.stopped[0])
