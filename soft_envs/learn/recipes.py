@@ -283,8 +283,8 @@ RECIPES: dict[str, Recipe] = {
              "(collision-free 93 %, within 1 mm 96 %; an earlier run of 5.1 M steps: 90, 91, 98 %), the law "
              "alone 76 % (100 % within 1 mm); the bench's 50 goals: 86 %, TRR and SQP with obstacles 94 %. "
              "Tried, seed 0, 50 goals from 1,000,000 (the law: 63 % of 100): a touch costing 50, the radius "
-             "1 mm, an std of 0.3, gamma 0.9, 25-step rollouts, KL 0.02: 72 % collision-free after 10 CPU-min (the std fell to 0.05 in 3 "
-             "minutes); 100 a touch, an std of 0.5 and an entropy bonus of 0.005: 84 % collision-free but 0 % "
+             "1 mm, an std of 0.3, gamma 0.9, 25-step rollouts, KL 0.02: 72 % collision-free after 10 "
+             "CPU-min (the std fell to 0.05 in 3 minutes); 100 a touch, an std of 0.5 and an entropy bonus of 0.005: 84 % collision-free but 0 % "
              "within 1 mm (the residual held the tip 2 mm off, radius 1 mm); radius 5 mm: 82-84 % success at "
              "1-2 M steps, falling to 56 % at 3.5 M; with gamma 0.95: 82-84 %, 72 % at 3.5 M; this recipe "
              "(no entropy bonus, KL 0.01, 50-step rollouts, 200 a touch): 88-94 % along the run"),
