@@ -272,22 +272,22 @@ RECIPES: dict[str, Recipe] = {
         env_kwargs={"n_modules": 2, "kinematic": False, "realism": "realistic", "action_mode": "task", "history": 2,
                     "success_reward": 1.0, "task_feedback": 0.2, "task_residual_radius": 5e-3,
                     "distance_weight": 1000.0, "obstacles": 3, "collision_weight": 200.0},
-        note="peter-soft-realistic-residual around three spheres near the straight path (obstacles=3, their "
-             "centres and radii observed): the law drives the tip straight at the goal and the residual learns "
-             "the way around, a touch costing 200 a step (collision_weight; a step's distance term is about -24 "
-             "at the start), the residual's authority fading within 5 mm of the goal (the law's final approach "
-             "and equilibrium), an initial std of 0.5 (a detour needs millimetres a step), whole 50-step "
-             "episodes per rollout, gamma 0.95 and a KL target of 0.01. 20 CPU-min, seed 0 (soft-envs bench "
-             "learned --full --train --goals peter_obstacles: 6.4 M env-steps; the shipped peter-2-obstacles), "
-             "200 held-out realistic goals (seeds from 4,000,000): success without a collision 90 % "
-             "(collision-free 93 %, within 1 mm 96 %; an earlier run of 5.1 M steps: 90, 91, 98 %), the law "
-             "alone 76 % (100 % within 1 mm); the bench's 50 goals: 86 %, TRR and SQP with obstacles 94 %. "
-             "Tried, seed 0, 50 goals from 1,000,000 (the law: 63 % of 100): a touch costing 50, the radius "
-             "1 mm, an std of 0.3, gamma 0.9, 25-step rollouts, KL 0.02: 72 % collision-free after 10 "
-             "CPU-min (the std fell to 0.05 in 3 minutes); 100 a touch, an std of 0.5 and an entropy bonus of 0.005: 84 % collision-free but 0 % "
-             "within 1 mm (the residual held the tip 2 mm off, radius 1 mm); radius 5 mm: 82-84 % success at "
-             "1-2 M steps, falling to 56 % at 3.5 M; with gamma 0.95: 82-84 %, 72 % at 3.5 M; this recipe "
-             "(no entropy bonus, KL 0.01, 50-step rollouts, 200 a touch): 88-94 % along the run"),
+        note=("peter-soft-realistic-residual around three spheres near the straight path (obstacles=3, their "
+              "centres and radii observed): the law drives the tip straight at the goal and the residual learns the"
+              " way around, a touch costing 200 a step (collision_weight; a step's distance term is about -24 at "
+              "the start), the residual's authority fading within 5 mm of the goal (the law's final approach and "
+              "equilibrium), an initial std of 0.5 (a detour needs millimetres a step), whole 50-step episodes per "
+              "rollout, gamma 0.95 and a KL target of 0.01. 20 CPU-min, seed 0 (soft-envs bench learned --full "
+              "--train --goals peter_obstacles: 6.4 M env-steps; the shipped peter-2-obstacles), 200 held-out "
+              "realistic goals (seeds from 4,000,000): success without a collision 90 % (collision-free 93 %, "
+              "within 1 mm 96 %; an earlier run of 5.1 M steps: 90, 91, 98 %), the law alone 76 % (100 % within 1 "
+              "mm); the bench's 50 goals: 86 %, TRR and SQP with obstacles 94 %. Tried, seed 0, 50 goals from "
+              "1,000,000 (the law: 63 % of 100): a touch costing 50, the radius 1 mm, an std of 0.3, gamma 0.9, "
+              "25-step rollouts, KL 0.02: 72 % collision-free after 10 CPU-min (the std fell to 0.05 in 3 minutes);"
+              " 100 a touch, an std of 0.5 and an entropy bonus of 0.005: 84 % collision-free but 0 % within 1 mm "
+              "(the residual held the tip 2 mm off, radius 1 mm); radius 5 mm: 82-84 % success at 1-2 M steps, "
+              "falling to 56 % at 3.5 M; with gamma 0.95: 82-84 %, 72 % at 3.5 M; this recipe (no entropy bonus, KL"
+              " 0.01, 50-step rollouts, 200 a touch): 88-94 % along the run")),
     "peter-soft-realistic-success": _PETER_SOFT_REALISTIC.replace(
         env_kwargs={"success_reward": 1.0},
         note="peter-soft-realistic with a bonus of 1 a step within 1 mm of the measured tip: the distance "
