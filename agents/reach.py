@@ -225,6 +225,9 @@ class ObstacleReachAgent(TRRReachAgent):
             during the approach.
         approach_tolerance: change of the model error [m] that makes a new plan during the approach.
         approach_every: control periods at least between two such plans.
+        approach_clearance: the clearance [m] of a new goal's first plan (default ``clearance``): larger, the
+            arm first comes to rest where its model's error cannot make it touch, and the feedback's local
+            plans (``clearance``) take it the rest of the way from there.
         **options: :class:`TRRReachAgent`'s keywords (``feedback``, …) and the solver's.
     """
 
@@ -237,7 +240,7 @@ class ObstacleReachAgent(TRRReachAgent):
                  path_margin: float = DEFAULT_PATH_MARGIN, paced: bool = True,
                  step: tuple[ArrayLike, ArrayLike] | None = None, spacing: float | None = None,
                  approach: bool = True, approach_lag: int = 1, approach_tolerance: float = 1.5e-3,
-                 approach_every: int = 3, **options) -> None:
+                 approach_every: int = 3, approach_clearance: float | None = None, **options) -> None:
         super().__init__(env, model, **options)
         self.approach = bool(approach)
         self.approach_lag = check_integer("approach_lag", approach_lag, minimum=0)
@@ -246,6 +249,8 @@ class ObstacleReachAgent(TRRReachAgent):
         self._commanded: list[np.ndarray] = []  # the last approach_lag + 1 set-points commanded (route coordinates)
         self._since_correction = 0  # control periods since the last correction during the approach
         self.clearance = check_clearance(clearance)
+        #: The clearance [m] of a new goal's first plan (the feedback's local plans keep :attr:`clearance`).
+        self.approach_clearance = self.clearance if approach_clearance is None else check_clearance(approach_clearance)
         self.path_margin = check_clearance(path_margin)
         self._rows: np.ndarray | None = None  # the obstacles of the last plan
         #: ``(up, down)`` ``(n_dof,)`` per control period, or ``None``: the plan commanded at once.
@@ -292,7 +297,8 @@ class ObstacleReachAgent(TRRReachAgent):
         q0 = self._solution if self._solution is not None else \
             (None if self._setpoint is None else self.from_route(self._setpoint))
         options = self.trr_options | {"restarts": 0} if local else self.trr_options
-        result = self.solver(self.model, aim, q0, obstacles=present, clearance=self.clearance, **options)
+        clearance = self.clearance if local else self.approach_clearance
+        result = self._solve(aim, q0, obstacles=present, clearance=clearance, **options)
         self.last_result, self._aim, self._solution = result, aim, result.solution
         self._since_plan = 0.0
         self._misses.clear()
@@ -318,6 +324,11 @@ class ObstacleReachAgent(TRRReachAgent):
             self._route = route
         else:
             self.route_clear = False
+
+    def _solve(self, aim: np.ndarray, q0: np.ndarray | None, **options) -> IKResult:
+        """The solver's plan for ``aim`` [m] from ``q0`` (hook: the model's coordinates here; the
+        result's ``solution`` in them)."""
+        return self.solver(self.model, aim, q0, **options)
 
     def _observed_setpoint(self, obs) -> np.ndarray:
         """The set-points the observation reports (PeterReach's flat ``[12:12+n]``, normalised), else

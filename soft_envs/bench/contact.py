@@ -211,8 +211,9 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
     parts.append("**The PCC arm's obstacle reach** (`soft-envs evaluate --tasks pcc-obstacles`: `PCCReach-v0`, two "
                  "segments, three spheres near the path, seeds from 1000; success: within 1 mm at the episode's end "
                  "without a collision; the obstacle-aware agents plan the goal's configuration around the spheres "
-                 "and move along a route checked clear in the smooth coordinates, paced at a quarter of the command "
-                 "ramp)\n\n" + reach_table(40 if full else 20, task="pcc-obstacles")
+                 "(the elongations as strains; closed on the tip, a first plan 10 mm clear, then 4 mm) and move "
+                 "along a route checked clear in the smooth coordinates, paced at a quarter of the command ramp)\n\n"
+                 + reach_table(40 if full else 20, task="pcc-obstacles")
                  + "\n\nThe same arm, goals and seeds in free space (`soft-envs evaluate --tasks pcc-reach`):\n\n"
                  + reach_table(40 if full else 20, task="pcc-reach", contacts=False))
     parts.append("**Push** (`soft-envs evaluate --tasks pcc-push`: `PCCPush-v0`, the three-segment arm hung 0.21 m "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from soft_envs.agents.pcc_reach import PCC_FEEDBACK, PCCObstacleReachAgent
+from soft_envs.agents.pcc_reach import APPROACH_CLEARANCE, PCC_FEEDBACK, PCC_OBSTACLE_FEEDBACK, PCCObstacleReachAgent
 from soft_envs.agents.reach import TRRReachAgent
 from soft_envs.controllers import build_controller
 from soft_envs.robots import PCCArm, Peter
@@ -103,5 +103,7 @@ def test_the_pcc_arm_s_controllers_average_their_feedback():
     assert all(getattr(agent, key) != value for key, value in PCC_FEEDBACK.items())  # PETER's own settings
     pcc.command_ramp_time = 0.0  # unpaced: the agent needs no ramp for its settings
     agent = PCCObstacleReachAgent(pcc, feedback=True)
-    assert all(getattr(agent, key) == value for key, value in PCC_FEEDBACK.items())
+    assert all(getattr(agent, key) == value for key, value in PCC_OBSTACLE_FEEDBACK.items())
+    assert agent.approach_clearance == APPROACH_CLEARANCE > agent.clearance  # the first plan's, with feedback
+    assert PCCObstacleReachAgent(pcc).approach_clearance == PCCObstacleReachAgent(pcc).clearance
     assert PCCObstacleReachAgent(pcc, feedback=True, feedback_samples=2).feedback_samples == 2

@@ -80,9 +80,10 @@ def test_random_actions_keep_contact_shallow_and_observations_finite():
     env.close()
 
 
-@pytest.mark.parametrize("seed", [1002, 1004])
-def test_the_scripted_push_moves_the_box_to_its_goal(seed):
-    env = gym.make(ENV_ID)
+@pytest.mark.parametrize(("seed", "realism"), [(1002, "ideal"), (1004, "ideal"), (4, "realistic"), (5, "realistic")])
+def test_the_scripted_push_moves_the_box_to_its_goal(seed, realism):
+    """(Realistic seeds 4 and 5: arms the push failed on while its IK stepped in ``(ΔL, θ, φ)``.)"""
+    env = gym.make(ENV_ID, realism=realism)
     obs, info = env.reset(seed=seed)
     start = info["object_distance"]
     agent = ScriptedPushAgent(env)
@@ -100,7 +101,7 @@ def test_every_push_starts_pressing_lightly():
     """A new push on a new line starts at ``press``: the last push's press, grown against its stuck
     box, would throw this one's box forward (a realistic episode with a second push)."""
     env = gym.make(ENV_ID, realism="realistic")
-    obs, info = env.reset(seed=1015)
+    obs, info = env.reset(seed=1003)
     agent = ScriptedPushAgent(env)
     agent.reset(obs, info)
     starts, previous = [], agent.phase
