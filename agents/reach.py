@@ -4,6 +4,8 @@ proportional law in task space (:class:`TaskFeedbackAgent`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -11,6 +13,7 @@ from soft_envs import clock
 from soft_envs.agents.ik.obstacles import DEFAULT_CLEARANCE, ObstacleTerms, check_clearance, obstacle_rows
 from soft_envs.agents.ik.result import IKResult
 from soft_envs.agents.ik.route import advance, plan_route
+from soft_envs.agents.ik.smooth_view import IKView
 from soft_envs.agents.ik.sqp import sqp
 from soft_envs.agents.ik.trust_region import trr
 from soft_envs.collision import SHAPE_WIDTH
@@ -84,15 +87,21 @@ class TRRReachAgent:
         feedback_samples: settled control periods whose mean miss makes one correction.
         hold_time: time [s] after a plan before the tip is judged (default 0.3 s: longer than
             the valves' delay the bench uses).
+        ik_view: the coordinates the plans are solved in (an :class:`IKView`, e.g. the PCC arm's
+            :class:`~soft_envs.agents.ik.smooth_view.StrainView`); default the model's own.
         **trr_options: passed to :func:`~soft_envs.agents.ik.trr`.
     """
 
     last_result: IKResult | None
     _solution: np.ndarray | None
 
+    #: The solver (``solve(model, target, q0, **options)``; the obstacle agents pass ``obstacles=``).
+    solver = staticmethod(trr)
+
     def __init__(self, env, model: KinematicModel | None = None, *, feedback: bool = False,
                  feedback_tolerance: float = 5e-5, feedback_gain: float = 1.0, settle_speed: float = 2e-3,
-                 hold_time: float = 0.3, feedback_samples: int = 1, **trr_options) -> None:
+                 hold_time: float = 0.3, feedback_samples: int = 1, ik_view: IKView | None = None,
+                 **trr_options) -> None:
         if not 0.0 < feedback_gain <= 1.0:
             raise InvalidParameterError(f"feedback_gain must be in (0, 1]; got {feedback_gain!r}")
         self.feedback_samples = check_integer("feedback_samples", feedback_samples, minimum=1)
@@ -105,6 +114,8 @@ class TRRReachAgent:
         self.settle_speed = settle_speed
         self.hold_time = hold_time
         self.trr_options = trr_options
+        #: The coordinates the plans are solved in (``None``: the model's own).
+        self.ik_view = ik_view
         self.last_result: IKResult | None = None
         self._goal: np.ndarray | None = None
         self._aim: np.ndarray | None = None
@@ -118,10 +129,19 @@ class TRRReachAgent:
         self._misses = []
 
     def _plan(self, aim: np.ndarray) -> None:
-        result = trr(self.model, aim, self._solution, **self.trr_options)
+        result = self._solve(aim, self._solution, **self.trr_options)
         self.last_result, self._aim, self._solution = result, aim, result.solution
         self._since_plan = 0.0
         self._misses.clear()  # (samples of the plan before are no measure of this one)
+
+    def _solve(self, aim: np.ndarray, q0: np.ndarray | None, **options) -> IKResult:
+        """:attr:`solver`'s plan for ``aim`` [m] from ``q0``, solved in :attr:`ik_view`'s coordinates where
+        there is one; the result's ``solution`` in the model's."""
+        view = self.ik_view
+        if view is None:
+            return self.solver(self.model, aim, q0, **options)
+        result = self.solver(view, aim, None if q0 is None else view.to_view(q0), **options)
+        return replace(result, solution=view.from_view(result.solution, reference=q0))
 
     @staticmethod
     def goal_from_observation(obs) -> np.ndarray:
@@ -231,8 +251,6 @@ class ObstacleReachAgent(TRRReachAgent):
         **options: :class:`TRRReachAgent`'s keywords (``feedback``, …) and the solver's.
     """
 
-    #: The obstacle-aware solver (``solve(model, target, q0, obstacles=, clearance=, **options)``).
-    solver = staticmethod(trr)
     route_clear: bool
     _route: list[np.ndarray]
 
@@ -324,11 +342,6 @@ class ObstacleReachAgent(TRRReachAgent):
             self._route = route
         else:
             self.route_clear = False
-
-    def _solve(self, aim: np.ndarray, q0: np.ndarray | None, **options) -> IKResult:
-        """The solver's plan for ``aim`` [m] from ``q0`` (hook: the model's coordinates here; the
-        result's ``solution`` in them)."""
-        return self.solver(self.model, aim, q0, **options)
 
     def _observed_setpoint(self, obs) -> np.ndarray:
         """The set-points the observation reports (PeterReach's flat ``[12:12+n]``, normalised), else

@@ -54,12 +54,14 @@ def build_controller(name: str, env, task: str = "") -> Any:
 
         return OnRobotReachAgent(env, learning[0], samples=learning[1])
     if name in ("trr", "trr-feedback", "trr-paper-model"):
+        from soft_envs.agents.ik.smooth_view import StrainView
         from soft_envs.agents.pcc_reach import PCC_FEEDBACK
         from soft_envs.agents.reach import TRRReachAgent
         from soft_envs.robots.pcc_arm import PCCArm
 
         model = env.unwrapped.model.with_kinematics("tilted") if name == "trr-paper-model" else None
-        options = PCC_FEEDBACK if isinstance(env.unwrapped.model, PCCArm) else {}
+        arm = env.unwrapped.model
+        options = PCC_FEEDBACK | {"ik_view": StrainView(arm)} if isinstance(arm, PCCArm) else {}
         return TRRReachAgent(env, model, feedback=name == "trr-feedback", **options)
     if name in OBSTACLE_CONTROLLERS:
         from soft_envs.agents.pcc_reach import PCCObstacleReachAgent, PCCTRRObstacleReachAgent

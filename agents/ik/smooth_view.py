@@ -6,6 +6,8 @@ steps in (:class:`StrainView`)."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import numpy as np
 
 from soft_envs.robots.base import KinematicModel
@@ -44,7 +46,20 @@ class SmoothView:
         return self.backbone_kinematics(u)[1]
 
 
-class StrainView(KinematicModel):
+class IKView(KinematicModel):
+    """A model seen in other coordinates for its IK (:class:`StrainView`): the kinematic model of those
+    coordinates, and the maps to and from the model's configuration."""
+
+    @abstractmethod
+    def to_view(self, q: np.ndarray) -> np.ndarray:
+        """The view's coordinates of the model's configuration ``q``."""
+
+    @abstractmethod
+    def from_view(self, x: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+        """The model's configuration of ``x`` (nearest ``reference`` where it is not unique)."""
+
+
+class StrainView(IKView):
     """``model`` (a :class:`~soft_envs.robots.PCCArm`) in the coordinates ``x = (ΔL / L, θ cos φ,
     θ sin φ)`` per segment — the smooth coordinates with each elongation as its strain — for the IK of
     a redundant PCC arm: no singularity at the straight arm (there ``φ`` is undefined and the model's

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from soft_envs.agents.ik.smooth_view import StrainView
 from soft_envs.agents.pcc_reach import APPROACH_CLEARANCE, PCC_FEEDBACK, PCC_OBSTACLE_FEEDBACK, PCCObstacleReachAgent
 from soft_envs.agents.reach import TRRReachAgent
 from soft_envs.controllers import build_controller
@@ -100,6 +101,7 @@ def test_the_pcc_arm_s_controllers_average_their_feedback():
     for env, expected in ((pcc, PCC_FEEDBACK["feedback_samples"]), (peter, 1)):
         agent = build_controller("trr-feedback", env)
         assert agent.feedback_samples == expected
+        assert isinstance(agent.ik_view, StrainView) == (env is pcc)  # the PCC arm's plans in strains
     assert all(getattr(agent, key) != value for key, value in PCC_FEEDBACK.items())  # PETER's own settings
     pcc.command_ramp_time = 0.0  # unpaced: the agent needs no ramp for its settings
     agent = PCCObstacleReachAgent(pcc, feedback=True)
