@@ -27,7 +27,8 @@ The IK is the PCC arm's TRR (:func:`~soft_envs.agents.ik.trr`), warm-started fro
 on the nominal model in the base frame (world ``p_w = R p_b + (0, 0, mount_height)``), stepping in the
 coordinates of :class:`~soft_envs.agents.ik.smooth_view.StrainView` (the bends' components and the
 elongations as strains). In the model's ``(ΔL, θ, φ)`` its minimum-norm steps moved the tip mostly by
-elongations (a millimetre of ``ΔL`` costs a thousandth of a radian of bend): from the straight arm one
+elongations (a millimetre of ``ΔL`` moves the tip a millimetre for the norm of a thousandth of a radian of
+bend, which moves it ~0.06 mm): from the straight arm one
 segment contracted and another stretched by ~6 mm, tens of kPa of opposite common pressure in their
 chambers, and the realistic chambers' scatter (±5 % gain, up to 3 % droop) turned those pressures into a
 bend that threw the tip 20-30 mm past its aim, a swing the realistic law's weak gains damp for seconds:
@@ -41,8 +42,6 @@ its aim, and a correction that grew against it snaps the arm when it lets go).
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 
@@ -359,11 +358,9 @@ class ScriptedPushAgent:
             self._correction = np.clip(self._correction + self.aim_gain * miss, -self.max_correction,
                                        self.max_correction)
         local = self.rotation.T @ (target + self._correction - self.base)
-        start = None if self._solution is None else self.view.to_view(self._solution)
-        result = trr(self.view, local, start, **self.trr_options)
-        solution = self.view.from_view(result.solution, reference=self._solution)
-        self.last_result, self._solution = replace(result, solution=solution), solution
-        return self.env.model_to_action(solution)
+        result = self.view.solve(trr, local, self._solution, **self.trr_options)
+        self.last_result, self._solution = result, result.solution
+        return self.env.model_to_action(result.solution)
 
     def _free(self, obs: np.ndarray) -> bool:
         """Whether the tip's miss measures the arm's sag: the tip no faster than twice ``tip_speed`` (not

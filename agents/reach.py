@@ -4,8 +4,6 @@ proportional law in task space (:class:`TaskFeedbackAgent`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -137,11 +135,9 @@ class TRRReachAgent:
     def _solve(self, aim: np.ndarray, q0: np.ndarray | None, **options) -> IKResult:
         """:attr:`solver`'s plan for ``aim`` [m] from ``q0``, solved in :attr:`ik_view`'s coordinates where
         there is one; the result's ``solution`` in the model's."""
-        view = self.ik_view
-        if view is None:
+        if self.ik_view is None:
             return self.solver(self.model, aim, q0, **options)
-        result = self.solver(view, aim, None if q0 is None else view.to_view(q0), **options)
-        return replace(result, solution=view.from_view(result.solution, reference=q0))
+        return self.ik_view.solve(self.solver, aim, q0, **options)
 
     @staticmethod
     def goal_from_observation(obs) -> np.ndarray:

@@ -7,9 +7,12 @@ steps in (:class:`StrainView`)."""
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
+from soft_envs.agents.ik.result import IKResult
 from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.pcc_arm import PCCArm
 
@@ -57,6 +60,14 @@ class IKView(KinematicModel):
     @abstractmethod
     def from_view(self, x: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
         """The model's configuration of ``x`` (nearest ``reference`` where it is not unique)."""
+
+    def solve(self, solver: Callable[..., IKResult], target: np.ndarray, q0: np.ndarray | None,
+              **options) -> IKResult:
+        """``solver(view, target, start, **options)`` (an IK solver: :func:`~soft_envs.agents.ik.trr`,
+        :func:`~soft_envs.agents.ik.sqp`) in the view's coordinates, started from the model's ``q0``; the
+        result's ``solution`` in the model's (``φ`` continued from ``q0``'s)."""
+        result = solver(self, target, None if q0 is None else self.to_view(q0), **options)
+        return replace(result, solution=self.from_view(result.solution, reference=q0))
 
 
 class StrainView(IKView):
