@@ -134,10 +134,10 @@ class PCCObstacleReachAgent(SQPObstacleReachAgent):
         return self.view
 
     def to_route(self, q: np.ndarray) -> np.ndarray:
-        return self.model.to_smooth(q)
+        return self.view.to_view(q)
 
     def from_route(self, x: np.ndarray) -> np.ndarray:
-        return self.model.from_smooth(self.model.project_smooth(x), reference=self._solution)
+        return self.view.from_view(x, reference=self._solution)
 
     def _plan(self, aim: np.ndarray, *, local: bool = False) -> None:
         """The plan, and where its route is blocked, other end configurations (solves from the model's

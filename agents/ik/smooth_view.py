@@ -17,38 +17,6 @@ from soft_envs.robots.base import KinematicModel
 from soft_envs.robots.pcc_arm import PCCArm
 
 
-class SmoothView:
-    """``model`` (a :class:`~soft_envs.robots.PCCArm`) with ``u`` as its configuration: bounds
-    ``smooth_lower``/``smooth_upper`` (the bend disk is the box's inscribed disk: a ``u`` outside it is
-    projected onto it, :meth:`~soft_envs.robots.PCCArm.project_smooth`, before the body is placed),
-    the tip and the body's backbone [m, base frame] and their Jacobians in ``u``."""
-
-    def __init__(self, model: PCCArm) -> None:
-        self.model = model
-        self.n_dof = model.n_dof
-        self.lower, self.upper = model.smooth_lower, model.smooth_upper
-
-    @property
-    def body_radius(self) -> float:
-        return self.model.body_radius
-
-    def forward(self, u: np.ndarray) -> np.ndarray:
-        """The tip [m] at ``u``."""
-        return self.model.smooth_forward(self.model.project_smooth(u))
-
-    def backbone(self, u: np.ndarray) -> np.ndarray:
-        """Backbone points ``(P, 3)`` [m] at ``u``."""
-        return self.model.backbone(self.model.from_smooth(self.model.project_smooth(u)))
-
-    def backbone_kinematics(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Backbone points ``(P, 3)`` [m] and ``∂points/∂u`` ``(P, 3, n)``."""
-        return self.model.smooth_backbone_kinematics(self.model.project_smooth(u))
-
-    def backbone_jacobian(self, u: np.ndarray) -> np.ndarray:
-        """``∂points/∂u`` ``(P, 3, n)``."""
-        return self.backbone_kinematics(u)[1]
-
-
 class IKView(KinematicModel):
     """A model seen in other coordinates for its IK (:class:`StrainView`): the kinematic model of those
     coordinates, and the maps to and from the model's configuration."""
@@ -70,23 +38,18 @@ class IKView(KinematicModel):
         return replace(result, solution=self.from_view(result.solution, reference=q0))
 
 
-class StrainView(IKView):
-    """``model`` (a :class:`~soft_envs.robots.PCCArm`) in the coordinates ``x = (ΔL / L, θ cos φ,
-    θ sin φ)`` per segment — the smooth coordinates with each elongation as its strain — for the IK of
-    a redundant PCC arm: no singularity at the straight arm (there ``φ`` is undefined and the model's
-    Jacobian loses its rank), and a metre of elongation weighs as much in a step's norm as the bend
-    that moves the tip as far (a strain of 1 and a bend of 1 rad move the tip ~``L``; in ``ΔL`` [m] the
-    minimum-norm step would prefer elongations by 1/``L``: one segment contracted and another stretched
-    by millimetres, tens of kPa of common pressure in each, for a lateral millimetre of the tip).
-    Bounds: the smooth box's (the bend disk is tighter: a ``x`` outside it is projected onto it,
-    :meth:`~soft_envs.robots.PCCArm.project_smooth`, before the body is placed). Tip and backbone [m,
-    base frame]; the body's capsules as the model's (an obstacle-aware solve can run in the view)."""
+class PCCView(IKView):
+    """``model`` (a :class:`~soft_envs.robots.PCCArm`) in the coordinates ``x = u / scale``, ``u = (ΔL,
+    θ cos φ, θ sin φ)`` per segment its smooth coordinates (no singularity at the straight arm, where ``φ``
+    is undefined and the model's Jacobian loses its rank). Bounds: the smooth box's, scaled (the bend disk
+    is tighter: an ``x`` outside it is projected onto it, :meth:`~soft_envs.robots.PCCArm.project_smooth`,
+    before the body is placed). Tip and backbone [m, base frame] and their Jacobians in ``x``; the body's
+    capsules as the model's (an obstacle-aware solve or a route can run in the view)."""
 
-    def __init__(self, model: PCCArm) -> None:
+    def __init__(self, model: PCCArm, scale: np.ndarray) -> None:
         self.model = model
-        #: ``u = x * scale``: the segments' lengths [m] at the elongations, 1 at the bends.
-        self.scale = np.ones(model.n_dof)
-        self.scale[0::3] = model.segment_lengths
+        #: ``u = x * scale`` ``(n,)``.
+        self.scale = np.asarray(scale, dtype=float)
         self.lower, self.upper = model.smooth_lower / self.scale, model.smooth_upper / self.scale
 
     @property
@@ -129,3 +92,24 @@ class StrainView(IKView):
     def backbone_jacobian(self, x: np.ndarray) -> np.ndarray:
         """``∂points/∂x`` ``(P, 3, n)``."""
         return self.backbone_kinematics(x)[1]
+
+
+class SmoothView(PCCView):
+    """The PCC arm in its smooth coordinates ``u`` themselves (:class:`PCCView` with unit scale): where the
+    arm's command moves straight, the coordinates a route is planned and paced in."""
+
+    def __init__(self, model: PCCArm) -> None:
+        super().__init__(model, np.ones(model.n_dof))
+
+
+class StrainView(PCCView):
+    """The PCC arm in ``x = (ΔL / L, θ cos φ, θ sin φ)`` per segment — each elongation as its strain —
+    for the IK of a redundant PCC arm: a strain of 1 and a bend of 1 rad move the tip about as far (~``L``),
+    so a minimum-norm step weighs them alike; in ``ΔL`` [m] it would prefer elongations by 1/``L`` (one
+    segment contracted and another stretched by millimetres, tens of kPa of common pressure in each, for
+    a lateral millimetre of the tip)."""
+
+    def __init__(self, model: PCCArm) -> None:
+        scale = np.ones(model.n_dof)
+        scale[0::3] = model.segment_lengths  # the segments' lengths [m] at the elongations
+        super().__init__(model, scale)
