@@ -149,7 +149,8 @@ def test_the_approach_is_corrected_by_the_model_error_seen_on_the_way(pcc_case):
 
 
 @pytest.mark.parametrize("keyword", [{"approach_lag": -1}, {"approach_every": 0}, {"approach_tolerance": 0.0},
-                                     {"approach_lag": 1.5}])
+                                     {"approach_lag": 1.5}, {"approach_clearance": -1e-3},
+                                     {"approach_clearance": float("nan")}])
 def test_bad_approach_keywords_raise_value_error(pcc_case, keyword):
     arm, _, rows = pcc_case
     with pytest.raises(ValueError):
