@@ -74,6 +74,25 @@ def test_the_agent_plans_around_the_env_s_obstacles(pcc_case, agent_type):
     assert _distance(arm, rows, q) >= agent.clearance - 1e-6
 
 
+def test_a_first_plan_the_approach_clearance_holds_off_is_made_at_the_clearance():
+    """The goal between two spheres 5 mm from the body on either side: no configuration reaches it 10 mm
+    clear (TRR's best stops ~18 mm short), so the first plan is made at the 4 mm clearance."""
+    arm = PCCArm(3, 6)
+    q = arm.sample(np.random.default_rng(3))
+    goal, points = arm.forward(q), arm.backbone(q)
+    tangent = (points[-1] - points[-2]) / np.linalg.norm(points[-1] - points[-2])
+    side = np.cross(tangent, [0.0, 0.0, 1.0])
+    side /= np.linalg.norm(side)
+    offset = 0.01 + arm.body_radius + 0.005
+    rows = shape_rows([Sphere(tuple(goal + side * offset), 0.01), Sphere(tuple(goal - side * offset), 0.01)])
+    assert not trr(arm, goal, obstacles=obstacle_rows(rows), clearance=0.01).success
+    agent = ObstacleReachAgent(FakeEnv(arm, rows), clearance=0.004, approach_clearance=0.01, feedback=True)
+    q = agent.act(_observation(np.zeros(3), goal))
+    assert agent.last_result is not None and agent.last_result.success
+    assert np.linalg.norm(arm.forward(q) - goal) < 1e-3
+    assert 0.004 - 1e-6 <= _distance(arm, rows, q) < 0.01
+
+
 def test_the_obstacles_are_read_at_every_act(pcc_case):
     arm, goal, rows = pcc_case
     env = FakeEnv(arm, None)
@@ -150,7 +169,8 @@ def test_the_approach_is_corrected_by_the_model_error_seen_on_the_way(pcc_case):
 
 @pytest.mark.parametrize("keyword", [{"approach_lag": -1}, {"approach_every": 0}, {"approach_tolerance": 0.0},
                                      {"approach_lag": 1.5}, {"approach_clearance": -1e-3},
-                                     {"approach_clearance": float("nan")}])
+                                     {"approach_clearance": float("nan")}, {"arrival_periods": -1},
+                                     {"arrival_periods": 2.5}])
 def test_bad_approach_keywords_raise_value_error(pcc_case, keyword):
     arm, _, rows = pcc_case
     with pytest.raises(ValueError):

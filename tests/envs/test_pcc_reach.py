@@ -9,7 +9,7 @@ import pytest
 import soft_envs  # noqa: F401
 from soft_envs.agents.ik.obstacles import ObstacleTerms, obstacle_rows
 from soft_envs.agents.ik.smooth_view import SmoothView
-from soft_envs.agents.pcc_reach import PCCObstacleReachAgent
+from soft_envs.agents.pcc_reach import PCCObstacleReachAgent, PCCTRRObstacleReachAgent
 from soft_envs.agents.reach import TRRReachAgent
 from soft_envs.envs.obstacle_course import body_clearance
 from soft_envs.envs.pcc_reach import PCC_OBSTACLE_RADII
@@ -110,9 +110,14 @@ def test_smooth_view_backbone_jacobian_matches_finite_differences():
         assert np.allclose(fd, jac[:, :, i], atol=1e-6)
 
 
-@pytest.mark.parametrize("seed", [1001, 1003])
-def test_obstacle_aware_agent_reaches_without_a_collision(seed):
-    env = gym.make(ENV_ID, obstacles=3)
+@pytest.mark.parametrize(("seed", "preset"), [(1001, "ideal"), (1003, "ideal"), (1024, "realistic")])
+def test_obstacle_aware_agent_reaches_without_a_collision(seed, preset):
+    """(Realistic 1024, two segments: the straight arm starts 3.6 mm from a sphere; a route that kept that
+    distance throughout, instead of leaving it first, touched on the way: 7 collisions.)"""
+    from soft_envs.evaluate import PRESETS
+
+    kwargs = {"n_segments": 2} if preset == "realistic" else {}
+    env = gym.make(ENV_ID, obstacles=3, **kwargs, **PRESETS[preset])
     obs, info = env.reset(seed=seed)
     agent = PCCObstacleReachAgent(env, feedback=True)
     agent.reset(obs, info)
@@ -125,6 +130,35 @@ def test_obstacle_aware_agent_reaches_without_a_collision(seed):
     assert terms.min_distance(agent.last_result.solution) >= agent.clearance - 1e-6
     assert info["collisions"] == 0 and info["distance"] < 1e-3 and info["is_success"]
     env.close()
+
+
+@pytest.mark.parametrize("seed", [0, 64])
+def test_a_route_no_single_waypoint_clears_is_found_by_the_tree_search(seed, monkeypatch):
+    """Two segments, three spheres: from the straight arm no straight or one-waypoint route reaches the
+    TRR plan clear (the arm stepped straight at it, through a sphere: 3 and 16 collisions before the tree
+    search); the tree search's does."""
+    from soft_envs.agents.ik import route
+
+    env = gym.make(ENV_ID, n_segments=2, obstacles=3)
+    obs, info = env.reset(seed=seed)
+    agent = PCCTRRObstacleReachAgent(env, feedback=True)
+    agent.reset(obs, info)
+    searched = []
+    original = route.connect_route
+
+    def recorded(*args, **kwargs):
+        out = original(*args, **kwargs)
+        searched.append(out is not None)
+        return out
+
+    monkeypatch.setattr(route, "connect_route", recorded)
+    for _ in range(gym.spec(ENV_ID).max_episode_steps):
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        if terminated or truncated:
+            break
+    env.close()
+    assert searched and searched[0]
+    assert info["collisions"] == 0 and info["is_success"]
 
 
 def test_blind_trr_reaches_in_free_space():
