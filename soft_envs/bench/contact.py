@@ -212,7 +212,8 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
                  "segments, three spheres near the path, seeds from 1000; success: within 1 mm at the episode's end "
                  "without a collision; the obstacle-aware agents plan the goal's configuration around the spheres "
                  "(the elongations as strains; closed on the tip, a first plan 10 mm clear, then 4 mm) and move "
-                 "along a route checked clear in the smooth coordinates, paced at a quarter of the command ramp)\n\n"
+                 "along a route checked clear in the smooth coordinates (one waypoint, else a tree search), paced "
+                 "at a quarter of the command ramp and slowing on arrival)\n\n"
                  + reach_table(40 if full else 20, task="pcc-obstacles")
                  + "\n\nThe same arm, goals and seeds in free space (`soft-envs evaluate --tasks pcc-reach`):\n\n"
                  + reach_table(40 if full else 20, task="pcc-reach", contacts=False))
