@@ -251,9 +251,15 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
     def _delay_law(self, act) -> None:
         """The law behind a dead time (``delay_robust_gains``, class docstring): no ``+D q̇`` term and
         gains scaled on the nominal arm's first mode, straight at rest (the env's batched body as built,
-        before any realism, or one like it beside PyBullet's: its mass matrix, stiffness and gravity's
-        gradient, hanging or upright), as a designer who knows the regulators' dead time but not its exact
-        value would."""
+        before any realism, or one like it beside PyBullet's: its mass matrix and elastic stiffness ``K``),
+        as a designer who knows the regulators' dead time but not its exact value would.
+
+        Gravity's gradient is left out of the mode: it stiffens the hanging arm's bend by about a quarter
+        (0.030 against K's 0.113 N m per unit of the first segment's bend, from central differences of
+        ``G`` over 1 % of the range), its first mode 15.7 → 18.0 rad/s and the gains kp 6.1 → 8.8, kv
+        0.23 → 0.33; measured with it, the held swing of ``tests/envs/test_pcc_push.py`` decayed from
+        16.2 to 1.6 mm in 8 s (0.9 mm without) and the realistic scripted push missed 2 of 80 seeds (0-79;
+        none without), so the law keeps the elastic mode, the slower one, as its design point."""
         dead = self.actuation == "pressure" and (act.regulator_delay > 0.0 or self.realism.ranges.get(
             "regulator_delay", (0.0, 0.0))[1] > 0.0)
         #: The law's gains were scaled for the regulators' dead time: ``(kp, kv, ω₁)``, else ``None``.
@@ -261,17 +267,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         if not (act.delay_robust_gains and dead and self.setpoint_driven):
             return
         arm = self.body if isinstance(self.body, BatchedPCCBody) else soft_arms(self, 1, num_threads=1)
-        n = self.model.n_dof
-        u = np.zeros((1, n))
-        rows = np.zeros(1, dtype=np.int64)
-        gradient = np.zeros((n, n))
-        h = 1e-7
-        for j in range(n):
-            e = np.zeros((1, n))
-            e[0, j] = h
-            up, down = arm.gravity_torque(u + e, index=rows)[0], arm.gravity_torque(u - e, index=rows)[0]
-            gradient[:, j] = (up - down) / (2 * h)
-        kp, kv, w1 = delay_robust_gains(arm.mass_matrix()[0], np.diag(self.nominal_stiffness) + gradient,
+        kp, kv, w1 = delay_robust_gains(arm.mass_matrix()[0], np.diag(self.nominal_stiffness),
                                         self.rayleigh_stiffness, act.kp, act.kv)
         self.delay_gains = (kp, kv, w1)
         self.controller = PDFeedforward(self.model, kp, kv, compensate_damping=False,

@@ -302,8 +302,8 @@ DELAY_DAMPING_MARGIN = 0.5
 def delay_robust_gains(mass: np.ndarray, stiffness: np.ndarray, beta: float, kp: float, kv: float,
                        margin: float = DELAY_DAMPING_MARGIN) -> tuple[float, float, float]:
     """The PD + feed-forward law's gains ``(kp, kv)`` scaled for actuation behind a dead time of *any*
-    length, and the arm's first mode ``ω₁`` [rad/s] (``mass`` ``M``, ``stiffness`` the linearised
-    ``K + ∂G/∂u``, Rayleigh ``D = β K``).
+    length, and the arm's first mode ``ω₁`` [rad/s] (``mass`` ``M``, ``stiffness`` the one the mode is
+    taken on — ``K``, or the linearised ``K + ∂G/∂u`` —, Rayleigh ``D = β K``).
 
     The law's feedback ``M (−kv q̇ − kp Δq)`` acts on every mode of unit modal mass as ``−kv ẋ − kp x``;
     arriving a dead time ``τ`` late it adds ``(kv cos ωτ − kp sin(ωτ)/ω) ẋ`` of damping to a mode ``ω``

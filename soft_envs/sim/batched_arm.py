@@ -278,7 +278,9 @@ class BatchedSoftArm:
 
     def gravity_torque(self, u: np.ndarray | None = None, index=None) -> np.ndarray:
         """``G`` ``(B, n)`` at the current states or at smooth configurations ``u`` ``(B, n)``; with
-        ``index``, of those arms only, at their current states (``(k, n)``)."""
+        ``index``, of those arms only, at their current states (``(k, n)``; not with ``u``)."""
+        if index is not None and u is not None:
+            raise InvalidParameterError("gravity_torque takes configurations u or an index of arms, not both")
         if index is not None:
             rows = _rows(index, self.n_arms)
             part = ArmState(*(getattr(self.state, f.name)[rows] for f in fields(self.state)))

@@ -143,3 +143,15 @@ def test_bad_indices_and_parameters_raise():
         batched.set_model(None, PCCArm(3, 4))
     with pytest.raises(InvalidParameterError):
         batched.reset(np.array([True]), np.zeros(6))
+
+
+def test_gravity_torque_takes_configurations_or_an_index_not_both():
+    """Of some arms at their states, or of every arm at given configurations; both at once would leave
+    one of them unread, so it is an error."""
+    body = BatchedPCCBody(PCCArm(2, 4), 3)
+    u = 0.1 * np.ones((3, body.n_dof))
+    at_u = body.gravity_torque(u)
+    assert not np.allclose(at_u, body.gravity_torque())  # (the states are straight)
+    np.testing.assert_array_equal(body.gravity_torque(index=[1]), body.gravity_torque()[[1]])
+    with pytest.raises(InvalidParameterError):
+        body.gravity_torque(u, index=[1])
