@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from soft_envs import clock
 from soft_envs.agents.ik.result import IKResult
 from soft_envs.agents.ik.smooth_view import SmoothView, StrainView
 from soft_envs.agents.ik.trust_region import trr
@@ -75,8 +76,10 @@ PCC_OBSTACLE_FEEDBACK: dict[str, Any] = PCC_FEEDBACK | {"feedback_samples": 5, "
 #: SQP 75 of 80 on 0-79, 78 of 80 held out (TRR 79 and 77); the misses now are touches on the way or on
 #: arrival and settled errors of 1.0-1.8 mm.
 APPROACH_CLEARANCE = 0.01
-#: Other end configurations tried where the plan's route is blocked.
-ALTERNATIVES = 6
+#: Other end configurations tried where the plan's route is blocked, and the time [multiples of the
+#: solver's ``timeout``] after a plan's start within which one may begin (each has a solve and a route
+#: search of up to a ``timeout`` each: a blocked plan ends within about this plus two timeouts).
+ALTERNATIVES, ALTERNATIVES_BUDGET = 6, 2.0
 #: The route's configurations are checked at most this far apart in each smooth coordinate [rad of
 #: bend, or m of elongation]: a segment's bend moving 0.05 rad moves the tip of a 65 mm segment ~3 mm.
 ROUTE_SPACING = 0.05
@@ -145,13 +148,18 @@ class PCCObstacleReachAgent(SQPObstacleReachAgent):
 
     def _plan(self, aim: np.ndarray, *, local: bool = False) -> None:
         """The plan, and where its route is blocked, other end configurations (solves from the model's
-        random configurations, up to :data:`ALTERNATIVES`) until one has a clear route."""
+        random configurations, up to :data:`ALTERNATIVES`, begun within :data:`ALTERNATIVES_BUDGET` times
+        the solver's ``timeout`` of the plan's start) until one has a clear route."""
+        began = clock.now()
         super()._plan(aim, local=local)
         if self.route_clear or local or self.step_limits is None:
             return
         first = (self.last_result, self._solution, self._route)
         rng = np.random.default_rng(int(self.trr_options.get("seed", 0)))
+        deadline = began + ALTERNATIVES_BUDGET * float(self.trr_options.get("timeout", 1.0))
         for _ in range(ALTERNATIVES):
+            if clock.now() > deadline:
+                break
             self._solution = self.model.sample(rng)
             super()._plan(aim, local=True)
             if self.route_clear and self.last_result is not None and self.last_result.success:
