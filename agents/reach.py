@@ -215,8 +215,7 @@ class ObstacleReachAgent(TRRReachAgent):
     the reset's from the observation) to the plan, every configuration on it at least
     ``clearance + path_margin`` from the obstacles (:func:`~soft_envs.agents.ik.route.plan_route`: the
     straight segment, else one waypoint around the obstacle, else a tree search), and commands, each
-    control period,
-    the next set-points along it within one period's motion of the legs (``step``: filling
+    control period, the next set-points along it within one period's motion of the legs (``step``: filling
     ``leg_rate`` and venting ``vent_rate`` [m/s], as inflation times; :attr:`step_limits`), so the
     legs, which move at those rates, follow the checked route within a step; over the route's last
     ``arrival_periods`` periods the steps shrink with what is left (an arm stopped from full pace swings
