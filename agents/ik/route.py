@@ -161,7 +161,7 @@ def leave_start(terms: ObstacleTerms, start: np.ndarray, required: float, floor:
     if slope <= 0.0:
         return None
     direction = J[k] / slope
-    span = np.where(upper > lower, upper - lower, 1.0)
+    span = _ranges(lower, upper)
     for factor in EXIT_FACTORS:
         q = np.clip(start + factor * (required - d[k]) / slope * direction, lower, upper)
         if np.max(np.abs(q - start) / span) > EXIT_SPAN:
@@ -181,7 +181,7 @@ def connect_route(terms: ObstacleTerms, start: np.ndarray, end: np.ndarray, *, l
     joined; the joined path then shortened greedily (from each waypoint to the farthest later one with
     a clear segment). ``None`` when the trees have not joined by the ``deadline`` or
     :data:`CONNECT_NODES` nodes."""
-    span = np.where(upper > lower, upper - lower, 1.0)
+    span = _ranges(lower, upper)
     step = CONNECT_STEP * span
     forward: tuple[list[np.ndarray], list[int]] = ([start], [-1])
     trees = [forward, ([end], [-1])]
@@ -222,6 +222,11 @@ def connect_route(terms: ObstacleTerms, start: np.ndarray, end: np.ndarray, *, l
                 return _shortcut([*to_start[::-1], *to_end[1:]], clear)
         trees.reverse()
     return None
+
+
+def _ranges(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Each coordinate's range (1 where the bounds meet): the scale of the searches' steps."""
+    return np.where(upper > lower, upper - lower, 1.0)
 
 
 def _path(tree: tuple[list[np.ndarray], list[int]], index: int) -> list[np.ndarray]:
