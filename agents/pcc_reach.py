@@ -73,7 +73,7 @@ PCC_OBSTACLE_FEEDBACK: dict[str, Any] = PCC_FEEDBACK | {"feedback_samples": 5, "
 #: find (the arm stepped straight at the plan, through a sphere) are found by the tree search, a start
 #: beside a sphere is left before the route keeps its margin, and a goal this clearance holds far off
 #: is planned at :data:`CLEARANCE`, and the arrival is eased (:class:`~soft_envs.agents.reach.ObstacleReachAgent`):
-#: SQP 75 of 80 on 0-79, 78 of 80 held out (TRR 79 and 77); the misses now are touches on the way or on
+#: SQP 75 of 80 on 0-79, 78 of 80 held out (TRR 79 and 76-77); the misses now are touches on the way or on
 #: arrival and settled errors of 1.0-1.8 mm.
 APPROACH_CLEARANCE = 0.01
 #: Other end configurations tried where the plan's route is blocked, and the time [multiples of the

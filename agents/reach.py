@@ -25,7 +25,7 @@ DEFAULT_PATH_MARGIN = 1e-3
 #: (:func:`~soft_envs.agents.ik.route.arrival_pace`): a soft arm stopped from the route's full pace
 #: swings past its plan by more than a few mm of clearance. Measured on realistic ``pcc-obstacles``
 #: (seeds 0-79, SQP / TRR closed on the tip): 94 / 98 % at 0 (the full pace to the end), 94 / 99 % at 6,
-#: 95 / 99 % at 10; held out (1000-1039 and 3000-3039): 96 / 95 %, 98 / 96 %, 98 / 96 %; realistic
+#: 95 / 99 % at 10; held out (1000-1039 and 3000-3039): 96 / 95 %, 98 / 95-96 % (two runs), 98 / 96 %; realistic
 #: ``peter-2-obstacles`` (1000-1039): 92 / 95 %, 98 / 95 %, 95 / 95 %.
 ARRIVAL_PERIODS = 6
 
