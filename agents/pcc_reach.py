@@ -156,7 +156,7 @@ class PCCObstacleReachAgent(SQPObstacleReachAgent):
             return
         first = (self.last_result, self._solution, self._route)
         rng = np.random.default_rng(int(self.trr_options.get("seed", 0)))
-        deadline = began + ALTERNATIVES_BUDGET * float(self.trr_options.get("timeout", 1.0))
+        deadline = began + ALTERNATIVES_BUDGET * self.plan_timeout
         for _ in range(ALTERNATIVES):
             if clock.now() > deadline:
                 break

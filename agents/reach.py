@@ -4,6 +4,8 @@ proportional law in task space (:class:`TaskFeedbackAgent`)."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -345,7 +347,6 @@ class ObstacleReachAgent(TRRReachAgent):
             return
         up, down = self.step_limits
         assert self.spacing is not None
-        timeout = float(self.trr_options.get("timeout", 1.0))
         space = self.route_model
         terms = ObstacleTerms(space, present)
         required = self.clearance + self.path_margin
@@ -356,11 +357,20 @@ class ObstacleReachAgent(TRRReachAgent):
             required, leave = (lowered, None) if local else (required, lowered)  # a new goal's leaves it first
         route = plan_route(terms, self._setpoint, self.to_route(result.solution), up=up,
                            down=down, lower=space.lower, upper=space.upper, required=required, spacing=self.spacing,
-                           deadline=clock.now() + timeout, seed=int(self.trr_options.get("seed", 0)), leave=leave)
+                           deadline=clock.now() + self.plan_timeout, seed=int(self.trr_options.get("seed", 0)),
+                           leave=leave)
         if route is not None:
             self._route = route
         else:
             self.route_clear = False
+
+    @property
+    def plan_timeout(self) -> float:
+        """The wall-clock budget [s] of a plan's solve, and again of its route search: the solver's
+        ``timeout`` option, else the solver's own default."""
+        if "timeout" in self.trr_options:
+            return float(self.trr_options["timeout"])
+        return float(inspect.signature(self.solver).parameters["timeout"].default)
 
     def _observed_setpoint(self, obs) -> np.ndarray:
         """The set-points the observation reports (PeterReach's flat ``[12:12+n]``, normalised), else

@@ -8,12 +8,13 @@ arm's base frame, EMPTY rows no obstacle); the flat observation is PeterReach's 
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
 import pytest
 
-from soft_envs.agents.ik import trr
+from soft_envs.agents.ik import sqp, trr
 from soft_envs.agents.ik.obstacles import ObstacleTerms, obstacle_rows
 from soft_envs.agents.reach import ObstacleReachAgent, SQPObstacleReachAgent, TRRReachAgent, displaced_obstacles
 from soft_envs.collision import SHAPE_WIDTH, Sphere, shape_rows
@@ -91,6 +92,14 @@ def test_a_first_plan_the_approach_clearance_holds_off_is_made_at_the_clearance(
     assert agent.last_result is not None and agent.last_result.success
     assert np.linalg.norm(arm.forward(q) - goal) < 1e-3
     assert 0.004 - 1e-6 <= _distance(arm, rows, q) < 0.01
+
+
+def test_a_plan_s_time_budget_is_the_solver_s_timeout(pcc_case):
+    arm, _, rows = pcc_case
+    env = FakeEnv(arm, rows)
+    assert ObstacleReachAgent(env).plan_timeout == inspect.signature(trr).parameters["timeout"].default
+    assert SQPObstacleReachAgent(env).plan_timeout == inspect.signature(sqp).parameters["timeout"].default
+    assert ObstacleReachAgent(env, timeout=0.25).plan_timeout == 0.25
 
 
 def test_the_obstacles_are_read_at_every_act(pcc_case):
