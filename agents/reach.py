@@ -366,8 +366,8 @@ class ObstacleReachAgent(TRRReachAgent):
 
     @property
     def plan_timeout(self) -> float:
-        """The wall-clock budget [s] of a plan's solve, and again of its route search: the solver's
-        ``timeout`` option, else the solver's own default."""
+        """The wall-clock budget [s] of a plan's solve, and again of its route search (the solver's
+        ``timeout`` option, else the solver's own default)."""
         if "timeout" in self.trr_options:
             return float(self.trr_options["timeout"])
         return float(inspect.signature(self.solver).parameters["timeout"].default)
