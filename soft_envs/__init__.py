@@ -21,7 +21,7 @@ if not _os.path.isdir(_os.path.join(_HERE, "agents")):
 # cache folder or the install location's ``_kernels/`` that ``soft-envs compile`` prepares).
 
 # PyBullet is imported where it is used (soft_envs.sim.bullet): the batched soft-arm core and its
-# vector envs' physics import without it (issue 32).
+# vector envs' physics import without it.
 from soft_envs.envs import register_all as _register_all  # noqa: E402
 
 __version__ = "0.4.0.dev0"  # the one place the version is written (pyproject reads it); CHANGELOG.md

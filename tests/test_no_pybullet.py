@@ -1,5 +1,5 @@
 """The package, the soft arms' batched core and their single and vector envs import and run in a
-Python without PyBullet (issue 32: GPU nodes often have no PyBullet wheel); PyBullet is imported where
+Python without PyBullet (GPU nodes often have no PyBullet wheel); PyBullet is imported where
 it is used (a physics client, a picture, a rigid robot)."""
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def _plot(sizes, curves: dict[str, tuple[np.ndarray, np.ndarray]], flat: dict[st
         ax.plot(sizes, p95 * 1e3, "s--", color=colour, alpha=0.6, label=f"{name}: p95")
     for (name, value), colour in zip(flat.items(), ("C2", "C3", "C4"), strict=False):
         ax.axhline(value * 1e3, color=colour, lw=1, ls=":", label=f"{name}: mean")
-    ax.axhline(2.0, color="0.4", lw=0.8, label="target: 2 mm mean (issue 21)")
+    ax.axhline(2.0, color="0.4", lw=0.8, label="target: 2 mm mean")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(n) for n in sizes])

@@ -1,4 +1,4 @@
-"""The learned baselines' goals (issue 20): policies trained by ``soft-envs train-rl`` evaluated with
+"""The learned baselines' goals: policies trained by ``soft-envs train-rl`` evaluated with
 ``soft-envs evaluate`` next to the IK controllers, on held-out seeds.
 
 The goals are data (:data:`soft_envs.learn.recipes.GOALS`): each names its policy file, recipe,
@@ -221,7 +221,7 @@ def _verdict(goal: Goal, metrics: dict[tuple, Any], spec: str, rms=None) -> tupl
     return "—", False
 
 
-#: What a learned walk must hold on its gait (issue 30): at most this many command reversals per
+#: What a learned walk must hold on its gait: at most this many command reversals per
 #: second on any joint; joints within the servos' no-load speed; stance feet slipping no more
 #: than the Bézier trot's on the same seeds.
 MAX_REVERSALS_PER_SECOND = 10.0
@@ -380,7 +380,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None, train: b
                                      "soft-envs bench learned --full --train)")
     head = markdown_table(["policy", "recipe", "algorithm", "env steps", "budget [min]", "wall [min]", "CPU [min]",
                            "load 1-min start → end (15-min)", "env keywords"], trained)
-    table = markdown_table(["policy", "goal (issues 20, 30)", "budget", f"reached ({episodes} held-out episodes)",
+    table = markdown_table(["policy", "goal", "budget", f"reached ({episodes} held-out episodes)",
                             "met"], verdicts)
     others = [g.stem for g in GOALS if g not in chosen]
     carried = ""

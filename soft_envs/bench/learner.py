@@ -16,8 +16,8 @@ PeterReach-v0 (ideal) at ``N`` sub-envs:
 
 Rates are env-steps per second of wall time and of this process's CPU time. The vector env alone
 is measured before and after the learners (the mean is the reference; the machine's load may
-change). ``--full``: N = 256, 1024, 4096, one thread and every core; and the time to goal of
-issue 31 on soft PETER (:data:`GOALS`: ideal, and realistic — a new robot every episode): each
+change). ``--full``: N = 256, 1024, 4096, one thread and every core; and the time to goal
+on soft PETER (:data:`GOALS`: ideal, and realistic — a new robot every episode): each
 recipe trained on seeds 0, 1, 2 for its minutes of CPU time (one env thread, one torch thread; two
 runs at a time), evaluated on 100 held-out goals (of its own env: the realistic ones on
 realistic robots).
@@ -39,7 +39,7 @@ TITLE = "Learner throughput: the share of the vector env's rate the learners con
 RECIPE = "peter-soft-parallel"
 SAC_RECIPE = "peter-soft-parallel-sac"
 QUICK = ((1024, 1),)
-#: Issue 31's time-to-goal goals on soft PETER: (what, recipe, CPU-minutes per seed); the goal is
+#: The time-to-goal goals on soft PETER: (what, recipe, CPU-minutes per seed); the goal is
 #: ≥ 90 % of the held-out goals within 1 mm.
 GOALS = (("ideal", RECIPE, 3.0), ("realistic", "peter-soft-realistic-parallel", 10.0))
 GOAL_SEEDS = (0, 1, 2)
@@ -164,7 +164,7 @@ def time_to_goal() -> str:
                  f"{1e3 * r['median_m']:.2f}"] for r in mine]
         within = sorted(100 * r["within_1mm"] for r in mine)
         parts.append(
-            f"Time to goal, soft PETER {what} (issue 31: ≥ 90 % of held-out goals within 1 mm in ≤ {minutes:g} "
+            f"Time to goal, soft PETER {what} (goal: ≥ 90 % of held-out goals within 1 mm in ≤ {minutes:g} "
             f"CPU-min): recipe `{recipe}`, {minutes:g} min of CPU time per seed (one env thread, one torch thread), "
             f"100 held-out goals each; **median {within[len(within) // 2]:.0f} %, worst {within[0]:.0f} %** within "
             "1 mm.\n\n" + markdown_table(["seed", "env steps", "within 1 mm", "within 5 mm", "median [mm]"], rows)

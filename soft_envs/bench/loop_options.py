@@ -1,4 +1,4 @@
-"""Options that let a policy close the loop (issue 20), an ablation: SAC + HER on kinematic
+"""Options that let a policy close the loop, an ablation: SAC + HER on kinematic
 ``PeterReach-v0`` (2 modules) under ``realism="realistic"`` (a new robot every episode: gains,
 offsets, leaks, valve delay, tip noise and latency, tilt, radius), with one option added at a time,
 each for the same CPU budget and seed, judged on the same held-out goals. The kinematic arm makes

@@ -1,4 +1,4 @@
-"""Plausibility audit (issue 30): how each env's learned policy uses its actuators, next to the IK
+"""Plausibility audit: how each env's learned policy uses its actuators, next to the IK
 controllers on the same seeds.
 
 A learned result counts only with the physics it used: a policy that beats its IK baseline by a

@@ -247,7 +247,7 @@ def run(full: bool = False, seed: int = 0, plot_dir: str | None = None) -> str:
             f"autoresets (50-step episodes).{load_text} The single env's rate is the mean of its runs "
             "before and after the sweep (both in brackets).\n\n")
     text += markdown_table(["env", "N", "env-steps/s", "× single env", "µs per env-step"], rows)
-    text += "\n\nTargets (issue 19):\n\n" + markdown_table(["env", "target", "measured", "met"], targets)
+    text += "\n\nTargets:\n\n" + markdown_table(["env", "target", "measured", "met"], targets)
     text += ("\n\nMemory (resident set of a fresh process, after building the vector env and 100 steps): what one "
              "sub-env costs in all (the prototype single env, which opens no PyBullet client, and the compiled core), "
              "what N "

@@ -1,4 +1,4 @@
-"""``PCCTrack-v0``'s arms, row-wise: the env logic around the soft-arm core, written once (issue 32).
+"""``PCCTrack-v0``'s arms, row-wise: the env logic around the soft-arm core, written once.
 
 :class:`PCCArms` holds ``n`` arms of one :class:`~soft_envs.envs.pcc_track.PCCTrackEnv`
 configuration and does, for any rows of them, what an episode of the env does: the reset (start

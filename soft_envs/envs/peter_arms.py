@@ -1,4 +1,4 @@
-"""``PeterReach-v0``'s arms, row-wise: the env logic around the soft-arm core, written once (issue 32).
+"""``PeterReach-v0``'s arms, row-wise: the env logic around the soft-arm core, written once.
 
 :class:`PeterArms` holds ``n`` arms of one :class:`~soft_envs.envs.peter_reach.PeterReachEnv`
 configuration (the env it is built from gives the model, the keywords and the realism table) and

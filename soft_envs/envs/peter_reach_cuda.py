@@ -1,4 +1,4 @@
-"""``soft_envs/PeterReach-v0`` with soft physics, its whole vector step on a GPU (issue 32).
+"""``soft_envs/PeterReach-v0`` with soft physics, its whole vector step on a GPU.
 
 One CUDA kernel a step, one thread an arm (:mod:`soft_envs.envs.peter_reach_cuda_kernel`): the
 action into set-points and valve commands, the legs' fill, vent, gains, offsets and leaks,

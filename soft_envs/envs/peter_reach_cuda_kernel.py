@@ -1,4 +1,4 @@
-"""The CUDA kernel of ``soft_envs/PeterReach-v0``'s vector step on a GPU, realism included (issue 32).
+"""The CUDA kernel of ``soft_envs/PeterReach-v0``'s vector step on a GPU, realism included.
 
 One thread an arm, what :class:`~soft_envs.envs.peter_arms.PeterArms` does to one row on the CPU:
 

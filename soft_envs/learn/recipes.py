@@ -366,7 +366,7 @@ PARALLEL_RECIPES = {"soft_envs/PeterReach-v0": "peter-soft-parallel"}
 
 @dataclass(frozen=True)
 class Goal:
-    """A learned baseline's goal (issues 20 and 30): the policy ``stem`` (``STEM.zip`` in the policies
+    """A learned baseline's goal: the policy ``stem`` (``STEM.zip`` in the policies
     folder) trained with recipe ``recipe`` and ``seed`` for ``minutes`` of budget, evaluated on
     the ``soft-envs evaluate`` task ``task`` under ``presets`` next to the IK controllers ``ik``;
     ``target`` says what it must reach, judged under ``judged`` (default: every preset)."""
@@ -413,7 +413,7 @@ GOALS: tuple[Goal, ...] = (
     Goal("quadruped_walk", "QuadrupedWalk on servos, PPO modulating the Bézier trot", "quadruped-walk-gait", 40.0,
          "quadruped-walk", ("ideal",), ("trot",),
          "faster than the Bézier trot on the same seeds, no falls, stance slip ≤ the trot's, ≤ 10 command "
-         "reversals/s per joint, joints within the servos' speed (issue 30)"),
+         "reversals/s per joint, joints within the servos' speed"),
 )
 
 

@@ -1,6 +1,6 @@
 """Pneumatic actuators of the soft arms — PETER's legs that fill at a rate, the PCC arm's pressure
 regulators, and the command delay both can have — and the PCC arm's PD + feed-forward law, for
-``B`` arms at once (the single envs are ``B = 1``: one implementation, issue 32), each arm with its
+``B`` arms at once (the single envs are ``B = 1``: one implementation), each arm with its
 own parameters (fill and vent rates, gains, offsets, leaks, regulator lag and dead time — what
 ``realism=`` draws) and its own clock.
 

@@ -10,7 +10,7 @@ differs: the CPU drivers take their scratch from ``np.empty``, the CUDA kernels 
 ``cuda.local.array`` (sizes fixed per topology when a kernel is built). One thread steps one
 arm, as one iteration of the CPU driver's loop does (:func:`~soft_envs.sim.batched_integrator.batch_step`).
 
-Why numba's CUDA target (issue 32 let JAX or Warp compete): the CPU core is numba already, so the
+Why numba's CUDA target (JAX or Warp were candidates): the CPU core is numba already, so the
 CUDA step is the same arithmetic, not a transcription to keep equal by hand; a JAX port would be
 a third copy of the section map, the rigid-body recursion and the integrator in ``jnp``, traced
 per topology, and PyTorch eager would launch thousands of small kernels per step. Correctness is

@@ -1,6 +1,6 @@
 """PyBullet client ownership and headless rendering.
 
-PyBullet is imported at its first use, not when this module is (issue 32: the soft arms' envs
+PyBullet is imported at its first use, not when this module is (the soft arms' envs
 step the batched core and run where PyBullet is not installed; only a client, a body or a
 picture needs it). :data:`pybullet` is the module, loaded on its first attribute access.
 """

@@ -1,4 +1,4 @@
-"""One soft arm on the batched core (issue 32): what :class:`~soft_envs.sim.soft_arm.SoftArmBody`
+"""One soft arm on the batched core: what :class:`~soft_envs.sim.soft_arm.SoftArmBody`
 steps with by default (``backend="batched"``), a batch of one.
 
 :class:`SingleArmCore` holds the arm's :class:`~soft_envs.sim.batched_arm.ArmTopology` and its

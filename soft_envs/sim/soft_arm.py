@@ -2,7 +2,7 @@
 run on it: the PCC arm (:mod:`soft_envs.sim.pcc_body`, a section is a segment) and PETER
 (:mod:`soft_envs.sim.peter_soft`, a section is a module).
 
-Backends (issue 32: one soft-arm core). By default (``backend="batched"``) the rigid-body terms
+Backends (one soft-arm core). By default (``backend="batched"``) the rigid-body terms
 and the step are the batched core's with one arm (:mod:`soft_envs.sim.single_core`: the same
 kernels and integrator as the vector envs and the GPU); ``backend="pybullet"`` takes ``M`` and
 ``C u̇ + G`` from PyBullet's ``calculateMassMatrix`` / ``calculateInverseDynamics`` as below and

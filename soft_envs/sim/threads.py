@@ -1,4 +1,4 @@
-"""The batched core's batch loops across threads (issue 32): a batch split into contiguous blocks of
+"""The batched core's batch loops across threads: a batch split into contiguous blocks of
 arms, each block stepped by the same compiled driver in its own thread.
 
 The drivers (:func:`~soft_envs.sim.batched_integrator.batch_step`) release the GIL (``nogil``)

@@ -212,7 +212,7 @@ def test_a_learned_goal_is_judged_only_under_its_judged_presets():
 
 
 def test_a_learned_walk_is_judged_on_its_gait_not_only_its_speed():
-    """Issue 30: faster than the trot and no falls is not enough — a vibrating gait (many command
+    """Faster than the trot and no falls is not enough — a vibrating gait (many command
     reversals, skating feet) fails its goal."""
     from soft_envs.bench.learned import _walk_verdict
     from soft_envs.learn.recipes import Goal

@@ -330,7 +330,7 @@ def test_base_keywords_pass_through_and_survive_pickling(env_id):
         gym.make(env_id, not_a_keyword=1)
 
 
-# ---------------------------------------------------------------- learnability (issue 20)
+# ---------------------------------------------------------------- learnability
 # The first episodes of every RL run are random: an env must survive them, keep its
 # observations inside (not clipped into) their bounds, and give rewards of order one.
 # A legged env's fall is its task's failure, not a model's limit: a shorter floor there.

@@ -1,4 +1,4 @@
-"""Gait figures (soft_envs.envs.gait_meter) and the quadruped's servo-limited physics (issue 30).
+"""Gait figures (soft_envs.envs.gait_meter) and the quadruped's servo-limited physics.
 
 The exploit the issue reproduced: servo targets flipped every 10 ms step moved the robot 1 m
 in 3.2 s with joints at 14–22 rad/s. With the servo model the 10 ms flips are never heard (the

@@ -1,6 +1,6 @@
 """The single soft envs on the batched core (``backend="batched"``, the default) equal the PyBullet
 reference (``backend="pybullet"``: PyBullet's mass matrix and inverse dynamics) on whole episodes,
-ideal and realistic (issue 32)."""
+ideal and realistic."""
 
 from __future__ import annotations
 

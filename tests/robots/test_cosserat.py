@@ -171,7 +171,7 @@ def test_elastica_reference_rejects_bad_loads():
 
 # ---------------------------------------------------------------------------- branches, stability, budgets
 def test_clamped_rod_prefers_the_stable_branch_over_a_loop():
-    """Issue 14.4: past ~10 N the linear start converges to a looped rod (tip (−0.093, 0, 0.023),
+    """Past ~10 N the linear start converges to a looped rod (tip (−0.093, 0, 0.023),
     potential +1.63 J); the stable, lowest-potential branch is the one returned and so marked."""
     rod = Rod(0.25, 0.00065, 207e9)
     state = rod.solve_clamped(tip_force=[8.0, 0.0, 0.0], max_seconds=math.inf)  # the branch, not the machine
@@ -198,7 +198,7 @@ def test_stability_of_the_compressed_column(load, stable):
 
 
 def test_a_nan_residual_never_beats_a_converged_start():
-    """Issue 14.6: an absurd guess overflows (NaN residual) and the fallback start converges."""
+    """An absurd guess overflows (NaN residual) and the fallback start converges."""
     rod = make_rod(60)
     state = rod.solve_clamped(tip_force=[1.0, 0.0, 0.0], guess=[1e6, 0.0, 0.0], max_seconds=math.inf)
     assert state.converged and np.all(np.isfinite(state.positions)) and state.residual < 1e-10
@@ -207,7 +207,7 @@ def test_a_nan_residual_never_beats_a_converged_start():
 
 
 def test_unresolvable_moment_raises_before_any_integration(monkeypatch):
-    """Issue 14.9: a 1e3 N m tip moment (thousands of turns) used to run for minutes; it is now
+    """A 1e3 N m tip moment (thousands of turns) used to run for minutes; it is now
     rejected by its input check, before the rod is integrated once."""
     rod = make_rod(100)
 

@@ -186,7 +186,7 @@ def test_failed_reference_raises_convergence_error():
 
 
 def test_forward_kinematics_at_nonzero_inputs_never_relabels_starts(hexa):
-    """Issue 14.7: every solution returned is an equilibrium at the requested inputs."""
+    """Every solution returned is an equilibrium at the requested inputs."""
     with pytest.raises(ValueError):
         hexa.forward_kinematics([0.01] * 6, input_steps=0, max_mode=1, max_combinations=4, radial=False,
                                 stability=False)

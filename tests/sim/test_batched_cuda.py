@@ -1,4 +1,4 @@
-"""The GPU path (issue 32) on any machine: the CUDA kernels run on numba's CUDA simulator
+"""The GPU path on any machine: the CUDA kernels run on numba's CUDA simulator
 (``NUMBA_ENABLE_CUDASIM=1``, set before numba loads, so in a subprocess) against the CPU core
 and the CPU vector env; on a GPU ``soft-envs bench batched --device cuda`` checks the same."""
 

@@ -1,4 +1,4 @@
-"""The batched core across threads (issue 32): blocks of arms, results identical to one thread."""
+"""The batched core across threads: blocks of arms, results identical to one thread."""
 
 from __future__ import annotations
 
