@@ -145,7 +145,7 @@ class SB3Policy:
     """
 
     OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "task_step", "task_feedback",
-                            "task_residual_radius", "action_type", "residual_limit")
+                            "task_residual_radius", "task_residual_deadband", "action_type", "residual_limit")
 
     def __init__(self, policy, env=None, base_gait: str = "") -> None:
         self.policy = policy

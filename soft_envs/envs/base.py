@@ -48,7 +48,8 @@ history repeats the reset's observation and command. ``action_mode="task"`` (env
 ``task_step · a`` [m], which the nominal model's damped least-squares Jacobian turns into the
 change of the command within its box (:mod:`soft_envs.envs.closed_loop`), and ``task_feedback=k``
 makes that action a residual on the proportional law ``k (goal − measured tip) / task_step``
-(``task_residual_radius=r``: within ``r`` of the goal, the residual scaled by ``|e| / r``);
+(``task_residual_radius=r``: within ``r`` of the goal, the residual scaled by ``|e| / r``;
+``task_residual_deadband=d``: none of it within ``d``, ``clip((|e| − d) / r, 0, 1)`` of it beyond);
 ``action_space`` is then the task's box and :attr:`SoftEnv.command_space` the command's. The same options are wrappers
 (:mod:`soft_envs.envs.closed_loop`: ``ClosedLoop``, ``ClosedLoopVector``, one arithmetic), which the
 native vector envs take them through.
@@ -79,6 +80,7 @@ from soft_envs.envs.closed_loop import (
     History,
     check_feedback,
     check_options,
+    check_residual_deadband,
     check_residual_radius,
     check_task_env,
 )
@@ -142,6 +144,9 @@ class SoftEnv(LoopSpaces):
         task_residual_radius: within this distance [m] of the goal a residual task action acts in
             proportion to the measured error, ``min(1, |e| / r)`` of it, so that it cannot hold the tip
             off the law's equilibrium (with ``task_feedback``; default 0: all of it).
+        task_residual_deadband: within this distance [m] of the goal a residual task action does not act
+            (the law alone makes the last approach), beyond it ``clip((|e| − d) / r, 0, 1)`` of it (with
+            ``task_feedback``; default 0).
         use_physics: create a PyBullet client (False for analytic/kinematic variants); set by
             the subclass, not a user keyword.
 
@@ -191,6 +196,7 @@ class SoftEnv(LoopSpaces):
         task_step: float = TASK_STEP,
         task_feedback: float = 0.0,
         task_residual_radius: float = 0.0,
+        task_residual_deadband: float = 0.0,
         use_physics: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -206,6 +212,7 @@ class SoftEnv(LoopSpaces):
             action_mode, delta_scale, history, task_step)
         self.task_feedback = check_feedback(self.action_mode, task_feedback)
         self.task_residual_radius = check_residual_radius(self.task_feedback, task_residual_radius)
+        self.task_residual_deadband = check_residual_deadband(self.task_feedback, task_residual_deadband)
         if self.action_mode == "task":
             check_task_env(self, self.task_feedback)
         self._history: History | None = None  # the observations and commands history=k appends

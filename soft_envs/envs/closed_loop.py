@@ -22,7 +22,11 @@ any Gymnasium vector env of soft_envs envs), with the options that let a policy 
   ``task_residual_radius=r`` the residual's authority shrinks within ``r`` of the goal,
   ``a ← clip(min(1, |e| / r) a + k e / task_step, −1, 1)``, so the residual cannot move the law's
   equilibrium (``e = 0`` stays one whatever the policy outputs there: a bias of ``b`` in the
-  residual would otherwise hold the tip ``b · task_step / k`` off the goal);
+  residual would otherwise hold the tip ``b · task_step / k`` off the goal); and with
+  ``task_residual_deadband=d`` it has none within ``d`` of the goal, ``clip((|e| − d) / r, 0, 1)`` of
+  it (``r = 0``: all of it beyond ``d``), so the law alone makes the last approach and holds the
+  goal (near ``e = 0`` the residual's share ``|e| / r`` of an action of 1 still outweighs the law's
+  ``k |e| / task_step`` wherever ``r < task_step / k``: it need not move the equilibrium to unsettle it);
 * ``history=k``: the observation gains the previous ``k`` observations and the ``k`` previous
   commands, oldest last; at a reset the history repeats the reset's observation and command.
 
@@ -50,7 +54,8 @@ from soft_envs.exceptions import InvalidParameterError, as_real_array, check_int
 ACTION_MODES = ("absolute", "delta", "task")
 #: The keywords of the options that close the loop (every env takes them; the native vector envs through
 #: :class:`ClosedLoopVector`).
-LOOP_KEYWORDS = ("action_mode", "delta_scale", "history", "task_step", "task_feedback", "task_residual_radius")
+LOOP_KEYWORDS = ("action_mode", "delta_scale", "history", "task_step", "task_feedback", "task_residual_radius",
+                 "task_residual_deadband")
 MAX_HISTORY = 64
 #: Default ``task_step`` [m]: a task action of 1 moves the tip 2 mm in a control period (soft PETER's 0.1 s:
 #: 20 mm/s, about what legs filling at 10 mm/s give the tip; the arm's own rate limit acts beyond it).
@@ -85,29 +90,41 @@ def check_feedback(action_mode: str, task_feedback: float) -> float:
     return float(task_feedback)
 
 
+def _residual_distance(name: str, value: float, task_feedback: float, why: str) -> float:
+    """A residual option's distance ``value`` [m] checked: in ``[0, MAX_TASK_STEP]``, nonzero only with a
+    ``task_feedback`` law (``why``: what the law is to the option)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(value) <= MAX_TASK_STEP:
+        raise InvalidParameterError(f"{name} must be in [0, {MAX_TASK_STEP}] m; got {value!r}")
+    if value and not task_feedback:
+        raise InvalidParameterError(f"{name} needs task_feedback > 0 ({why})")
+    return float(value)
+
+
 def check_residual_radius(task_feedback: float, radius: float) -> float:
-    """``task_residual_radius`` [m] checked: in ``[0, MAX_TASK_STEP]``, nonzero only with a ``task_feedback``
-    law for the action to be a residual on."""
-    if isinstance(radius, bool) or not isinstance(radius, (int, float, np.integer, np.floating)) \
-            or not 0.0 <= float(radius) <= MAX_TASK_STEP:
-        raise InvalidParameterError(f"task_residual_radius must be in [0, {MAX_TASK_STEP}] m; got {radius!r}")
-    if radius and not task_feedback:
-        raise InvalidParameterError("task_residual_radius needs task_feedback > 0 (the law the action is a "
-                                    "residual on)")
-    return float(radius)
+    """``task_residual_radius`` [m] checked (:func:`_residual_distance`)."""
+    return _residual_distance("task_residual_radius", radius, task_feedback, "the law the action is a residual on")
 
 
-def residual_terms(env: Any, gain: float, task_step: float,
-                   radius: float = 0.0) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """What ``task_feedback`` and ``task_residual_radius`` add to a task action, from ``env``'s measured
-    error ``e`` in the task's coordinates (its ``task_error()`` [m], read once): the proportional law's
-    action ``gain · e / task_step`` ``(N, m)`` (``None`` for a gain of 0) and the share
-    ``min(1, |e| / radius)`` ``(N, 1)`` of the policy's action that acts (``None`` for a radius of 0:
-    all of it; module docstring)."""
+def check_residual_deadband(task_feedback: float, deadband: float) -> float:
+    """``task_residual_deadband`` [m] checked (:func:`_residual_distance`)."""
+    return _residual_distance("task_residual_deadband", deadband, task_feedback, "the law that acts alone within it")
+
+
+def residual_terms(env: Any, gain: float, task_step: float, radius: float = 0.0,
+                   deadband: float = 0.0) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """What ``task_feedback``, ``task_residual_radius`` and ``task_residual_deadband`` add to a task action,
+    from ``env``'s measured error ``e`` in the task's coordinates (its ``task_error()`` [m], read once):
+    the proportional law's action ``gain · e / task_step`` ``(N, m)`` (``None`` for a gain of 0) and the
+    share ``clip((|e| − deadband) / radius, 0, 1)`` ``(N, 1)`` of the policy's action that acts (a radius
+    of 0: 1 beyond the deadband, 0 within it; ``None`` where both are 0: all of it; module docstring)."""
     if not gain:
         return None, None
     error = np.atleast_2d(np.asarray(env.task_error(), dtype=np.float64))
-    authority = np.minimum(1.0, np.linalg.norm(error, axis=1, keepdims=True) / radius) if radius else None
+    authority = None
+    if radius or deadband:
+        beyond = np.linalg.norm(error, axis=1, keepdims=True) - deadband
+        authority = np.clip(beyond / radius, 0.0, 1.0) if radius else (beyond > 0.0).astype(np.float64)
     return gain * error / task_step, authority
 
 
@@ -257,7 +274,7 @@ def _delta_action(action: Any, previous: np.ndarray, box: gym.spaces.Box, comman
         raise InvalidParameterError(f"action has NaN/inf: {arr}")
     clipped = np.clip(arr, box.low, box.high)
     feedback, authority = residual_terms(loop.env.unwrapped, loop.task_feedback, loop.task_step,
-                                         loop.task_residual_radius)
+                                         loop.task_residual_radius, loop.task_residual_deadband)
     absolute = next_commands(clipped, previous, command_box, loop.action_mode, loop.delta_scale, loop.task_step,
                              jacobian, feedback, authority)
     return absolute, (clipped != arr).reshape(arr.shape[0], -1).any(axis=1)
@@ -278,15 +295,19 @@ class ClosedLoop(gym.Wrapper):
             (``action_mode="task"``, envs with ``task_error``; 0: none).
         task_residual_radius: within this distance [m] of the goal the action acts in proportion to the
             measured error, ``min(1, |e| / r)`` of it (with ``task_feedback``; 0: all of it).
+        task_residual_deadband: within this distance [m] of the goal the action does not act (the law
+            alone), beyond it ``clip((|e| − d) / r, 0, 1)`` of it (with ``task_feedback``; default 0).
     """
 
     def __init__(self, env: gym.Env, *, action_mode: str = "delta", delta_scale: float = 0.1, history: int = 0,
-                 task_step: float = TASK_STEP, task_feedback: float = 0.0, task_residual_radius: float = 0.0):
+                 task_step: float = TASK_STEP, task_feedback: float = 0.0, task_residual_radius: float = 0.0,
+                 task_residual_deadband: float = 0.0):
         super().__init__(env)
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
         self.task_feedback = check_feedback(self.action_mode, task_feedback)
         self.task_residual_radius = check_residual_radius(self.task_feedback, task_residual_radius)
+        self.task_residual_deadband = check_residual_deadband(self.task_feedback, task_residual_deadband)
         self.delta = self.action_mode != "absolute"  # the command is carried over and observed
         if not isinstance(env.action_space, gym.spaces.Box):
             raise InvalidParameterError("ClosedLoop needs a Box action space")
@@ -344,17 +365,19 @@ class ClosedLoopVector(VectorWrapper):
             (the native vector envs; ``command_jacobian`` too for ``action_mode="task"``) — or, for
             Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``, of single envs each wrapped in
             :class:`ClosedLoop` instead.
-        action_mode, delta_scale, history, task_step, task_feedback, task_residual_radius: as :class:`ClosedLoop`.
+        action_mode, delta_scale, history, task_step, task_feedback, task_residual_radius,
+            task_residual_deadband: as :class:`ClosedLoop`.
     """
 
     def __init__(self, env: gym.vector.VectorEnv, *, action_mode: str = "delta", delta_scale: float = 0.1,
                  history: int = 0, task_step: float = TASK_STEP, task_feedback: float = 0.0,
-                 task_residual_radius: float = 0.0):
+                 task_residual_radius: float = 0.0, task_residual_deadband: float = 0.0):
         super().__init__(env)
         self.action_mode, self.delta_scale, self.history, self.task_step = check_options(
             action_mode, delta_scale, history, task_step)
         self.task_feedback = check_feedback(self.action_mode, task_feedback)
         self.task_residual_radius = check_residual_radius(self.task_feedback, task_residual_radius)
+        self.task_residual_deadband = check_residual_deadband(self.task_feedback, task_residual_deadband)
         self.delta = self.action_mode != "absolute"  # the command is carried over and observed
         if not hasattr(env.unwrapped, "previous_action"):
             raise InvalidParameterError("ClosedLoopVector needs a vector env with previous_action (a native "
@@ -426,7 +449,8 @@ class ClosedLoopVector(VectorWrapper):
 
 def native_with_closed_loop(make_native, kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
     """``make_native(**kwargs)`` without the closed-loop keywords (``action_mode``, ``delta_scale``,
-    ``history``, ``task_step``, ``task_feedback``, ``task_residual_radius``), wrapped in :class:`ClosedLoopVector`
+    ``history``, ``task_step``, ``task_feedback``, ``task_residual_radius``, ``task_residual_deadband``), wrapped in
+    :class:`ClosedLoopVector`
     with them when
     they ask for anything: what a soft arm's ``vector_entry_point`` returns."""
     options = {name: kwargs.pop(name) for name in LOOP_KEYWORDS if name in kwargs}
@@ -435,6 +459,7 @@ def native_with_closed_loop(make_native, kwargs: dict[str, Any]) -> gym.vector.V
                   options.get("task_step", TASK_STEP))
     feedback = check_feedback(options["action_mode"], options.get("task_feedback", 0.0))
     check_residual_radius(feedback, options.get("task_residual_radius", 0.0))
+    check_residual_deadband(feedback, options.get("task_residual_deadband", 0.0))
     envs = make_native(**kwargs)
     if options["action_mode"] == "absolute" and not options.get("history", 0):
         return envs

@@ -99,6 +99,7 @@ class LoopSpaces(gym.Env):
     def _next_command(self, action: np.ndarray, previous: np.ndarray) -> np.ndarray:
         """The command a (validated) delta or task ``action`` leads to from ``previous`` (float64)."""
         feedback, authority = residual_terms(self, getattr(self, "task_feedback", 0.0), self.task_step,
-                                             getattr(self, "task_residual_radius", 0.0))
+                                             getattr(self, "task_residual_radius", 0.0),
+                                             getattr(self, "task_residual_deadband", 0.0))
         return next_commands(action[None], previous[None], self.command_space, self.action_mode, self.delta_scale,
                              self.task_step, getattr(self, "command_jacobian", None), feedback, authority)[0]

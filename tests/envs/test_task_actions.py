@@ -168,6 +168,62 @@ def test_the_residual_acts_in_proportion_to_the_error_within_its_radius(action, 
     np.testing.assert_array_equal(at_goal, previous)
 
 
+@settings(max_examples=40, deadline=None)
+@given(error=st.lists(st.floats(-1e-2, 1e-2), min_size=3, max_size=3).map(np.array),
+       radius=st.sampled_from([0.0, 1e-3, 5e-3]), deadband=st.sampled_from([0.0, 1e-3, 2e-3]))
+def test_the_residual_has_no_authority_within_its_deadband(error, radius, deadband):
+    """``residual_terms``' share ``clip((|e| − d) / r, 0, 1)``: none within the deadband ``d``, all of it from
+    ``d + r`` out (``r = 0``: all of it beyond ``d``), ``None`` (all of it) without either; the law's action
+    ``k e / task_step`` whatever they are."""
+    from soft_envs.envs.closed_loop import residual_terms
+
+    class Arm:
+        def task_error(self):
+            return error[None]
+
+    law, share = residual_terms(Arm(), 0.2, 0.002, radius, deadband)
+    np.testing.assert_allclose(law, 0.2 * error[None] / 0.002, rtol=1e-15)
+    distance = float(np.linalg.norm(error))
+    if radius == 0.0 and deadband == 0.0:
+        assert share is None
+        return
+    assert share is not None and share.shape == (1, 1)
+    expected = float(distance > deadband) if radius == 0.0 else min(1.0, max(0.0, (distance - deadband) / radius))
+    np.testing.assert_allclose(share[0, 0], expected, atol=1e-12)
+    if distance <= deadband:
+        assert share[0, 0] == 0.0
+
+
+def test_within_the_deadband_the_law_acts_alone():
+    """A residual env with ``task_residual_deadband`` commands what the law alone commands (a zero action)
+    while the measured tip is within the deadband, whatever the action; single and vector env alike."""
+    kwargs = dict(realism="realistic", action_mode="task", task_feedback=0.2, task_residual_radius=5e-3)
+    acting = gym.make(PETER, task_residual_deadband=0.1, **kwargs)  # (the whole reach lies within 0.1 m)
+    law = gym.make(PETER, **kwargs)
+    acting.reset(seed=5)
+    law.reset(seed=5)
+    rng = np.random.default_rng(1)
+    for _ in range(6):
+        acting.step(rng.uniform(-1, 1, 3))
+        law.step(np.zeros(3))
+        np.testing.assert_allclose(acting.unwrapped.previous_action, law.unwrapped.previous_action, atol=1e-12)
+    assert acting.unwrapped.task_residual_deadband == 0.1
+    acting.close()
+    law.close()
+    kwargs |= dict(history=2, task_residual_deadband=2e-3)
+    single = gym.make(PETER, **kwargs)
+    envs = gym.make_vec(PETER, num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
+    single.reset(seed=7)
+    envs.reset(seed=7)
+    for _ in range(8):
+        action = rng.uniform(-1, 1, (2, 3))
+        obs_vector, *_ = envs.step(action)
+        obs_single, *_ = single.step(action[0])
+        np.testing.assert_array_equal(obs_vector[0], obs_single)
+    single.close()
+    envs.close()
+
+
 def test_task_residual_radius_single_and_vector_env_alike():
     kwargs = dict(realism="realistic", action_mode="task", history=2, task_feedback=0.2, task_residual_radius=1e-3)
     single = gym.make(PETER, **kwargs)
@@ -185,12 +241,15 @@ def test_task_residual_radius_single_and_vector_env_alike():
     envs.close()
 
 
-@pytest.mark.parametrize("kwargs", [{"action_mode": "task", "task_residual_radius": 1e-3},  # no law to be a residual on
-                                    {"action_mode": "task", "task_feedback": 0.2, "task_residual_radius": -1e-3},
-                                    {"action_mode": "task", "task_feedback": 0.2, "task_residual_radius": 0.5},
-                                    {"action_mode": "task", "task_feedback": 0.2, "task_residual_radius": True}])
-def test_task_residual_radius_refusals(kwargs):
-    with pytest.raises(InvalidParameterError, match="task_residual_radius"):
+@pytest.mark.parametrize("name", ["task_residual_radius", "task_residual_deadband"])
+@pytest.mark.parametrize("kwargs", [{"action_mode": "task"},  # no law to be a residual on
+                                    {"action_mode": "task", "task_feedback": 0.2, "value": -1e-3},
+                                    {"action_mode": "task", "task_feedback": 0.2, "value": 0.5},
+                                    {"action_mode": "task", "task_feedback": 0.2, "value": True}])
+def test_task_residual_distance_refusals(name, kwargs):
+    kwargs = dict(kwargs)
+    kwargs[name] = kwargs.pop("value", 1e-3)
+    with pytest.raises(InvalidParameterError, match=name):
         gym.make(PETER, kinematic=True, **kwargs)
-    with pytest.raises(InvalidParameterError, match="task_residual_radius"):
+    with pytest.raises(InvalidParameterError, match=name):
         gym.make_vec(PETER, num_envs=2, kinematic=True, **kwargs)
