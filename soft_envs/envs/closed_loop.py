@@ -448,11 +448,9 @@ class ClosedLoopVector(VectorWrapper):
 
 
 def native_with_closed_loop(make_native, kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
-    """``make_native(**kwargs)`` without the closed-loop keywords (``action_mode``, ``delta_scale``,
-    ``history``, ``task_step``, ``task_feedback``, ``task_residual_radius``, ``task_residual_deadband``), wrapped in
-    :class:`ClosedLoopVector`
-    with them when
-    they ask for anything: what a soft arm's ``vector_entry_point`` returns."""
+    """``make_native(**kwargs)`` without the closed-loop keywords (:data:`LOOP_KEYWORDS`), wrapped in
+    :class:`ClosedLoopVector` with them when they ask for anything: what a soft arm's ``vector_entry_point``
+    returns."""
     options = {name: kwargs.pop(name) for name in LOOP_KEYWORDS if name in kwargs}
     options.setdefault("action_mode", "absolute")
     check_options(options["action_mode"], options.get("delta_scale", 0.1), options.get("history", 0),
