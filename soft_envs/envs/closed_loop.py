@@ -365,8 +365,8 @@ class ClosedLoopVector(VectorWrapper):
             (the native vector envs; ``command_jacobian`` too for ``action_mode="task"``) — or, for
             Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv``, of single envs each wrapped in
             :class:`ClosedLoop` instead.
-        action_mode, delta_scale, history, task_step, task_feedback, task_residual_radius,
-            task_residual_deadband: as :class:`ClosedLoop`.
+        action_mode, delta_scale, history, task_step, task_feedback: as :class:`ClosedLoop`.
+        task_residual_radius, task_residual_deadband: as :class:`ClosedLoop`.
     """
 
     def __init__(self, env: gym.vector.VectorEnv, *, action_mode: str = "delta", delta_scale: float = 0.1,
