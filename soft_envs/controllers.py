@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from soft_envs.agents.on_robot import MAX_SAMPLES as MAX_LEARN_SAMPLES
+from soft_envs.envs.closed_loop import LOOP_KEYWORDS
 from soft_envs.exceptions import InvalidParameterError
 
 #: The controllers :func:`build_controller` knows by name (``NAME:N`` too for the learning ones).
@@ -144,8 +145,7 @@ class SB3Policy:
     acts through that gait.
     """
 
-    OBSERVATION_KEYWORDS = ("goal_conditioned", "action_mode", "delta_scale", "history", "task_step", "task_feedback",
-                            "task_residual_radius", "task_residual_deadband", "action_type", "residual_limit")
+    OBSERVATION_KEYWORDS = ("goal_conditioned", *LOOP_KEYWORDS, "action_type", "residual_limit")
 
     def __init__(self, policy, env=None, base_gait: str = "") -> None:
         self.policy = policy
