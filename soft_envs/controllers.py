@@ -112,11 +112,13 @@ def build_controller(name: str, env, task: str = "") -> Any:
                                 "or sb3:ALGO:PATH or policy:PATH.npz")
 
 
-def env_keywords(name: str, task: str = "") -> dict[str, Any]:
+def env_keywords(name: str, task: str = "", env_id: str = "") -> dict[str, Any]:
     """The env keywords the controller ``name`` needs for its observations (a saved policy's
-    observation form, from its file; the task-space action of ``task-feedback``; ``{}`` for the others)."""
+    observation form, from its file; the task-space action of ``task-feedback`` on ``env_id``, the
+    PCC arms' through their smooth set-point; ``{}`` for the others)."""
     if name == "task-feedback":
-        return {"action_mode": "task"}
+        smooth = {"action_type": "smooth"} if env_id.startswith("soft_envs/PCC") else {}
+        return {"action_mode": "task", **smooth}
     if name.startswith("sb3:"):
         return SB3Policy.env_keywords(name)
     if name.startswith("policy:") or name == "learned":

@@ -108,10 +108,12 @@ TASKS: dict[str, Task] = {task.name: _with_learned(task) for task in (
     Task("peter-2-obstacles", "soft_envs/PeterReach-v0", (("n_modules", 2), ("obstacles", 3)), "distance", "m",
          ("trr", "trr-feedback", "trr-obstacles", "trr-obstacles-feedback", "sqp-obstacles-feedback", "task-feedback")),
     # The PCC arm's reach in free space (the obstacle reach's arm and goals, no obstacles): its feedback's figures.
-    Task("pcc-reach", "soft_envs/PCCReach-v0", (("n_segments", 2),), "distance", "m", ("trr", "trr-feedback")),
+    Task("pcc-reach", "soft_envs/PCCReach-v0", (("n_segments", 2),), "distance", "m",
+         ("trr", "trr-feedback", "task-feedback")),
     # The PCC arm's obstacle reach: SQP (the seed's solver) and TRR around three spheres, routes paced at the ramp.
     Task("pcc-obstacles", "soft_envs/PCCReach-v0", (("n_segments", 2), ("obstacles", 3)), "distance", "m",
-         ("trr", "trr-feedback", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback")),
+         ("trr", "trr-feedback", "trr-obstacles-feedback", "sqp-obstacles", "sqp-obstacles-feedback",
+          "task-feedback")),
     # The push: the hanging PCC arm moves a box to a goal on the table; the metric is the box's distance.
     Task("pcc-push", "soft_envs/PCCPush-v0", (), "object_distance", "m", ("scripted-push",)),
     Task("pcc-spiral", "soft_envs/PCCTrack-v0", (("n_segments", 2), ("trajectory", "spiral")), "tracking_error",
@@ -205,7 +207,7 @@ def run_episode(job: Job) -> EpisodeResult:
 
     start = clock.now()
     kwargs = dict(job.task.kwargs) | PRESETS[job.preset]
-    kwargs |= env_keywords(job.controller, job.task.name)  # the observation form a saved policy was trained on
+    kwargs |= env_keywords(job.controller, job.task.name, job.task.env_id)  # a saved policy's observation form
     if job.task.max_steps is not None:
         kwargs["max_episode_steps"] = job.task.max_steps
     env = gym.make(job.task.env_id, **kwargs)

@@ -183,7 +183,7 @@ def _episode(item: tuple[str, str, int, str]) -> dict[str, Any]:
     task_name, controller, seed, preset = item
     task = ev.TASKS[task_name]
     kwargs = dict(task.kwargs) | ev.PRESETS[preset]
-    kwargs |= ev.env_keywords(controller, task_name)
+    kwargs |= ev.env_keywords(controller, task_name, task.env_id)
     if task.max_steps is not None:
         kwargs["max_episode_steps"] = task.max_steps
     env = gym.make(task.env_id, **kwargs)

@@ -134,10 +134,11 @@ def check_task_env(env: Any, task_feedback: float = 0.0) -> Any:
     jacobian = getattr(env, "command_jacobian", None)
     if jacobian is None:
         raise InvalidParameterError(f"{type(env).__name__} has no task-space action (action_mode='task' needs "
-                                    "the env's command_jacobian: PeterReach-v0 has one)")
+                                    "the env's command_jacobian: PeterReach-v0 has one, the PCC envs with "
+                                    "action_type='smooth')")
     if task_feedback and getattr(env, "task_error", None) is None:
         raise InvalidParameterError(f"{type(env).__name__} has no measured task error (task_feedback needs the "
-                                    "env's task_error: PeterReach-v0 has one)")
+                                    "env's task_error: PeterReach-v0 and the PCC reach and track envs have one)")
     return jacobian
 
 

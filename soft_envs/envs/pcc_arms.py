@@ -76,9 +76,9 @@ class PCCArms:
         #: Each arm's chamber map ``(n, n_dof, n_dof)`` (the nominal one scaled by its realism), or ``None``.
         self.plant_pressure_maps: np.ndarray | None = None
         self.segment_mass = np.full(n, model.segment_mass)  # each arm's simulated segment mass [kg]
-        self.setpoint = np.zeros((n, n_dof))  # configuration set-points (configuration, residual)
+        self.setpoint = np.zeros((n, n_dof))  # configuration set-points (configuration, smooth, residual)
         self.previous_setpoint = np.zeros((n, n_dof))
-        self.command_value = np.zeros((n, env.action_space.shape[0]))  # torques, pressures or residual aims
+        self.command_value = np.zeros((n, env.command_space.shape[0]))  # torques, pressures or residual aims
         self.tau = np.zeros((n, n_dof))  # the generalised force commanded [N, N m]
         self.physics_steps = np.zeros(n, dtype=np.int64)
         self.saturated = np.zeros(n, dtype=bool)  # a regulator clipped its set-point this step
@@ -206,14 +206,17 @@ class PCCArms:
 
     # ------------------------------------------------------------------ step
     def command(self, target: np.ndarray) -> None:
-        """Every arm's action in model units ``(n, …)``: a configuration (ramped towards), a residual
-        aim [m] (turned into a set-point on the trajectory), torques or pressures (held, ramped)."""
+        """Every arm's action in model units ``(n, …)``: a configuration or its smooth form (ramped
+        towards), a residual aim [m] (turned into a set-point on the trajectory), torques or pressures
+        (held, ramped)."""
         env = self.env
         target = np.array(target, dtype=float).reshape(self.n_arms, -1)
         if env.action_type == "residual":
             self.command_value = target
             target = np.array([aim.setpoint(t + env.dt, c) for aim, t, c in
                                zip(self.aims, self.time.tolist(), target, strict=True)])
+        elif env.action_type == "smooth":  # (ΔL, a, b) into the bend disk, then (ΔL, θ, φ) nearest the set-point
+            target = self.model.from_smooth(self.model.project_smooth(target), reference=self.setpoint)
         step = command_step(self.model, "configuration" if env.setpoint_driven else env.action_type,
                             env.torque_limits, env.pressure_action_limit, env.dt, env.command_ramp_time)
         if env.setpoint_driven:
@@ -447,4 +450,7 @@ class PCCArms:
 
     def commands(self, rows) -> np.ndarray:
         """The commands held by ``rows``, in model units (the previous action of a first step)."""
-        return self.setpoint[rows] if self.env.action_type == "configuration" else self.command_value[rows]
+        kind = self.env.action_type
+        if kind == "smooth":
+            return self.model.to_smooth(self.setpoint[rows])
+        return self.setpoint[rows] if kind == "configuration" else self.command_value[rows]

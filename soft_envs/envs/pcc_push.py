@@ -42,7 +42,8 @@ slice                  content
 
 ``goal_conditioned=True``: a ``Dict`` (``achieved_goal`` the box, ``desired_goal`` its goal,
 ``observation`` the rest). Reward terms: ``object = −object_weight · ‖goal − box‖`` [m],
-``reach = −reach_weight · ‖box − tip‖`` [m] (shaping) and ``action_rate``. ``info``:
+``reach = −reach_weight · ‖p − tip‖`` [m] (shaping; ``p`` the box's centre, or with ``reach_behind = d``
+the point ``d`` behind it on the line from its goal through it, where a push starts) and ``action_rate``. ``info``:
 ``object_position`` [m, world], ``object_distance`` [m, on the table], ``is_success``, ``collisions``
 (the arm's touches of the table this episode), ``penetration`` [m] (the deepest in the step's physics
 steps), ``contact_force`` [N] (the normal force on the arm from box and table), ``setpoint``,
@@ -53,6 +54,7 @@ Vector form: ``gym.make_vec("soft_envs/PCCPush-v0", num_envs=N, ...)``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -105,18 +107,27 @@ class PCCPushEnv(PCCTrackEnv):
         push_range: ``(low, high)`` the goal's distance from the box's start [m].
         goal_conditioned: ``Dict`` observation (``achieved_goal`` the box).
         object_weight, reach_weight: the reward terms' weights.
+        reach_behind: the reach term's point, this far behind the box's centre on the line from its
+            goal through it [m] (default 0: the centre; the arm's body touches the back face at
+            ``box_size/2 + body_radius``).
         success_threshold: the box's distance to its goal counted as success [m] (1 cm).
     """
 
     config_class: type[PCCTrackConfig] = PCCPushConfig
     __signature__ = PCCPushConfig.signature(SoftEnv.__init__)
     mount_height, box_mass, box_size, box_friction, push_range, goal_conditioned = configured("task", 6)
-    object_weight, reach_weight, success_threshold = configured("reward", 3, settable=True)
+    object_weight, reach_weight, success_threshold, reach_behind = configured("reward", 4, settable=True)
     base_orientation = HANGING
     arms: PCCPushArms
 
     def _setup_task(self, config: PCCTrackConfig) -> None:
         self.planar_arm = False
+
+    @property
+    def task_error(self) -> Callable[[], np.ndarray] | None:
+        """``None``: the goal is the box's, not the tip's (no ``task_feedback``; ``action_mode="task"``
+        with ``action_type="smooth"`` moves the tip in the world frame)."""
+        return None
 
     def _realism_table(self) -> tuple[Perturbation, ...]:
         return super()._realism_table() + BOX_REALISM

@@ -159,8 +159,19 @@ class PCCPushArms(PCCArms):
         env = self.env
         tip = self.to_world(self.measured_tip)
         terms = env.goal_terms(self.object_position.astype(np.float32), self.object_goal.astype(np.float32))
-        terms["reach"] = -env.reach_weight * np.linalg.norm(self.object_position - tip, axis=-1)
+        terms["reach"] = -env.reach_weight * np.linalg.norm(self.push_point() - tip, axis=-1)
         return terms
+
+    def push_point(self) -> np.ndarray:
+        """``(n, 3)`` [m, world]: the reach term's point, ``reach_behind`` behind the box's centre on the line
+        from its goal through it (in the table's plane, at the centre's height; the centre itself at 0 or
+        with the box on its goal)."""
+        line = self.object_goal[:, :2] - self.object_position[:, :2]
+        length = np.linalg.norm(line, axis=-1, keepdims=True)
+        unit = np.divide(line, length, out=np.zeros_like(line), where=length > 1e-9)
+        point = self.object_position.copy()
+        point[:, :2] -= self.env.reach_behind * unit
+        return point
 
     def tracking_error(self, rows) -> np.ndarray:
         return self.object_distance(rows)

@@ -10,6 +10,7 @@ from soft_envs.envs.pcc_track_config import PCCActuationGroup, PCCArmGroup, PCCT
 from soft_envs.exceptions import InvalidParameterError, check_nonnegative, check_positive
 
 MAX_BOX_MASS = 1.0  # kg: far beyond what the arm can push (the task's 30 g box needs ~0.1 N)
+MAX_REACH_BEHIND = 0.1  # m: the shaping point within the arm's reach of the box
 BOX_SIZE_RANGE = (0.01, 0.06)  # m, the cube's edge: a box the 8.8 mm-radius arm can push, under the arm
 
 
@@ -45,11 +46,13 @@ class PCCPushTaskGroup:
 @dataclass
 class PCCPushRewardGroup:
     """The reward: the box-to-goal term's weight, the tip-to-box shaping term's, the box distance
-    counted as success [m] (1 cm)."""
+    counted as success [m] (1 cm), and how far behind the box's centre on its push line the shaping
+    term's point lies [m] (0: the centre)."""
 
     object_weight: float = 10.0
     reach_weight: float = 1.0
     success_threshold: float = 0.01
+    reach_behind: float = 0.0
 
 
 @dataclass
@@ -77,7 +80,7 @@ class PCCPushConfig(PCCTrackConfig):
         task.goal_conditioned = bool(task.goal_conditioned)
         if self.actuation.action_type == "residual":
             raise InvalidParameterError("PCCPush-v0 has no trajectory for a residual action to correct: use "
-                                        "action_type='configuration', 'torque' or 'pressure'")
+                                        "action_type='configuration', 'smooth', 'torque' or 'pressure'")
         if not (self.soft and self.physics.backend == "batched"):
             raise InvalidParameterError("PCCPush-v0 needs the soft arm on the batched core (physics='soft', "
                                         "backend='batched'): it computes the contact")
@@ -87,3 +90,8 @@ class PCCPushConfig(PCCTrackConfig):
         check_nonnegative(object_weight=reward.object_weight, reach_weight=reward.reach_weight)
         reward.object_weight, reward.reach_weight = float(reward.object_weight), float(reward.reach_weight)
         reward.success_threshold = check_positive("success_threshold [m]", reward.success_threshold)
+        check_nonnegative(reach_behind=reward.reach_behind)
+        reward.reach_behind = float(reward.reach_behind)
+        if reward.reach_behind > MAX_REACH_BEHIND:
+            raise InvalidParameterError(f"reach_behind must be at most {MAX_REACH_BEHIND} m; "
+                                        f"got {reward.reach_behind!r}")

@@ -44,7 +44,7 @@ class PCCReachConfig(PCCTrackConfig):
         task.obstacles = check_integer("obstacles", task.obstacles, minimum=0, maximum=MAX_OBSTACLES)
         if self.actuation.action_type == "residual":
             raise InvalidParameterError("PCCReach-v0 has no trajectory for a residual action to correct: use "
-                                        "action_type='configuration', 'torque' or 'pressure'")
+                                        "action_type='configuration', 'smooth', 'torque' or 'pressure'")
         if task.obstacles and not (self.soft and self.physics.backend == "batched"):
             raise InvalidParameterError("obstacles need the soft arm on the batched core (physics='soft', "
                                         "backend='batched'): it computes the contact")

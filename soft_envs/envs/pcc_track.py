@@ -33,6 +33,13 @@ Action (``Box(-1, 1, (n,))``, ``n = 3N`` or ``2N`` planar):
   ``controller_period`` (5 ms: the paper's real-time loop ran at 250 Hz; stiff physics: every
   physics step); its output goes to the chambers (``p = H⁻¹ τ``, bounded) or, with direct
   actuation, to the arm.
+* ``action_type="smooth"`` (spatial arms): the same set-point in the smooth coordinates
+  ``(ΔL, a, b) = (ΔL, θ cos φ, θ sin φ)`` per segment, ``a ·`` :attr:`~soft_envs.robots.pcc_arm.PCCArm.smooth_upper`
+  (the bend vector scaled back into the disk ``|θ| ≤ max_bend`` where the action box's corner leaves it),
+  then as ``"configuration"``. Its tip is smooth in the command, straight arm included, where
+  ``(θ, φ)`` has no ``φ`` direction: what ``action_mode="task"`` needs (:meth:`PCCTrackEnv.command_jacobian`:
+  the action a tip displacement ``task_step · a`` [m] in the env's frame, and ``task_feedback`` a
+  residual on the proportional law towards the goal).
 * ``action_type="torque"``: the generalised actuation on ``(ΔL, a, b)`` per segment (axial
   force [N], bending moments [N m]), normalised by :attr:`PCCTrackEnv.torque_limits` (the
   elastic force at the workspace bounds: ``k_ΔL · 0.1 L`` axial, ``k_θ · 140° / √2`` per bending
@@ -98,6 +105,7 @@ values drawn; ``reset(options={"keep_robot": True})`` keeps them (a new start, t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -120,6 +128,8 @@ from soft_envs.envs.pcc_track_config import (  # noqa: F401 (the env's constants
     STIFF_RAYLEIGH_STIFFNESS,
     PCCTrackConfig,
 )
+from soft_envs.exceptions import InvalidParameterError
+from soft_envs.geometry import quaternion_to_matrix
 from soft_envs.robots.pcc_arm import PAPER_SEGMENT_MASS, PCCArm
 from soft_envs.robots.pcc_pressure import workspace_pressure_limit
 from soft_envs.robots.planar_pcc_arm import PlanarPCCArm
@@ -147,7 +157,7 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
         trajectory: a name of :data:`soft_envs.trajectories.TRAJECTORIES`.
         time_scale: slow the trajectory down by this factor.
         trajectory_scale: override the trajectory's workspace scale.
-        action_type: ``"configuration"``, ``"torque"``, ``"pressure"`` or ``"residual"``.
+        action_type: ``"configuration"``, ``"smooth"``, ``"torque"``, ``"pressure"`` or ``"residual"``.
         residual_limit: tip-aim correction of a residual action of 1 [m] (``action_type="residual"``).
         physics: ``"soft"`` (pressure-calibrated stiffness, default) or ``"stiff"`` (E = 80 MPa,
             direct actuation, the earlier behaviour).
@@ -214,11 +224,14 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
                                {"max_pressure": act.max_pressure,
                                 "stiffness_source": "pressure" if config.soft else "material"})
         self.model = self.arm_with_mass()
+        if act.action_type == "smooth" and self.model.planar:
+            raise InvalidParameterError("action_type='smooth' needs a spatial arm (a planar arm's (ΔL, θ) set-point "
+                                        "is smooth already: use action_type='configuration')")
         check_joint_count(self.model.chain())  # before a PyBullet client exists
         self.controller = PDFeedforward(self.model, act.kp, act.kv, compensate_damping=act.compensate_damping,
                                         stiffness_error=act.stiffness_error)
-        #: whether the PD + feed-forward law tracks a configuration set-point (configuration, residual)
-        self.setpoint_driven = act.action_type in ("configuration", "residual")
+        #: whether the PD + feed-forward law tracks a configuration set-point (configuration, smooth, residual)
+        self.setpoint_driven = act.action_type in ("configuration", "smooth", "residual")
         # The batched core needs no client (a picture opens one); the PyBullet reference steps in one.
         super().__init__(time_step=phys.time_step, frame_skip=phys.frame_skip, use_physics=phys.backend == "pybullet",
                          **kwargs)
@@ -353,6 +366,40 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     # ------------------------------------------------------------------ conversions
 
+    def _action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.action_type == "smooth":
+            return self.model.smooth_lower, self.model.smooth_upper
+        return super()._action_bounds()
+
+    @property
+    def command_jacobian(self) -> Callable[[np.ndarray], np.ndarray] | None:
+        """``∂ tip / ∂ c`` of the nominal model at normalised smooth commands ``c`` ``(B, 3N)``:
+        ``(B, 3, 3N)`` [m per unit of the command], in the frame of the env's tip (the world's:
+        turned by the base orientation where the arm has one; what ``action_mode="task"``
+        inverts). ``None`` unless ``action_type="smooth"`` (the ``(θ, φ)`` set-point has no tip
+        direction along ``φ`` at a straight segment)."""
+        if self.action_type != "smooth":
+            return None
+        return self._smooth_command_jacobian
+
+    def _smooth_command_jacobian(self, commands: np.ndarray) -> np.ndarray:
+        commands = np.clip(np.atleast_2d(np.asarray(commands, dtype=np.float64)), -1.0, 1.0)
+        upper = self.model.smooth_upper
+        smooth = self.model.project_smooth(commands * upper)
+        jacobian = self.model.smooth_jacobian(smooth) * upper
+        turn = getattr(self, "base_orientation", (0.0, 0.0, 0.0, 1.0))  # (x, y, z, w)
+        rotation = quaternion_to_matrix(np.asarray(turn, dtype=float))
+        return np.einsum("ij,bjk->bik", rotation, jacobian)
+
+    @property
+    def task_error(self) -> Callable[[], np.ndarray] | None:
+        """``() -> goal − measured tip`` ``(1, 3)`` [m] (the goal's frame): the error ``task_feedback``
+        sees (``None`` for a task whose goal is not the tip's)."""
+        return self._tip_error
+
+    def _tip_error(self) -> np.ndarray:
+        return self.arms.goal[:1] - self.arms.measured_tip[:1]
+
     def _action_to_model(self, action: np.ndarray) -> np.ndarray:
         if self.action_type == "torque":
             return action * self.torque_limits
@@ -369,6 +416,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
             return q / self.pressure_action_limit
         if self.action_type == "residual":
             return q / self.residual_limit
+        if self.action_type == "smooth":
+            return super()._model_to_action(q)
         c = np.array(q, dtype=float)
         if not self.model.planar:  # φ wrapped into its bounds
             c[..., 2::3] = np.angle(np.exp(1j * c[..., 2::3]))

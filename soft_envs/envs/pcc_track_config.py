@@ -16,7 +16,7 @@ from soft_envs.robots.pcc_pressure import DEFAULT_MAX_PRESSURE
 from soft_envs.sim.pcc_body import DEFAULT_RAYLEIGH_STIFFNESS
 from soft_envs.sim.single_core import BACKENDS
 
-ACTION_TYPES = ("configuration", "torque", "pressure", "residual")
+ACTION_TYPES = ("configuration", "smooth", "torque", "pressure", "residual")
 PHYSICS = ("soft", "stiff")
 ACTUATIONS = ("pressure", "direct")
 STIFF_RAYLEIGH_STIFFNESS = 8e-4  # s, the stiff arm's damping (ζ ≈ 0.2 on its first bending mode)

@@ -16,6 +16,7 @@ onto it. Needs no PyBullet (pictures aside).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -84,6 +85,21 @@ class PCCTrackVectorEnv(ArmsVectorEnv[PCCTrackEnv]):
     def setpoint(self) -> np.ndarray:
         """Every sub-env's configuration set-point ``(N, n)``."""
         return self.arms.setpoint
+
+    @property
+    def command_jacobian(self) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The nominal model's ``∂ tip / ∂ c`` at normalised smooth commands ``(N, 3M)``: ``(N, 3, 3M)``
+        [m per unit] (:attr:`PCCTrackEnv.command_jacobian`; ``None`` unless ``action_type="smooth"``)."""
+        return self.single.command_jacobian
+
+    @property
+    def task_error(self) -> Callable[[], np.ndarray] | None:
+        """``() -> `` every sub-env's ``goal − measured tip`` ``(N, 3)`` [m] (``task_feedback``; ``None``
+        where the single env has none)."""
+        return None if self.single.task_error is None else self._tip_errors
+
+    def _tip_errors(self) -> np.ndarray:
+        return self.arms.goal - self.arms.measured_tip
 
 
 def make_pcc_track_vector(num_envs: int = 1, *, max_episode_steps: int | None = MAX_EPISODE_STEPS,

@@ -300,6 +300,17 @@ class PCCArm(ChainBody, KinematicModel):
         assert jac is not None  # asked for
         return tip[0], jac[0]
 
+    def smooth_jacobian(self, u: np.ndarray) -> np.ndarray:
+        """Analytic ``d tip / d u`` [m per unit of u] in the smooth coordinates ``(ΔL, a, b)`` per
+        segment: ``(3, 3N)`` for ``u`` ``(3N,)``, ``(B, 3, 3N)`` for ``(B, 3N)`` (full rank at the
+        straight arm, where ``d tip / d c`` has no ``φ`` column)."""
+        u = np.asarray(u, dtype=float)
+        u2 = np.atleast_2d(u)
+        _, jac, _ = self._kinematics.series(u2.reshape(u2.shape[0], self.n_segments, 3), with_jacobian=True)
+        assert jac is not None  # asked for
+        jac = jac.reshape(u2.shape[0], 3, 3 * self.n_segments)
+        return jac[0] if u.ndim == 1 else jac
+
     def smooth_forward(self, u: np.ndarray) -> np.ndarray:
         """Tip [m] of smooth coordinates ``(3N,)`` or ``(B, 3N)``."""
         u = np.asarray(u, dtype=float)

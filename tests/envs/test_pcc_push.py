@@ -121,9 +121,27 @@ def test_bad_push_keywords_are_value_errors():
     from soft_envs.exceptions import InvalidParameterError
 
     for kwargs in (dict(box_mass=0.0), dict(box_size=0.005), dict(push_range=(0.05, 0.01)),
-                   dict(physics="stiff"), dict(action_type="residual"), dict(box_friction=-0.1)):
+                   dict(physics="stiff"), dict(action_type="residual"), dict(box_friction=-0.1),
+                   dict(reach_behind=-0.01), dict(reach_behind=0.2)):
         with pytest.raises(InvalidParameterError):
             gym.make(ENV_ID, **kwargs)
+
+
+@pytest.mark.parametrize("behind", [0.0, 0.025])
+def test_the_reach_term_points_behind_the_box_on_its_push_line(behind):
+    """``reach = −w ‖p − tip‖``: ``p`` the box's centre, or ``reach_behind`` behind it on the line from
+    its goal through it (the table's plane, the centre's height)."""
+    env = gym.make(ENV_ID, reach_behind=behind, reach_weight=3.0)
+    obs, _ = env.reset(seed=4)
+    _, _, _, _, info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+    box, goal, tip = obs[3:6].astype(float), obs[6:9].astype(float), obs[0:3].astype(float)
+    line = (goal - box)[:2] / np.linalg.norm((goal - box)[:2])
+    point = env.unwrapped.arms.push_point()[0]
+    np.testing.assert_allclose(point[:2], info["object_position"][:2] - behind * line, atol=1e-5)
+    assert point[2] == pytest.approx(info["object_position"][2])
+    tip = env.unwrapped.arms.to_world(env.unwrapped.arms.measured_tip)[0]
+    assert info["reward_reach"] == pytest.approx(-3.0 * np.linalg.norm(point - tip), rel=1e-6)
+    env.close()
 
 
 def _held_swing(delay_robust_gains: bool, seconds: float = 8.0) -> tuple[int | None, np.ndarray]:
