@@ -121,6 +121,18 @@ def test_the_pcc_residual_recipe_learns_on_the_native_vector_env_with_delta_acti
     learner.close()
 
 
+def test_the_push_recipe_learns_with_task_space_actions_on_the_hanging_arm():
+    """The smooth set-point's task-space action (the closed-loop wrapper) on the push's native vector env."""
+    recipe = RECIPES["pcc-push-parallel"].replace(n_envs=4, n_steps=3, batch_size=12, net_arch=(16,),
+                                                  standardize_samples=8)
+    learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
+    assert type(learner.env.venv).__name__ == "ClosedLoopVector"
+    learner.iterate()
+    assert learner.timesteps == 12
+    assert learner.policy().act(np.tile(learner.obs_mean, (2, 1))).shape == (2, 3)  # a tip displacement
+    learner.close()
+
+
 def test_bad_recipes_and_budgets_are_refused():
     with pytest.raises(InvalidParameterError, match="activation"):
         SMALL.replace(activation="gelu").validate()
