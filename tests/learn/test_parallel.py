@@ -108,28 +108,18 @@ def test_training_is_seeded_and_saves_a_policy_with_its_card(tmp_path):
     assert json.loads((tmp_path / "run0.curve.json").read_text())[0]["timesteps"] == 40
 
 
-def test_the_pcc_residual_recipe_learns_on_the_native_vector_env_with_delta_actions():
-    """Residual actions and delta mode (the closed-loop wrapper) on the parallel learner."""
-    recipe = RECIPES["pcc-residual-parallel"].replace(n_envs=4, n_steps=3, batch_size=12, net_arch=(16,),
-                                                      standardize_samples=8)
+@pytest.mark.parametrize("name", ["pcc-residual-parallel", "pcc-push-parallel"])
+def test_the_pcc_recipes_learn_on_the_native_vector_envs_through_the_closed_loop_wrapper(name):
+    """Residual actions in delta mode (the spiral) and the smooth set-point's task-space action (the hanging
+    push arm): the closed-loop wrapper on the parallel learner; both act with three numbers (an aim's
+    correction, a tip displacement)."""
+    recipe = RECIPES[name].replace(n_envs=4, n_steps=3, batch_size=12, net_arch=(16,), standardize_samples=8)
     learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
     assert type(learner.env.venv).__name__ == "ClosedLoopVector"
     learner.iterate()
     assert learner.timesteps == 12
     policy = learner.policy()
     assert policy.act(np.tile(learner.obs_mean, (2, 1))).shape == (2, 3)
-    learner.close()
-
-
-def test_the_push_recipe_learns_with_task_space_actions_on_the_hanging_arm():
-    """The smooth set-point's task-space action (the closed-loop wrapper) on the push's native vector env."""
-    recipe = RECIPES["pcc-push-parallel"].replace(n_envs=4, n_steps=3, batch_size=12, net_arch=(16,),
-                                                  standardize_samples=8)
-    learner = ParallelPPO(recipe, recipe.make_kwargs(), seed=0)
-    assert type(learner.env.venv).__name__ == "ClosedLoopVector"
-    learner.iterate()
-    assert learner.timesteps == 12
-    assert learner.policy().act(np.tile(learner.obs_mean, (2, 1))).shape == (2, 3)  # a tip displacement
     learner.close()
 
 
