@@ -279,10 +279,8 @@ class PCCArm(ChainBody, KinematicModel):
         c = self.check_configuration(c)
         c2 = np.atleast_2d(c)
         u, du = self._smooth_from_config(c2)
-        _, ju, _ = self._kinematics.series(u, with_jacobian=True)
-        assert ju is not None  # asked for
         n = self.n_segments
-        ju = ju.reshape(c2.shape[0], 3, n, 3)
+        ju = self.smooth_jacobian(u.reshape(c2.shape[0], 3 * n)).reshape(c2.shape[0], 3, n, 3)
         jac = np.einsum("bxnj,bnjk->bxnk", ju, du).reshape(c2.shape[0], 3, 3 * n)
         return self._reduce_jacobian(jac[0] if c.ndim == 1 else jac)
 
