@@ -11,6 +11,7 @@ which task is :data:`soft_envs.evaluate.TASKS`.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -112,13 +113,24 @@ def build_controller(name: str, env, task: str = "") -> Any:
                                 "or sb3:ALGO:PATH or policy:PATH.npz")
 
 
+def task_action_keywords(env_id: str) -> dict[str, Any]:
+    """The keywords that give the registered env ``env_id`` its task-space action: its class's
+    ``TASK_ACTION_KEYWORDS`` (the PCC arms add their smooth set-point; ``{"action_mode": "task"}`` for
+    an id it does not know)."""
+    from soft_envs.envs import ENVIRONMENTS
+
+    if env_id not in ENVIRONMENTS:
+        return {"action_mode": "task"}
+    module, _, name = ENVIRONMENTS[env_id][0].partition(":")
+    return dict(getattr(importlib.import_module(module), name).TASK_ACTION_KEYWORDS)
+
+
 def env_keywords(name: str, task: str = "", env_id: str = "") -> dict[str, Any]:
     """The env keywords the controller ``name`` needs for its observations (a saved policy's
-    observation form, from its file; the task-space action of ``task-feedback`` on ``env_id``, the
-    PCC arms' through their smooth set-point; ``{}`` for the others)."""
+    observation form, from its file; the task-space action of ``task-feedback`` on ``env_id``,
+    :func:`task_action_keywords`; ``{}`` for the others)."""
     if name == "task-feedback":
-        smooth = {"action_type": "smooth"} if env_id.startswith("soft_envs/PCC") else {}
-        return {"action_mode": "task", **smooth}
+        return task_action_keywords(env_id)
     if name.startswith("sb3:"):
         return SB3Policy.env_keywords(name)
     if name.startswith("policy:") or name == "learned":

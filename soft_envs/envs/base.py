@@ -69,7 +69,7 @@ so that the clients are disconnected before the error propagates.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -156,6 +156,9 @@ class SoftEnv(LoopSpaces):
     """
 
     metadata = {"render_modes": ["human", "rgb_array"], "render_fps": 20}
+    #: The keywords that give this env its task-space action (``action_mode="task"``), what the
+    #: ``task-feedback`` controller makes it with.
+    TASK_ACTION_KEYWORDS: ClassVar[dict[str, Any]] = {"action_mode": "task"}
     model: Any  # the nominal robot model a controller plans with (set by the subclass)
     client: Any  # the env's BulletClient (PyBullet is untyped); None without physics and after close()
 

@@ -106,7 +106,7 @@ values drawn; ``reset(options={"keep_robot": True})`` keeps them (a new start, t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -205,6 +205,8 @@ class PCCTrackEnv(GoalConditionedMixin, SoftEnv, EzPickle):
 
     #: The configuration's class (the keywords' groups and their validation).
     config_class: type[PCCTrackConfig] = PCCTrackConfig
+    #: The smooth set-point carries the task-space action (module docstring).
+    TASK_ACTION_KEYWORDS: ClassVar[dict[str, Any]] = {"action_mode": "task", "action_type": "smooth"}
     __signature__ = PCCTrackConfig.signature(SoftEnv.__init__)  # the flat keywords, for inspect and IDEs
     # The keywords, read from the env's configuration (:attr:`config`, one source of truth).
     backend, physics, gravity, payload, rayleigh_stiffness = configured("physics", 5)

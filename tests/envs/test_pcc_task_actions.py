@@ -117,3 +117,10 @@ def test_refusals(env_id, kwargs, match):
     if env_id != TRACK:
         with pytest.raises(InvalidParameterError, match=match):
             gym.make_vec(env_id, num_envs=2, **kwargs)
+
+
+def test_the_task_feedback_controller_makes_each_env_with_its_task_space_action():
+    from soft_envs.controllers import env_keywords
+
+    assert env_keywords("task-feedback", "pcc-obstacles", REACH) == TASK
+    assert env_keywords("task-feedback", "peter-2", "soft_envs/PeterReach-v0") == {"action_mode": "task"}
