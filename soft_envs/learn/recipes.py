@@ -330,8 +330,9 @@ RECIPES: dict[str, Recipe] = {
              "task-space action), the box's distance and the tip's to the push's start behind the box "
              "(reach_behind 25 mm, where the body meets its back face) in centimetres and decimetres. Not yet a "
              "push: 30 CPU-min, seed 0, 100 held-out episodes: 13 % within 1 cm (2.4 M steps; the scripted push "
-             "100 %). Tried, seed 0: the shaping on the box's centre (reach_behind 0), 20 CPU-min: 2 %, with a "
-             "two-step history 6 %; reach_weight 30: 7 %; 5 mm a step and a KL target of 0.03: 7 %"),
+             "on the same boxes 100 %). Tried, seed 0: the shaping on the box's centre (reach_behind 0), 20 "
+             "CPU-min: 2 %, with a two-step history 6 %; reach_weight 30: 7 %; 5 mm a step and a KL target of "
+             "0.03: 7 %"),
     "pcc-residual-parallel": Recipe(**(_PARALLEL | dict(env_id="soft_envs/PCCTrack-v0", gamma=0.9, n_envs=64,
                                                         batch_size=800)),
                                     env_kwargs=dict(_PCC_RESIDUAL.env_kwargs),
