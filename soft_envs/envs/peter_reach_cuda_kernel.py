@@ -41,7 +41,7 @@ import numpy as np
 from soft_envs.collision import SPHERE
 from soft_envs.robots.peter import Peter
 from soft_envs.sim.batched_cuda import cuda, cuda_module, device_functions
-from soft_envs.sim.contact import DIAG_NORMAL_FORCE, DIAG_PENETRATION
+from soft_envs.sim.contact import DIAG_NORMAL_FORCE, DIAG_PENETRATION, MAX_SUBSTEPS
 
 #: ``coef`` entries of the kernel (one float64 array), by name.
 COEF = ("dt", "alpha_m", "alpha_f", "gamma", "beta", "fill_step", "vent_step", "rest_length", "fill_rate",
@@ -120,7 +120,7 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
             """One physics step of one arm with the contact of its scene (``arm_step_contact``)."""
             arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, zero, zero,
                              False, first, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws,
-                             sws, cws, diag, touched, wrench)
+                             sws, cws, diag, touched, wrench, MAX_SUBSTEPS)
     else:
         @cuda.jit(device=True)
         def physics(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, zero, first,
@@ -299,7 +299,8 @@ def env_kernel(n_modules: int, n_joints: int, n_angles: int, queue: int, history
                    cuda.local.array((p1, 3), float64), cuda.local.array((p1, 3, n), float64),
                    cuda.local.array((p1, 3, n), float64), cuda.local.array((n_joints, 6), float64),
                    cuda.local.array(8, float64), cuda.local.array((3, n), float64),
-                   cuda.local.array((p1, n_slots), boolean))
+                   cuda.local.array((p1, n_slots), boolean), cuda.local.array((8, n), float64),
+                   cuda.local.array((p1, 3), float64), cuda.local.array((n_slots, 7), float64))
             diag = cuda.local.array(4, float64)
             touched = cuda.local.array(n_slots, boolean)
             wrench = cuda.local.array((n_slots, 6), float64)

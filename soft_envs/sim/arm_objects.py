@@ -134,6 +134,9 @@ class ArmBoxCoupling:
         if self.slot >= scene.slots:
             raise InvalidParameterError(f"slot {self.slot} is beyond the scene's {scene.slots} slots")
         self.arm, self.boxes, self.scene = arm, boxes, scene
+        # whole arm steps: the box slot's law models the box's yield over one arm step (step 1 of the
+        # module docstring), which the contact's sub-steps would take for each of theirs
+        scene.max_substeps = 1
         B = arm.n_arms
         self.base_position = np.zeros((B, 3))
         if base_position is not None:

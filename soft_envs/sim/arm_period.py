@@ -136,6 +136,7 @@ def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray
             assert scene is not None
             shapes = (scene.shapes[rows], scene.velocity[rows], scene.cp[rows], scene.radius, scene.points)
             measured = (scene.diagnostics[rows], scene.touched[rows], scene.wrench[rows])
+            max_substeps = scene.max_substeps
         left, k = int(np.count_nonzero(act)), 0
         while k < n_steps and left:
             before, after = views[0 if k == 0 else 1 + (k - 1) % 2], views[1 + k % 2]
@@ -144,7 +145,7 @@ def run_period(body: BatchedSoftArm, n_steps: int, dt: float, active: np.ndarray
             if contact:
                 batch_step_contact(*topology, *params, *before[:5], rest_end if moving else before[4], *torques,
                                    no_cancel, fresh, act, *coefficients, passes, *shapes, *terms, *after[:4],
-                                   *measured)
+                                   *measured, max_substeps)
             else:
                 batch_step(*topology, *params, *before[:5], rest_end if moving else before[4], *torques, no_cancel,
                            fresh, act, *coefficients, passes, False, *terms, *after[:4])

@@ -114,7 +114,7 @@ def step(topology: ArmTopology, params: ArmParams, state: ArmState, dt: float, t
             parts = [per_arm, scene_in, results, records]
             arm_in, shapes_in, terms_out, record_out = parts if whole else [[x[rows] for x in part] for part in parts]
             contact.batch_step_contact(*topology.arrays, *arm_in, *coefficients, *shapes_in, scene.radius,
-                                       scene.points, *terms_out, *record_out)
+                                       scene.points, *terms_out, *record_out, scene.max_substeps)
     else:
         if scene is not None:
             scene.clear_measurements()

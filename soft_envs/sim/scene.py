@@ -36,7 +36,7 @@ from soft_envs.collision import EMPTY, SHAPE_WIDTH
 from soft_envs.exceptions import InvalidParameterError, check_integer, check_positive
 from soft_envs.robots.chain import Chain
 from soft_envs.sim.batched_types import _rows
-from soft_envs.sim.contact import MAX_SHAPES
+from soft_envs.sim.contact import MAX_SHAPES, MAX_SUBSTEPS
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,10 @@ class ArmScene:
         self.touched = np.zeros((B, S), dtype=np.bool_)
         #: ``(B, S, 6)``: the force [N] on each shape and its moment [N m] about the shape's origin.
         self.wrench = np.zeros((B, S, 6))
+        #: The most sub-steps a contact step of these arms is split into where a fast body meets a shape
+        #: (:func:`soft_envs.sim.contact.arm_step_contact`); 1: whole steps (a coupling that steps an
+        #: object once per arm step, :class:`~soft_envs.sim.arm_objects.ArmBoxCoupling`, sets it).
+        self.max_substeps = MAX_SUBSTEPS
 
     @property
     def n_arms(self) -> int:

@@ -24,6 +24,7 @@ from soft_envs.collision import SHAPE_WIDTH
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots import PCCArm, Peter
 from soft_envs.sim.batched_bodies import BatchedPCCBody, BatchedSoftPeter
+from soft_envs.sim.contact import MAX_SUBSTEPS
 from soft_envs.sim.scene import ContactParameters
 
 DT = 1.0 / 120.0
@@ -143,3 +144,73 @@ def test_each_shape_slot_has_its_own_parameters():
     assert depth[1] == pytest.approx(depth[0] / 4, rel=0.02)
     with pytest.raises(InvalidParameterError):
         scene.set_parameters(0, default, slot=2)
+
+
+def _swinging_pcc(max_substeps: int, sphere_x: float = 0.0):
+    """A weightless two-segment PCC arm released from a 60 % bend towards +x: it swings through the
+    straight pose at ~5 m/s at its tip (25 mm a 5 ms step); a 2 mm sphere sits 1.5 mm into the tip
+    capsule's path above the straight pose, at ``x = sphere_x``."""
+    model = PCCArm(2)
+    body = BatchedPCCBody(model, 1, gravity=0.0)
+    u0 = np.zeros(body.n_dof)
+    u0[1], u0[4] = 0.6 * model.smooth_upper[1], 0.6 * model.smooth_upper[4]
+    body.reset(0, u0, rest=np.zeros(body.n_dof))
+    centre = np.array([sphere_x, 0.0, model.total_length + model.body_radius + 0.002 - 0.0015])
+    scene = body.add_scene(1)
+    scene.max_substeps = max_substeps
+    scene.set_shapes(0, sphere_row(centre, 0.002)[None])
+    return body, scene
+
+
+@pytest.mark.parametrize("sphere_x", [0.0, -0.005, -0.01])
+def test_a_fast_arm_meets_a_small_sphere_in_sub_steps(sphere_x):
+    """The tip capsule sweeps 25 mm a step past a sphere it cuts 1.5 mm into: in whole steps every end
+    state is clear of it (the touch is never measured); in sub-steps of at most 1 mm
+    (:data:`~soft_envs.sim.contact.SWEEP_LENGTH`) the touch is counted and stays shallow."""
+    from soft_envs.sim.contact import DIAG_PENETRATION
+
+    touches, deepest = {}, {}
+    for most in (1, MAX_SUBSTEPS):
+        body, scene = _swinging_pcc(most, sphere_x)
+        touches[most], deepest[most] = 0, 0.0
+        for _ in range(12):
+            body.step(0.005, np.zeros((1, body.n_dof)))
+            touches[most] += int(scene.touched[0, 0])
+            deepest[most] = max(deepest[most], float(scene.diagnostics[0, DIAG_PENETRATION]))
+        assert np.all(np.isfinite(body.state.u))
+    assert touches[1] == 0
+    assert touches[MAX_SUBSTEPS] > 0 and 0.0 < deepest[MAX_SUBSTEPS] <= 1e-3
+
+
+def test_a_sub_stepped_step_is_that_many_shorter_steps():
+    """One step that the contact splits into ``m`` sub-steps equals ``m`` whole steps of ``dt / m`` (the
+    torque and the rest configuration interpolated linearly between the step's ends), to rounding."""
+    from soft_envs.sim.contact import SWEEP_LENGTH
+
+    dt = 0.005
+    steps = []
+    for _ in range(3):
+        body, scene = _swinging_pcc(1)
+        for _ in range(8):  # in whole steps to just before the sphere (the tip ~26 mm from the straight pose)
+            body.step(dt, np.zeros((1, body.n_dof)))
+        steps.append((body, scene))
+    (whole, _), (split, split_scene), (short, _) = steps
+    split_scene.max_substeps = MAX_SUBSTEPS
+    start = whole.backbone()[0][0].copy()
+    rng = np.random.default_rng(0)
+    torque, torque_end = rng.normal(0.0, 1e-3, (2, 1, whole.n_dof))
+    rest_end = rng.normal(0.0, 1e-3, (1, whole.n_dof))
+    whole.step(dt, torque, torque_end=torque_end, rest_end=rest_end)
+    moved = np.linalg.norm(whole.backbone()[0][0] - start, axis=1).max()
+    m = int(np.ceil(moved / SWEEP_LENGTH))
+    assert 1 < m <= MAX_SUBSTEPS
+    split.step(dt, torque, torque_end=torque_end, rest_end=rest_end)
+    rest_start = short.state.rest.copy()
+    for j in range(m):
+        f0, f1 = j / m, (j + 1) / m
+        short.step(dt / m, torque + f0 * (torque_end - torque), torque_end=torque + f1 * (torque_end - torque),
+                   rest_end=rest_start + f1 * (rest_end - rest_start))
+    for name in ("u", "w", "a", "c"):
+        np.testing.assert_allclose(getattr(split.state, name), getattr(short.state, name), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)
+    assert split_scene.touched[0, 0]
