@@ -112,6 +112,54 @@ def test_the_gpu_env_with_obstacles_steps_as_the_cpu_vector_env(on_cuda_simulato
     assert out["errors"] == ["InvalidParameterError"] * 4
 
 
+SUB_STEPS = """
+import json, warnings, numpy as np
+import gymnasium as gym
+import soft_envs
+from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
+warnings.simplefilter("ignore", RuntimeWarning)
+B, T = 3, 4
+kw = dict(obstacles=2, max_episode_steps=T, time_step=0.05, frame_skip=2)
+out = {}
+for most in (None, 1):
+    cpu = gym.make_vec("soft_envs/PeterReach-v0", num_envs=B, autoreset_mode="SameStep", **kw)
+    if most:
+        cpu.arms.scene.max_substeps = most
+    gpu = PeterReachCudaVectorEnv(B, output="numpy", seed=1, goal_bank_size=16, **kw)
+    single, rows = cpu.single, np.arange(B)
+    model, R = single.model, single.model.body_radius
+    start = model.backbone(np.zeros(model.n_dof))
+    top = float(start[-1, 2])
+    gpu.reset(); _, info_c = cpu.reset(seed=0)
+    times = np.array([[2.0, 0.0, 0.0, 2.0, 0.0, 0.0], [0.0, 2.0, 0.3, 0.0, 2.0, 0.3], [0.5, 0.5, 2.0, 1.0, 1.0, 1.0]])
+    obstacles = np.array([[[-(R + 0.0115), 0.0, top, 0.010], [0.06, 0.06, 0.05, 0.008]],
+                          [[R + 0.014, 0.0, top, 0.012], [0.0, 0.0, 0.0, 0.0]],
+                          [[0.0, 0.0, top + R + 0.012, 0.009], [-0.07, 0.0, 0.04, 0.010]]])
+    cpu.arms.reset(rows, list(np.concatenate((times, obstacles.reshape(B, -1)), axis=1)), {}, list(cpu.realism_rngs))
+    gpu.set_tasks(cpu.goal, cpu.arms.obstacles)
+    actions = single.model_to_action(times).astype(np.float32)
+    steps = []
+    for k in range(T - 1):
+        o, r, te, tr, info = gpu.step(actions)
+        oc, rc, tec, trc, ic = cpu.step(actions)
+        steps.append({"obs": float(np.abs(o - oc).max()), "u": float(np.abs(gpu.state()["u"] - cpu.body.state.u).max()),
+                      "collisions": [info["collisions"].tolist(), ic["collisions"].tolist()]})
+    out[str(most)] = steps
+print(json.dumps(out))
+"""
+
+
+def test_the_gpu_env_takes_the_contacts_sub_steps_as_the_cpu_does(on_cuda_simulator):
+    """50 ms physics steps: the arms move their bodies by more than 1 mm a step beside the spheres, so
+    the contact splits those steps (:data:`soft_envs.sim.contact.SWEEP_LENGTH`): the device's steps equal
+    the CPU vector env's, and differ from the CPU's in whole steps (``max_substeps = 1``)."""
+    out = on_cuda_simulator(SUB_STEPS)
+    for split in out["None"]:
+        assert split["obs"] < 1e-9 and split["u"] < 1e-12, split
+        assert split["collisions"][0] == split["collisions"][1], split
+    assert max(step["u"] for step in out["1"]) > 1e-5  # whole steps are another path: sub-steps were taken
+
+
 def test_every_callee_of_a_device_function_is_compiled_for_the_device():
     """Each compiled function's callees that are numba functions are in ``DEVICE_FUNCTIONS`` too (so a
     helper added to the contact's or the core's source is not left as a CPU function on the device)."""
