@@ -97,10 +97,19 @@ class ArmScene:
         self.touched = np.zeros((B, S), dtype=np.bool_)
         #: ``(B, S, 6)``: the force [N] on each shape and its moment [N m] about the shape's origin.
         self.wrench = np.zeros((B, S, 6))
-        #: The most sub-steps a contact step of these arms is split into where a fast body meets a shape
-        #: (:func:`soft_envs.sim.contact.arm_step_contact`); 1: whole steps (a coupling that steps an
-        #: object once per arm step, :class:`~soft_envs.sim.arm_objects.ArmBoxCoupling`, sets it).
-        self.max_substeps = MAX_SUBSTEPS
+        self._max_substeps = MAX_SUBSTEPS
+
+    @property
+    def max_substeps(self) -> int:
+        """The most sub-steps a contact step of these arms is split into where a fast body meets a shape
+        (:func:`soft_envs.sim.contact.arm_step_contact`; default :data:`~soft_envs.sim.contact.MAX_SUBSTEPS`);
+        1: whole steps (a coupling that steps an object once per arm step,
+        :class:`~soft_envs.sim.arm_objects.ArmBoxCoupling`, sets it)."""
+        return self._max_substeps
+
+    @max_substeps.setter
+    def max_substeps(self, value: int) -> None:
+        self._max_substeps = check_integer("max_substeps", value, minimum=1, maximum=1024)
 
     @property
     def n_arms(self) -> int:

@@ -120,6 +120,10 @@ def test_scene_input_is_checked():
         ContactParameters(stiffness=-1.0)
     with pytest.raises(InvalidParameterError):
         ContactParameters(friction=float("nan"))
+    for bad in (0, -1, 2.5, "4", 10**6):
+        with pytest.raises(InvalidParameterError):
+            scene.max_substeps = bad
+    assert scene.max_substeps == MAX_SUBSTEPS
 
 
 def test_each_shape_slot_has_its_own_parameters():
