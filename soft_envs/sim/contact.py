@@ -44,8 +44,8 @@ interpolated linearly: exactly ``m`` shorter steps (``tests/sim/test_contact.py`
 (``soft-envs bench contact``'s random-action table, 32 PCC arms × 200 random steps): the deepest
 penetration 1.93 mm in whole steps, 0.87 mm in sub-steps; a 2 mm sphere that the tip capsule cuts
 1.5 mm into at 5 m/s is never touched at a whole step's end and is met within 1 mm in sub-steps.
-Slow arms never split (PETER's reach, the IK controllers): the check costs two evaluations of the
-backbone's points (the step's start and end) per contact step.
+Slow arms never split (PETER's reach, the IK controllers): the check costs an evaluation of the
+backbone's points at the step's start per contact step (the end's is the step's last).
 
 Cost. Each function here is compiled once and called (numba's inlining of them made the cold
 compile minutes long). An arm with no shape within reach at the predictor's state and at the end
@@ -381,7 +381,7 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
     contact_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel,
                  fresh, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
                  touched, wrench)
-    m = substep_count(topology, c_out, scene, P0, max_substeps, ws, cws) if max_substeps > 1 else 1
+    m = min(substep_count(scene, P0, cws[2]), max_substeps) if max_substeps > 1 else 1
     if m > 1:
         _substeps(m, topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel,
                   fresh, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
@@ -389,14 +389,12 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
 
 
 @njit(**_NO_NRT)
-def substep_count(topology, c_end, scene, P0, most, ws, cws):
+def substep_count(scene, P0, P):
     """How many sub-steps a contact step needs: 1, or where some backbone point moved from ``P0`` (the
-    step's start, ``(p + 1, 3)`` [m]) to the end state ``c̃ = c_end`` by ``d`` > :data:`SWEEP_LENGTH`
-    and a shape's bound is within ``r + d`` of the body (radius ``r``) at either end,
-    ``⌈d / SWEEP_LENGTH⌉`` (at most ``most``)."""
-    shapes, points, radius = scene[0], scene[4], scene[3]
-    P = cws[2]
-    backbone_points(topology[0], topology[1], topology[2], c_end, points, cws[5], P, ws[12])
+    step's start) to ``P`` (its end; both ``(p + 1, 3)`` [m], the end's as :func:`contact_step` leaves
+    it in the scratch's ``cws[2]``) by ``d`` > :data:`SWEEP_LENGTH` and a shape's bound is within
+    ``r + d`` of the body (radius ``r``) at either end, ``⌈d / SWEEP_LENGTH⌉``."""
+    shapes, radius = scene[0], scene[3]
     moved = 0.0
     for i in range(P.shape[0]):
         dx, dy, dz = P[i, 0] - P0[i, 0], P[i, 1] - P0[i, 1], P[i, 2] - P0[i, 2]
@@ -405,7 +403,7 @@ def substep_count(topology, c_end, scene, P0, most, ws, cws):
         return 1
     if not (_near(P, shapes, radius + moved) or _near(P0, shapes, radius + moved)):
         return 1
-    return min(most, int(math.ceil(moved / SWEEP_LENGTH)))
+    return int(math.ceil(moved / SWEEP_LENGTH))
 
 
 @njit(**_NO_NRT)
@@ -460,7 +458,9 @@ def contact_step(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest
     Where no shape is within reach of the body (:func:`_near`) at the predictor's state ``û`` (the
     contact's first evaluation), the free step is taken from there, and kept where none is within
     reach at its end either: the contact step would find no force at those states and end at the
-    same state (its Newton iterations stop once the force is zero before and after a solve)."""
+    same state (its Newton iterations stop once the force is zero before and after a solve). It
+    leaves the end state's backbone points in ``cws[2]`` (its last evaluation's, of the end state or
+    of one within :data:`MEASURED_TOLERANCE` of it)."""
     ints, table, trig, sec, lref = topology
     shapes, points, radius = scene[0], scene[4], scene[3]
     M_e, A, vec = sws

@@ -168,9 +168,9 @@ def _swinging_pcc(max_substeps: int, sphere_x: float = 0.0):
 
 @pytest.mark.parametrize("sphere_x", [0.0, -0.005, -0.01])
 def test_a_fast_arm_meets_a_small_sphere_in_sub_steps(sphere_x):
-    """The tip capsule sweeps 25 mm a step past a sphere it cuts 1.5 mm into: in whole steps every end
-    state is clear of it (the touch is never measured); in sub-steps of at most 1 mm
-    (:data:`~soft_envs.sim.contact.SWEEP_LENGTH`) the touch is counted and stays shallow."""
+    """The tip capsule sweeps 25 mm a step past a sphere it cuts 1.5 mm into: in whole steps at most one
+    end state touches it (mostly none: the touch is never measured); in sub-steps of at most 1 mm
+    (:data:`~soft_envs.sim.contact.SWEEP_LENGTH`) the touch is counted over more steps and stays shallow."""
     from soft_envs.sim.contact import DIAG_PENETRATION
 
     touches, deepest = {}, {}
@@ -182,8 +182,8 @@ def test_a_fast_arm_meets_a_small_sphere_in_sub_steps(sphere_x):
             touches[most] += int(scene.touched[0, 0])
             deepest[most] = max(deepest[most], float(scene.diagnostics[0, DIAG_PENETRATION]))
         assert np.all(np.isfinite(body.state.u))
-    assert touches[1] == 0
-    assert touches[MAX_SUBSTEPS] > 0 and 0.0 < deepest[MAX_SUBSTEPS] <= 1e-3
+    assert touches[1] <= 1 < touches[MAX_SUBSTEPS]
+    assert 0.0 < deepest[MAX_SUBSTEPS] <= 1e-3
 
 
 def test_a_sub_stepped_step_is_that_many_shorter_steps():
