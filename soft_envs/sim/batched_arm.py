@@ -71,7 +71,8 @@ import numpy as np
 
 from soft_envs.exceptions import InvalidParameterError, check_integer
 from soft_envs.robots.chain import Chain
-from soft_envs.sim import contact, threads
+from soft_envs.sim import threads
+from soft_envs.sim.backbone_kernels import batch_backbone
 from soft_envs.sim.batched_ops import (  # noqa: F401  (the core's functions, where they were first imported)
     configuration,
     gravity_in_base,
@@ -171,12 +172,12 @@ class BatchedSoftArm:
 
     def backbone(self) -> tuple[np.ndarray, np.ndarray]:
         """The arms' backbone points ``(B, p + 1, 3)`` [m, base frame] and their Jacobians in ``u``
-        ``(B, p + 1, 3, n)`` (:func:`soft_envs.sim.contact.backbone`)."""
+        ``(B, p + 1, 3, n)`` (:func:`soft_envs.sim.backbone_kernels.backbone`)."""
         points = np.array(self._chain.backbone_links(), dtype=np.int64)
         s = self.state
         P = np.empty((self.n_arms, points.size + 1, 3))
         PJ = np.empty((self.n_arms, points.size + 1, 3, self.n_dof))
-        contact.batch_backbone(*self.topology.arrays, s.u, s.w, s.c, points, P, PJ)
+        batch_backbone(*self.topology.arrays, s.u, s.w, s.c, points, P, PJ)
         return P, PJ
 
     # ------------------------------------------------------------------ parameters (by index)

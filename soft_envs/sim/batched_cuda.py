@@ -1,6 +1,7 @@
 """The batched soft-arm core on a GPU: the per-arm functions of :mod:`soft_envs.sim.batched_kernels`
-and :mod:`soft_envs.sim.batched_integrator`, and the contact's of :mod:`soft_envs.sim.contact` and
-:mod:`soft_envs.collision`, compiled for CUDA from their own Python source.
+and :mod:`soft_envs.sim.batched_integrator`, and the contact's of :mod:`soft_envs.sim.contact`,
+:mod:`soft_envs.sim.backbone_kernels` and :mod:`soft_envs.collision`, compiled for CUDA from their own
+Python source.
 
 One source, two targets. Every per-arm function of the CPU core is an ``@njit`` function whose
 Python source (``py_func``) uses scalar arithmetic and small arrays only. :func:`device_functions`
@@ -36,7 +37,7 @@ import numpy as np
 
 from soft_envs import collision
 from soft_envs.exceptions import InvalidParameterError
-from soft_envs.sim import batched_integrator, batched_kernels, contact
+from soft_envs.sim import backbone_kernels, batched_integrator, batched_kernels, contact
 from soft_envs.sim.batched_arm import ArmState, BatchedSoftArm
 
 try:  # the module only (no GPU or CUDA toolkit needed to import it); a module global, so the simulator can swap it
@@ -45,7 +46,7 @@ except ImportError:  # pragma: no cover - a numba without its CUDA target
     cuda = None  # type: ignore[assignment]
 
 #: The contact's functions that stay CPU-only: its batch drivers and its ``np.empty`` workspace.
-CONTACT_HOST_ONLY = ("contact_workspace", "batch_step_contact", "_step_arms", "batch_contact", "batch_backbone")
+CONTACT_HOST_ONLY = ("contact_workspace", "batch_step_contact", "_step_arms", "batch_contact")
 
 
 def _own_functions(module, host_only: tuple[str, ...]) -> tuple[str, ...]:
@@ -63,6 +64,7 @@ DEVICE_FUNCTIONS: dict[Any, tuple[str, ...]] = {
     batched_integrator: ("cholesky_solve", "_force", "prepare", "predict", "solve_pass", "corrector_passes",
                          "arm_step"),
     collision: collision.KERNEL_FUNCTIONS,
+    backbone_kernels: _own_functions(backbone_kernels, ("batch_backbone",)),
     contact: _own_functions(contact, CONTACT_HOST_ONLY),
 }
 
