@@ -280,12 +280,14 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
                      fresh, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
                      touched, wrench, max_substeps):
     """:func:`~soft_envs.sim.batched_integrator.arm_step` with the scene's contact (module docstring):
-    one :func:`contact_step` of the whole step, taken again as :func:`_substeps`' sub-steps where a
+    one :func:`contact_step` of the whole step, taken again as ``m`` contact steps of ``dt / m`` where a
     backbone point moved by more than :data:`SWEEP_LENGTH` with a shape within reach of its sweep
-    (:func:`substep_count`; at most ``max_substeps``, 1: never). The measurements (``diag``,
-    ``touched``, ``wrench``) are the end state's, or over the sub-steps: the most contacts and the
-    deepest penetration, the mean normal force and wrench (the step's impulse over its length), a
-    shape touched in any of them and the end state's spring energy."""
+    (:func:`substep_count`; ``m`` at most ``max_substeps``, 1: never), the torque and the rest
+    configuration interpolated linearly across the step (``cws[9]`` a sub-step's start state and
+    inputs, ``cws[11]`` the sub-steps' touches and wrench). The measurements (``diag``, ``touched``,
+    ``wrench``) are the end state's, or over the sub-steps: the most contacts and the deepest
+    penetration, the mean normal force and wrench (the step's impulse over its length), a shape
+    touched in any of them and the end state's spring energy."""
     P0 = cws[10]
     if max_substeps > 1:
         backbone_points(topology[0], topology[1], topology[2], c, scene[4], cws[5], P0, ws[12])
@@ -293,38 +295,8 @@ def arm_step_contact(topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, 
                  fresh, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
                  touched, wrench)
     m = min(substep_count(scene, P0, cws[2]), max_substeps) if max_substeps > 1 else 1
-    if m > 1:
-        _substeps(m, topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel,
-                  fresh, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
-                  touched, wrench)
-
-
-@njit(**_NO_NRT)
-def substep_count(scene, P0, P):
-    """How many sub-steps a contact step needs: 1, or where some backbone point moved from ``P0`` (the
-    step's start) to ``P`` (its end; both ``(p + 1, 3)`` [m], the end's as :func:`contact_step` leaves
-    it in the scratch's ``cws[2]``) by ``d`` > :data:`SWEEP_LENGTH` and a shape's bound is within
-    ``r + d`` of the body (radius ``r``) at either end, ``⌈d / SWEEP_LENGTH⌉``."""
-    shapes, radius = scene[0], scene[3]
-    moved = 0.0
-    for i in range(P.shape[0]):
-        dx, dy, dz = P[i, 0] - P0[i, 0], P[i, 1] - P0[i, 1], P[i, 2] - P0[i, 2]
-        moved = max(moved, math.sqrt(dx * dx + dy * dy + dz * dz))
-    if not moved > SWEEP_LENGTH:
-        return 1
-    if not (_near(P, shapes, radius + moved) or _near(P0, shapes, radius + moved)):
-        return 1
-    return int(math.ceil(moved / SWEEP_LENGTH))
-
-
-@njit(**_NO_NRT)
-def _substeps(m, topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest_s, rest_e, tau_s, tau_e, cancel,
-              fresh, coefficients, passes, scene, M_s, h_s, g_s, u_out, w_out, a_out, c_out, ws, sws, cws, diag,
-              touched, wrench):
-    """The step from ``(u, w, a, c)`` again as ``m`` :func:`contact_step` calls of ``dt / m``, the torque
-    and the rest configuration interpolated linearly across it; the measurements combined as
-    :func:`arm_step_contact` says (``cws[9]`` the sub-step's start state and inputs, ``cws[11]`` the
-    touches and the wrench's sum)."""
+    if m == 1:
+        return
     n, S = u.shape[0], scene[0].shape[0]
     sub, total = cws[9], cws[11]
     for i in range(n):
@@ -357,6 +329,24 @@ def _substeps(m, topology, mass, inertia, gravity, k, rayleigh, u, w, a, c, rest
         touched[s] = total[s, 6] != 0.0
         for r in range(6):
             wrench[s, r] = total[s, r] / m
+
+
+@njit(**_NO_NRT)
+def substep_count(scene, P0, P):
+    """How many sub-steps a contact step needs: 1, or where some backbone point moved from ``P0`` (the
+    step's start) to ``P`` (its end; both ``(p + 1, 3)`` [m], the end's as :func:`contact_step` leaves
+    it in the scratch's ``cws[2]``) by ``d`` > :data:`SWEEP_LENGTH` and a shape's bound is within
+    ``r + d`` of the body (radius ``r``) at either end, ``⌈d / SWEEP_LENGTH⌉``."""
+    shapes, radius = scene[0], scene[3]
+    moved = 0.0
+    for i in range(P.shape[0]):
+        dx, dy, dz = P[i, 0] - P0[i, 0], P[i, 1] - P0[i, 1], P[i, 2] - P0[i, 2]
+        moved = max(moved, math.sqrt(dx * dx + dy * dy + dz * dz))
+    if not moved > SWEEP_LENGTH:
+        return 1
+    if not (_near(P, shapes, radius + moved) or _near(P0, shapes, radius + moved)):
+        return 1
+    return int(math.ceil(moved / SWEEP_LENGTH))
 
 
 @njit(**_NO_NRT)
