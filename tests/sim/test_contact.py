@@ -24,7 +24,7 @@ from soft_envs.collision import SHAPE_WIDTH
 from soft_envs.exceptions import InvalidParameterError
 from soft_envs.robots import PCCArm, Peter
 from soft_envs.sim.batched_bodies import BatchedPCCBody, BatchedSoftPeter
-from soft_envs.sim.contact import MAX_SUBSTEPS
+from soft_envs.sim.contact import DIAG_PENETRATION, MAX_SUBSTEPS, SWEEP_LENGTH
 from soft_envs.sim.scene import ContactParameters
 
 DT = 1.0 / 120.0
@@ -171,8 +171,6 @@ def test_a_fast_arm_meets_a_small_sphere_in_sub_steps(sphere_x):
     """The tip capsule sweeps 25 mm a step past a sphere it cuts 1.5 mm into: in whole steps at most one
     end state touches it (mostly none: the touch is never measured); in sub-steps of at most 1 mm
     (:data:`~soft_envs.sim.contact.SWEEP_LENGTH`) the touch is counted over more steps and stays shallow."""
-    from soft_envs.sim.contact import DIAG_PENETRATION
-
     touches, deepest = {}, {}
     for most in (1, MAX_SUBSTEPS):
         body, scene = _swinging_pcc(most, sphere_x)
@@ -189,8 +187,6 @@ def test_a_fast_arm_meets_a_small_sphere_in_sub_steps(sphere_x):
 def test_a_sub_stepped_step_is_that_many_shorter_steps():
     """One step that the contact splits into ``m`` sub-steps equals ``m`` whole steps of ``dt / m`` (the
     torque and the rest configuration interpolated linearly between the step's ends), to rounding."""
-    from soft_envs.sim.contact import SWEEP_LENGTH
-
     dt = 0.005
     steps = []
     for _ in range(3):

@@ -8,14 +8,27 @@ from numba.core.dispatcher import Dispatcher
 
 from soft_envs.sim.batched_cuda import DEVICE_FUNCTIONS
 
-OBSTACLES = """
+#: What both scripts share: the imports, and the three arms' spheres beside their bodies' ends at rest
+#: (arm 0 also one out of reach, arm 1 an empty slot, arm 2 one above it and one out of reach).
+PRELUDE = """
 import json, warnings, numpy as np
 import gymnasium as gym
 import soft_envs
-from soft_envs.envs.obstacle_course import body_clearance
 from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
 warnings.simplefilter("ignore", RuntimeWarning)  # the simulated xoroshiro's uint64 wrap-around
 B = 3
+
+
+def spheres_beside(model):
+    R = model.body_radius
+    top = float(model.backbone(np.zeros(model.n_dof))[-1, 2])  # the backbone's end at rest [m]
+    return np.array([[[-(R + 0.0115), 0.0, top, 0.010], [0.06, 0.06, 0.05, 0.008]],
+                     [[R + 0.014, 0.0, top, 0.012], [0.0, 0.0, 0.0, 0.0]],
+                     [[0.0, 0.0, top + R + 0.012, 0.009], [-0.07, 0.0, 0.04, 0.010]]])
+"""
+
+OBSTACLES = PRELUDE + """
+from soft_envs.envs.obstacle_course import body_clearance
 out = {}
 # the tasks: each arm moves its body's end towards a sphere 1.5 to 3 mm beside it at rest (arm 0 also
 # has one out of reach, arm 1 an empty slot, arm 2 a sphere above it and one out of reach)
@@ -39,10 +52,7 @@ for case, T, kw in (("ideal", 6, {}), ("realistic", 3, {"realism": {"preset": "r
     else:
         gpu.reset()
     _, info_c = cpu.reset(seed=0)
-    top = float(start[-1, 2])  # the backbone's end at rest [m]
-    obstacles = np.array([[[-(R + 0.0115), 0.0, top, 0.010], [0.06, 0.06, 0.05, 0.008]],
-                          [[R + 0.014, 0.0, top, 0.012], [0.0, 0.0, 0.0, 0.0]],
-                          [[0.0, 0.0, top + R + 0.012, 0.009], [-0.07, 0.0, 0.04, 0.010]]])
+    obstacles = spheres_beside(model)
     drawn = info_c.get("realism", {})
     cpu.arms.reset(rows, list(np.concatenate((times, obstacles.reshape(B, -1)), axis=1)), drawn,
                    list(cpu.realism_rngs))
@@ -112,13 +122,8 @@ def test_the_gpu_env_with_obstacles_steps_as_the_cpu_vector_env(on_cuda_simulato
     assert out["errors"] == ["InvalidParameterError"] * 4
 
 
-SUB_STEPS = """
-import json, warnings, numpy as np
-import gymnasium as gym
-import soft_envs
-from soft_envs.envs.peter_reach_cuda import PeterReachCudaVectorEnv
-warnings.simplefilter("ignore", RuntimeWarning)
-B, T = 3, 4
+SUB_STEPS = PRELUDE + """
+T = 4
 kw = dict(obstacles=2, max_episode_steps=T, time_step=0.05, frame_skip=2)
 out = {}
 for most in (None, 1):
@@ -127,21 +132,17 @@ for most in (None, 1):
         cpu.arms.scene.max_substeps = most
     gpu = PeterReachCudaVectorEnv(B, output="numpy", seed=1, goal_bank_size=16, **kw)
     single, rows = cpu.single, np.arange(B)
-    model, R = single.model, single.model.body_radius
-    start = model.backbone(np.zeros(model.n_dof))
-    top = float(start[-1, 2])
-    gpu.reset(); _, info_c = cpu.reset(seed=0)
+    gpu.reset()
+    cpu.reset(seed=0)
     times = np.array([[2.0, 0.0, 0.0, 2.0, 0.0, 0.0], [0.0, 2.0, 0.3, 0.0, 2.0, 0.3], [0.5, 0.5, 2.0, 1.0, 1.0, 1.0]])
-    obstacles = np.array([[[-(R + 0.0115), 0.0, top, 0.010], [0.06, 0.06, 0.05, 0.008]],
-                          [[R + 0.014, 0.0, top, 0.012], [0.0, 0.0, 0.0, 0.0]],
-                          [[0.0, 0.0, top + R + 0.012, 0.009], [-0.07, 0.0, 0.04, 0.010]]])
+    obstacles = spheres_beside(single.model)
     cpu.arms.reset(rows, list(np.concatenate((times, obstacles.reshape(B, -1)), axis=1)), {}, list(cpu.realism_rngs))
     gpu.set_tasks(cpu.goal, cpu.arms.obstacles)
     actions = single.model_to_action(times).astype(np.float32)
     steps = []
-    for k in range(T - 1):
-        o, r, te, tr, info = gpu.step(actions)
-        oc, rc, tec, trc, ic = cpu.step(actions)
+    for _ in range(T - 1):
+        o, _, _, _, info = gpu.step(actions)
+        oc, _, _, _, ic = cpu.step(actions)
         steps.append({"obs": float(np.abs(o - oc).max()), "u": float(np.abs(gpu.state()["u"] - cpu.body.state.u).max()),
                       "collisions": [info["collisions"].tolist(), ic["collisions"].tolist()]})
     out[str(most)] = steps
